@@ -1,0 +1,262 @@
+"""Exact Gaussian-process posteriors shared by every kernel model in ntkbo.
+
+A *kernel* here is any function ``k(x1, x2) -> (n1, n2)``; ``ntkbo.kernels.as_kernel`` turns an ntkbo
+or neural-tangents ``kernel_fn`` into one. Observations come in a fixed-capacity ``ntkbo.data.Data``
+buffer; rows past ``count`` are masked so the amount of padding cannot change any result: the padded
+Gram matrix is block-diagonal ``[[K + lam I, 0], [0, I]]`` with zero targets on the padding, and every
+cross-covariance column of a padding row is zero.
+
+Two posteriors:
+
+* ``fit`` / ``mean`` / ``variance`` / ``covariance`` / ``sample`` / ``log_marginal_likelihood``: the
+  Bayesian posterior of ``f ~ GP(m, k)`` from ``y = f(x) + eps``, ``eps ~ N(0, lam)`` (Rasmussen and
+  Williams 2006, eqs. 2.25-2.26 and 2.30; Algorithm 2.1)::
+
+      mean(x)    = m + k(x, X) (K + lam I)^-1 (y - m)
+      cov(x, x') = k(x, x') - k(x, X) (K + lam I)^-1 k(X, x')
+
+  NeuralBO's uncertainty ``lam g^T U^-1 g / m`` is this variance under the empirical NTK at theta_0
+  (seed-000 digest, section 3.3), and neural-tangents calls it ``get="ntkgp"``.
+
+* ``gd_ensemble``: the distribution over random initialisations of infinitely wide networks trained
+  by full-batch gradient descent on the MSE loss ``(1/2N) sum_i (f(x_i) - y_i)^2`` for time ``t``
+  (learning rate folded into ``t``), Lee et al. 2019, eqs. (14)-(16); neural-tangents'
+  ``predict.gradient_descent_mse_ensemble`` with ``get="ntk"`` (or ``"nngp"`` for training only the
+  readout layer). With ``Theta_r = Theta + lam I = V diag(e) V^T`` and
+  ``A(t) = V diag((1 - exp(-e t / N)) / e) V^T`` (``A(inf) = Theta_r^-1``)::
+
+      mean(x)    = Theta(x, X) A(t) y
+      cov(x, x') = K(x, x') + Theta(x, X) A K A Theta(X, x')
+                   - Theta(x, X) A K(X, x') - K(x, X) A Theta(X, x')
+
+  where ``K`` is the NNGP kernel and ``Theta`` the NTK.
+
+Everything is jit-able and vmap-able; Cholesky factors with jitter, never explicit inverses.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+from ntkbo.data import Data, mask as data_mask
+
+Array = jax.Array
+Kernel = Callable[[Array, Array], Array]
+
+
+def default_jitter(dtype) -> float:
+    """Relative diagonal jitter: 1e-10 in float64, 1e-6 in float32 (times the mean prior variance)."""
+    return 1e-10 if jnp.dtype(dtype) == jnp.float64 else 1e-6
+
+
+def kernel_diag(kernel: Kernel, x: Array) -> Array:
+    """``k(x_i, x_i)`` for each row of ``x`` ``(n, d)`` without forming the ``n x n`` matrix."""
+    return jax.vmap(lambda xi: kernel(xi[None, :], xi[None, :])[0, 0])(x)
+
+
+def _masked_gram(kernel: Kernel, x: Array, m: Array, diag: Array) -> Array:
+    """``[[K + diag, 0], [0, I]]`` for valid rows ``m``; ``diag`` is added to the valid diagonal."""
+    k = kernel(x, x)
+    both = m[:, None] & m[None, :]
+    k = jnp.where(both, k, 0.0)
+    return k + jnp.diag(jnp.where(m, diag, 1.0))
+
+
+def _jitter_value(k_valid_diag: Array, m: Array, jitter) -> Array:
+    jitter = default_jitter(k_valid_diag.dtype) if jitter is None else jitter
+    n = jnp.maximum(jnp.sum(m), 1)
+    scale = jnp.sum(jnp.where(m, jnp.abs(k_valid_diag), 0.0)) / n
+    return jitter * jnp.where(scale > 0, scale, 1.0)
+
+
+class Posterior(NamedTuple):
+    """The fitted GP posterior: a pytree of arrays (the kernel is passed separately).
+
+    Attributes:
+      x: ``(capacity, d)`` training inputs (padding rows arbitrary).
+      mask: ``(capacity,)`` valid rows.
+      chol: ``(capacity, capacity)`` lower Cholesky factor of the masked ``K + (lam + jitter) I``.
+      alpha: ``(capacity,)`` ``(K + lam I)^-1 (y - prior_mean)``, zero on padding.
+      prior_mean: scalar constant prior mean ``m``.
+    """
+
+    x: Array
+    mask: Array
+    chol: Array
+    alpha: Array
+    prior_mean: Array
+
+
+def fit(kernel: Kernel, data: Data, lam, *, prior_mean=0.0, jitter=None) -> Posterior:
+    """Conditions ``GP(prior_mean, kernel)`` on ``data`` with Gaussian noise variance ``lam``.
+
+    Args:
+      kernel: ``k(x1, x2) -> (n1, n2)``.
+      data: observations; only the first ``data.count`` rows are used.
+      lam: noise variance (NeuralBO's lambda), scalar, ``>= 0``.
+      prior_mean: constant prior mean.
+      jitter: relative diagonal jitter (times the mean prior variance of the valid rows) added for
+        numerical stability; ``None`` for ``default_jitter``.
+
+    Returns:
+      A ``Posterior``. Cost ``O(capacity^3)`` once; predictions then cost ``O(capacity^2)`` each.
+    """
+    m = data_mask(data)
+    kd = kernel_diag(kernel, data.x)
+    noise = jnp.asarray(lam, data.y.dtype) + _jitter_value(kd, m, jitter)
+    gram = _masked_gram(kernel, data.x, m, noise)
+    chol = jnp.linalg.cholesky(gram)
+    r = jnp.where(m, data.y - prior_mean, 0.0)
+    alpha = cho_solve((chol, True), r)
+    return Posterior(data.x, m, chol, alpha, jnp.asarray(prior_mean, data.y.dtype))
+
+
+def _cross(kernel: Kernel, post: Posterior, xs: Array) -> Array:
+    """``k(xs, X)`` ``(n, capacity)`` with padding columns zeroed."""
+    return jnp.where(post.mask[None, :], kernel(xs, post.x), 0.0)
+
+
+def mean(kernel: Kernel, post: Posterior, xs: Array) -> Array:
+    """Posterior mean ``(n,)`` at ``xs`` ``(n, d)``."""
+    return post.prior_mean + _cross(kernel, post, xs) @ post.alpha
+
+
+def variance(kernel: Kernel, post: Posterior, xs: Array) -> Array:
+    """Posterior variance ``(n,)`` of the latent ``f`` (noise excluded), clipped at zero."""
+    v = solve_triangular(post.chol, _cross(kernel, post, xs).T, lower=True)
+    return jnp.maximum(kernel_diag(kernel, xs) - jnp.sum(v * v, axis=0), 0.0)
+
+
+def covariance(kernel: Kernel, post: Posterior, xs: Array, xs2: Array | None = None) -> Array:
+    """Posterior covariance ``(n1, n2)`` of the latent ``f`` between ``xs`` and ``xs2``."""
+    xs2 = xs if xs2 is None else xs2
+    v1 = solve_triangular(post.chol, _cross(kernel, post, xs).T, lower=True)
+    v2 = v1 if xs2 is xs else solve_triangular(post.chol, _cross(kernel, post, xs2).T, lower=True)
+    return kernel(xs, xs2) - v1.T @ v2
+
+
+def predict(kernel: Kernel, post: Posterior, xs: Array, full_cov: bool = False):
+    """``(mean (n,), variance (n,))``, or ``(mean, covariance (n, n))`` when ``full_cov``."""
+    mu = mean(kernel, post, xs)
+    return mu, (covariance(kernel, post, xs) if full_cov else variance(kernel, post, xs))
+
+
+def sample_gaussian(key, mu: Array, cov: Array, num_samples: int | None = None, jitter=None):
+    """Joint draws from ``N(mu, cov)`` via a jittered Cholesky factor.
+
+    Returns ``(n,)`` or ``(num_samples, n)``.
+    """
+    n = mu.shape[-1]
+    jitter = default_jitter(cov.dtype) if jitter is None else jitter
+    scale = jnp.maximum(jnp.mean(jnp.abs(jnp.diag(cov))), jnp.finfo(cov.dtype).tiny)
+    chol = jnp.linalg.cholesky(cov + jitter * scale * jnp.eye(n, dtype=cov.dtype))
+    shape = (n,) if num_samples is None else (num_samples, n)
+    z = jax.random.normal(key, shape, mu.dtype)
+    return mu + z @ chol.T
+
+
+def sample(key, kernel: Kernel, post: Posterior, xs: Array, num_samples: int | None = None,
+           jitter=None) -> Array:
+    """Joint posterior samples of ``f`` at ``xs`` ``(n, d)``: ``(n,)`` or ``(num_samples, n)``."""
+    mu, cov = predict(kernel, post, xs, full_cov=True)
+    return sample_gaussian(key, mu, cov, num_samples, jitter)
+
+
+def log_marginal_likelihood(kernel: Kernel, data: Data, lam, *, prior_mean=0.0,
+                            jitter=None) -> Array:
+    """``log p(y | X) = -1/2 r^T (K + lam I)^-1 r - 1/2 log|K + lam I| - n/2 log(2 pi)``.
+
+    ``r = y - prior_mean`` on the ``n = count`` valid rows (Rasmussen and Williams 2006, eq. 2.30).
+    Differentiable in the kernel's hyper-parameters and ``lam`` (use it through ``jax.grad``).
+    """
+    post = fit(kernel, data, lam, prior_mean=prior_mean, jitter=jitter)
+    r = jnp.where(post.mask, data.y - prior_mean, 0.0)
+    n = jnp.sum(post.mask)
+    # Padding contributes log(1) = 0 to the log-determinant and 0 to the quadratic form.
+    logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(post.chol)))
+    return -0.5 * r @ post.alpha - 0.5 * logdet - 0.5 * n * jnp.log(2.0 * jnp.pi)
+
+
+# ---------------------------------------------------------------------------------------------
+# Infinite ensembles of networks trained by gradient descent (Lee et al. 2019).
+
+
+class EnsemblePosterior(NamedTuple):
+    """Train-set quantities of ``gd_ensemble``: a pytree of arrays.
+
+    Attributes:
+      x, mask: training inputs and valid rows.
+      evals, evecs: eigendecomposition of the masked, regularised train-train kernel of mode ``get``.
+      y: ``(capacity,)`` targets, zero on padding.
+      nngp: ``(capacity, capacity)`` masked NNGP train-train kernel (unregularised).
+      count: number of valid rows ``N`` (the MSE normalisation).
+    """
+
+    x: Array
+    mask: Array
+    evals: Array
+    evecs: Array
+    y: Array
+    nngp: Array
+    count: Array
+
+
+def gd_ensemble(nngp: Kernel, ntk: Kernel, data: Data, lam=0.0, get: str = "ntk"
+                ) -> EnsemblePosterior:
+    """Prepares the trained-ensemble posterior of ``get`` in ``{"ntk", "nngp"}``.
+
+    ``get="ntk"`` trains every layer (the NTK regime); ``get="nngp"`` trains only the readout, for
+    which the ensemble at ``t = inf`` is the Bayesian NNGP posterior. ``lam`` is added to the diagonal of
+    the train-train kernel of mode ``get`` (neural-tangents' ``diag_reg`` with
+    ``diag_reg_absolute_scale=True``).
+    """
+    if get not in ("ntk", "nngp"):
+        raise ValueError(f"get must be 'ntk' or 'nngp', got {get!r}")
+    m = data_mask(data)
+    both = m[:, None] & m[None, :]
+    k_nngp = jnp.where(both, nngp(data.x, data.x), 0.0)
+    k_get = k_nngp if get == "nngp" else jnp.where(both, ntk(data.x, data.x), 0.0)
+    k_get = k_get + jnp.diag(jnp.where(m, jnp.asarray(lam, k_get.dtype), 1.0))
+    evals, evecs = jnp.linalg.eigh(k_get)
+    return EnsemblePosterior(data.x, m, evals, evecs, jnp.where(m, data.y, 0.0), k_nngp,
+                             jnp.sum(m))
+
+
+def _spectral(post: EnsemblePosterior, t, factor: float = 1.0) -> Array:
+    """``A(t) = V diag((1 - exp(-factor * e t / N)) / e) V^T``; ``t = inf`` gives ``Theta_r^-1``."""
+    e = jnp.maximum(post.evals, 0.0)
+    n = jnp.maximum(post.count, 1).astype(e.dtype)
+    t = jnp.asarray(t, e.dtype)
+    safe_e = jnp.where(e > 0, e, 1.0)
+    finite = -jnp.expm1(-factor * safe_e * t / n) / safe_e
+    # As e -> 0, (1 - exp(-e t / N)) / e -> t / N (a direction training has not moved yet).
+    finite = jnp.where(e > 0, finite, factor * t / n)
+    w = jnp.where(jnp.isinf(t), 1.0 / safe_e, finite)
+    return (post.evecs * w) @ post.evecs.T
+
+
+def gd_ensemble_predict(nngp: Kernel, ntk: Kernel, post: EnsemblePosterior, xs: Array, t=jnp.inf,
+                        get: str = "ntk", compute_cov: bool = True):
+    """Mean ``(n,)`` and covariance ``(n, n)`` at ``xs`` of the trained ensemble at time ``t``.
+
+    ``t`` is training time times learning rate, for the loss ``(1/2N) sum (f - y)^2`` (neural-tangents'
+    convention); ``t = jnp.inf`` gives the converged ensemble. ``get`` must match ``gd_ensemble``.
+    """
+    col = post.mask[None, :]
+    k_td_nngp = jnp.where(col, nngp(xs, post.x), 0.0)
+    k_td = k_td_nngp if get == "nngp" else jnp.where(col, ntk(xs, post.x), 0.0)
+    a = _spectral(post, t)
+    mu = k_td @ (a @ post.y)
+    if not compute_cov:
+        return mu
+    k_tt = nngp(xs, xs)
+    if get == "nngp":
+        # Training the readout only: cov = K_tt - K_td A(2t) K_dt (neural-tangents, get="nngp").
+        return mu, k_tt - k_td @ _spectral(post, t, factor=2.0) @ k_td.T
+    term_1 = a @ k_td.T
+    term_2 = k_td @ a @ k_td_nngp.T
+    return mu, k_tt + term_1.T @ post.nngp @ term_1 - term_2 - term_2.T

@@ -1,0 +1,218 @@
+"""ntkbo.gp against float64 numpy/scipy references written independently of the library."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.stats
+
+from ntkbo import data as D
+from ntkbo import gp as _gp
+
+
+class _Jitted:
+    """ntkbo.gp with every function jitted (kernel static): op-by-op dispatch is slow."""
+
+    def __getattr__(self, name):
+        fn = getattr(_gp, name)
+        if not callable(fn) or name in ("Posterior", "EnsemblePosterior"):
+            return fn
+        static = {"fit": ("kernel",), "log_marginal_likelihood": ("kernel",),
+                  "mean": ("kernel",), "variance": ("kernel",), "covariance": ("kernel",),
+                  "predict": ("kernel", "full_cov"), "sample": ("kernel", "num_samples"),
+                  "gd_ensemble": ("nngp", "ntk", "get"),
+                  "gd_ensemble_predict": ("nngp", "ntk", "get", "compute_cov")}[name]
+        return jax.jit(fn, static_argnames=static)
+
+
+gp = _Jitted()
+
+
+def rbf(x1, x2, ell=0.7, s2=1.3):
+    d2 = jnp.sum((x1[:, None, :] - x2[None, :, :]) ** 2, -1)
+    return s2 * jnp.exp(-0.5 * d2 / ell**2)
+
+
+def rbf_np(x1, x2, ell=0.7, s2=1.3):
+    d2 = ((x1[:, None, :] - x2[None, :, :]) ** 2).sum(-1)
+    return s2 * np.exp(-0.5 * d2 / ell**2)
+
+
+def arccos1(x1, x2):
+    """A second kernel, of another shape: the order-1 arc-cosine kernel plus a constant."""
+    n1 = jnp.linalg.norm(x1, axis=-1)[:, None]
+    n2 = jnp.linalg.norm(x2, axis=-1)[None, :]
+    c = jnp.clip(x1 @ x2.T / (n1 * n2), -1.0, 1.0)
+    th = jnp.arccos(c)
+    return 0.5 + n1 * n2 * (jnp.sin(th) + (jnp.pi - th) * c) / jnp.pi
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (9, 3))
+    y = np.sin(3 * x[:, 0]) + x[:, 1] ** 2 + 0.1 * rng.normal(size=9)
+    xs = rng.uniform(-1, 1, (5, 3))
+    return x, y, xs
+
+
+def buffer(x, y, capacity):
+    data = D.empty(capacity, x.shape[1], jnp.float64)
+    return D.append(data, jnp.asarray(x), jnp.asarray(y))
+
+
+def reference(x, y, xs, lam, prior_mean=0.0):
+    k = rbf_np(x, x) + lam * np.eye(len(x))
+    ks = rbf_np(xs, x)
+    kss = rbf_np(xs, xs)
+    mu = prior_mean + ks @ scipy.linalg.solve(k, y - prior_mean, assume_a="pos")
+    cov = kss - ks @ scipy.linalg.solve(k, ks.T, assume_a="pos")
+    lml = scipy.stats.multivariate_normal(np.full(len(x), prior_mean), k).logpdf(y)
+    return mu, cov, lml
+
+
+@pytest.mark.parametrize("capacity", [9, 16, 64])
+def test_posterior_matches_scipy_and_ignores_padding(problem, capacity):
+    x, y, xs = problem
+    lam, m0 = 0.05, 0.3
+    mu_ref, cov_ref, lml_ref = reference(x, y, xs, lam, m0)
+    data = buffer(x, y, capacity)
+    # Relative jitter 1e-10 perturbs the noise by ~1e-10: well inside rtol 1e-8.
+    post = gp.fit(rbf, data, lam, prior_mean=m0)
+    mu, cov = gp.predict(rbf, post, jnp.asarray(xs), full_cov=True)
+    _, var = gp.predict(rbf, post, jnp.asarray(xs))
+    np.testing.assert_allclose(mu, mu_ref, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(cov, cov_ref, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(var, np.diag(cov_ref), rtol=1e-7, atol=1e-10)
+    lml = gp.log_marginal_likelihood(rbf, data, lam, prior_mean=m0)
+    np.testing.assert_allclose(lml, lml_ref, rtol=1e-9)
+
+
+def test_padding_rows_with_garbage_do_not_matter(problem):
+    """Padding rows hold whatever an earlier use left there: results must not depend on them."""
+    x, y, xs = problem
+    data = buffer(x, y, 16)
+    junk = data._replace(x=data.x.at[9:].set(123.0), y=data.y.at[9:].set(-7.0))
+    for d in (data, junk):
+        post = gp.fit(arccos1, d, 0.01)
+        mu, var = gp.predict(arccos1, post, jnp.asarray(xs))
+        lml = gp.log_marginal_likelihood(arccos1, d, 0.01)
+        if d is data:
+            first = (mu, var, lml)
+    np.testing.assert_allclose(mu, first[0], rtol=1e-12)
+    np.testing.assert_allclose(var, first[1], rtol=1e-12)
+    np.testing.assert_allclose(lml, first[2], rtol=1e-12)
+
+
+def test_empty_buffer_is_the_prior(problem):
+    _, _, xs = problem
+    post = gp.fit(rbf, D.empty(8, 3, jnp.float64), 0.1, prior_mean=0.5)
+    mu, cov = gp.predict(rbf, post, jnp.asarray(xs), full_cov=True)
+    np.testing.assert_allclose(mu, 0.5)
+    np.testing.assert_allclose(cov, rbf_np(xs, xs), rtol=1e-12)
+    assert gp.log_marginal_likelihood(rbf, D.empty(8, 3, jnp.float64), 0.1) == 0.0
+
+
+def test_jit_vmap_and_grad_of_marginal_likelihood(problem):
+    x, y, xs = problem
+    data = buffer(x, y, 16)
+
+    def lml(log_ell):
+        return gp.log_marginal_likelihood(lambda a, b: rbf(a, b, jnp.exp(log_ell)), data, 0.05)
+
+    g = jax.jit(jax.grad(lml))(jnp.log(0.7))
+    eps = 1e-5  # central differences: truncation error O(eps^2) ~ 1e-10, far below rtol 1e-6.
+    fd = (lml(jnp.log(0.7) + eps) - lml(jnp.log(0.7) - eps)) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    # vmap over several datasets (seeds) at once equals the separate fits.
+    ys = jnp.stack([jnp.asarray(y), -jnp.asarray(y)])
+    datas = jax.vmap(lambda yy: data._replace(y=data.y.at[:9].set(yy)))(ys)
+    mus = jax.vmap(lambda d: gp.mean(rbf, gp.fit(rbf, d, 0.05), jnp.asarray(xs)))(datas)
+    np.testing.assert_allclose(mus[1], -mus[0], rtol=1e-10)
+
+
+def test_joint_samples_monte_carlo_moments(problem):
+    x, y, xs = problem
+    post = gp.fit(rbf, buffer(x, y, 16), 0.05)
+    mu, cov = gp.predict(rbf, post, jnp.asarray(xs), full_cov=True)
+    s = gp.sample(jax.random.PRNGKey(1), rbf, post, jnp.asarray(xs), num_samples=40000)
+    assert s.shape == (40000, 5)
+    # Monte Carlo standard error of a mean is sd/sqrt(n) = sd/200; allow 5 standard errors.
+    sd = np.sqrt(np.diag(cov))
+    np.testing.assert_array_less(np.abs(s.mean(0) - mu), 5 * sd / 200 + 1e-12)
+    # The standard error of a sample covariance entry is <= sqrt(2) s_i s_j / sqrt(n); 5 of them.
+    emp = np.cov(np.asarray(s).T)
+    tol = 5 * np.sqrt(2) * np.outer(sd, sd) / 200
+    np.testing.assert_array_less(np.abs(emp - np.asarray(cov)), tol + 1e-12)
+
+
+def test_noise_free_interpolation(problem):
+    x, y, _ = problem
+    post = gp.fit(rbf, buffer(x, y, 16), 0.0, jitter=1e-12)
+    np.testing.assert_allclose(gp.mean(rbf, post, jnp.asarray(x)), y, atol=1e-5)
+    assert np.all(gp.variance(rbf, post, jnp.asarray(x)) < 1e-5)
+
+
+# ---- trained infinite ensembles (Lee et al. 2019) ------------------------------------------
+
+
+def ensemble_reference(k_nngp, k_ntk, y, xs_rows, t, lam):
+    """Lee et al. 2019 eqs. (14)-(16) with scipy's matrix exponential, independently of gp.py."""
+    x_rows = slice(0, len(y))
+    theta = k_ntk[x_rows, x_rows] + lam * np.eye(len(y))
+    kdd = k_nngp[x_rows, x_rows]
+    th_td = k_ntk[xs_rows, x_rows]
+    k_td = k_nngp[xs_rows, x_rows]
+    k_tt = k_nngp[xs_rows, xs_rows]
+    n = len(y)
+    if np.isinf(t):
+        a = np.linalg.inv(theta)
+    else:
+        a = np.linalg.solve(theta, np.eye(n) - scipy.linalg.expm(-theta * t / n))
+    mu = th_td @ a @ y
+    cov = k_tt + th_td @ a @ kdd @ a @ th_td.T - th_td @ a @ k_td.T - k_td @ a @ th_td.T
+    return mu, cov
+
+
+@pytest.mark.parametrize("t", [0.5, 7.0, np.inf])
+@pytest.mark.parametrize("capacity", [9, 32])
+def test_gd_ensemble_matches_matrix_exponential(problem, t, capacity):
+    x, y, xs = problem
+    nngp = lambda a, b: rbf(a, b, 0.9, 1.0)  # noqa: E731  (a stand-in pair of PSD kernels)
+    ntk = lambda a, b: rbf(a, b, 0.9, 1.0) + arccos1(a, b)  # noqa: E731
+    data = buffer(x, y, capacity)
+    allx = np.concatenate([x, xs])
+    k_nngp = np.asarray(nngp(jnp.asarray(allx), jnp.asarray(allx)))
+    k_ntk = np.asarray(ntk(jnp.asarray(allx), jnp.asarray(allx)))
+    mu_ref, cov_ref = ensemble_reference(k_nngp, k_ntk, y, slice(9, 14), t, 1e-3)
+    post = gp.gd_ensemble(nngp, ntk, data, lam=1e-3)
+    mu, cov = gp.gd_ensemble_predict(nngp, ntk, post, jnp.asarray(xs), t)
+    # expm/inv vs eigendecomposition of a matrix with condition number ~1e4: agree to ~1e-9.
+    np.testing.assert_allclose(mu, mu_ref, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(cov, cov_ref, rtol=1e-7, atol=1e-9)
+
+
+def test_gd_ensemble_limits(problem):
+    """t -> 0 gives the prior (untrained networks); nngp mode at t = inf is the Bayesian posterior."""
+    x, y, xs = problem
+    nngp = lambda a, b: rbf(a, b, 0.9, 1.0)  # noqa: E731
+    ntk = lambda a, b: 2.0 * rbf(a, b, 0.6, 1.0)  # noqa: E731
+    data = buffer(x, y, 16)
+    xs = jnp.asarray(xs)
+    post = gp.gd_ensemble(nngp, ntk, data)
+    mu0, cov0 = gp.gd_ensemble_predict(nngp, ntk, post, xs, 0.0)
+    np.testing.assert_allclose(mu0, 0.0, atol=1e-14)
+    np.testing.assert_allclose(cov0, nngp(xs, xs), atol=1e-12)
+    post_b = gp.gd_ensemble(nngp, ntk, data, lam=0.05, get="nngp")
+    mu_b, cov_b = gp.gd_ensemble_predict(nngp, ntk, post_b, xs, jnp.inf, get="nngp")
+    bayes = gp.fit(nngp, data, 0.05, jitter=0.0)
+    np.testing.assert_allclose(mu_b, gp.mean(nngp, bayes, xs), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(cov_b, gp.covariance(nngp, bayes, xs), rtol=1e-8, atol=1e-12)
+    # A long finite time converges to t = inf (all eigenvalues of Theta + lam I here exceed 1e-3,
+    # so exp(-e t / N) < exp(-1e-3 * 1e7 / 9) is negligible).
+    post_n = gp.gd_ensemble(nngp, ntk, data, lam=1e-3)
+    far = gp.gd_ensemble_predict(nngp, ntk, post_n, xs, 1e7)
+    inf = gp.gd_ensemble_predict(nngp, ntk, post_n, xs, jnp.inf)
+    np.testing.assert_allclose(far[0], inf[0], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(far[1], inf[1], rtol=1e-8, atol=1e-10)
