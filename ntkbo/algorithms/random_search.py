@@ -1,0 +1,41 @@
+"""Random search: i.i.d. uniform points in the box (the baseline of every paper)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ntkbo import data as D
+from ntkbo import qmc
+from ntkbo.base import Algorithm
+
+
+class RandomSearchState(NamedTuple):
+    data: D.Data
+    bounds: jax.Array
+
+
+def random_search(q: int = 1) -> Algorithm:
+    """Uniform random search, ``q`` i.i.d. points per round.
+
+    The observations are kept in the state (so results and resumption work as for every algorithm),
+    but never used.
+    """
+    if q < 1:
+        raise ValueError(f"q must be >= 1, got {q}")
+
+    def init(key, bounds, capacity):
+        del key
+        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        return RandomSearchState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds)
+
+    def suggest(key, state):
+        x = qmc.uniform(key, q, state.bounds)
+        return x, {}
+
+    def update(state, x, y):
+        return state._replace(data=D.append(state.data, x, y))
+
+    return Algorithm(init, suggest, update)
