@@ -1,0 +1,32 @@
+"""ntkbo: pure-functional JAX black-box optimisation with neural-network surrogates and exact NTKs.
+
+The public surface::
+
+    problem = ntkbo.benchmarks.get("ackley", dim=10)
+    algo = ntkbo.algorithms.neural_bo(width=500, depth=1)
+    result = ntkbo.minimize(algo, problem, budget=200, key=key)
+    results = jax.vmap(lambda k: ntkbo.minimize(algo, problem, 200, k))(keys)
+"""
+
+from ntkbo import acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc
+from ntkbo.base import Algorithm
+from ntkbo.loop import Result, best_so_far, maximize, minimize
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Algorithm",
+    "Result",
+    "acquisition",
+    "algorithms",
+    "ask_tell",
+    "benchmarks",
+    "best_so_far",
+    "data",
+    "gp",
+    "kernels",
+    "maximize",
+    "minimize",
+    "optimize",
+    "qmc",
+]
