@@ -253,10 +253,26 @@ def _init_many(algo, problem, keys, n_init, capacity):
     return jax.vmap(lambda k: _init(algo, problem, k, n_init, capacity))(keys)
 
 
+def _masked_rounds(algo: Algorithm, problem, state, key, rounds: int, active):
+    """``rounds`` rounds of which only the first ``active`` (traced) take effect: the carry of an
+    inactive round is left unchanged, so one compiled chunk serves every chunk length."""
+
+    def body(carry, i):
+        state, key = carry
+        key2, k_suggest, k_noise = jax.random.split(key, 3)
+        x, info = algo.suggest(k_suggest, state)
+        y, f = _evaluate(problem, k_noise, x)
+        new = (algo.update(state, x, y), key2)
+        carry = jax.tree_util.tree_map(lambda a, b: jnp.where(i < active, a, b), new, carry)
+        return carry, (x, y, f, info)
+
+    return jax.lax.scan(body, (state, key), jnp.arange(rounds))
+
+
 @functools.partial(jax.jit, static_argnames=("algo", "rounds", "capacity"))
-def _chunk_many(algo, problem, states, keys, rounds, capacity):
+def _chunk_many(algo, problem, states, keys, rounds, capacity, active):
     states = grow_state(states, capacity)
-    return jax.vmap(lambda s, k: _scan_rounds(algo, problem, s, k, rounds))(states, keys)
+    return jax.vmap(lambda s, k: _masked_rounds(algo, problem, s, k, rounds, active))(states, keys)
 
 
 def minimize_chunks(algo: Algorithm, problem, budget: int, keys, *, n_init: int | None = None,
@@ -279,12 +295,14 @@ def minimize_chunks(algo: Algorithm, problem, budget: int, keys, *, n_init: int 
         left = seg.rounds
         while left:
             n = min(chunk, left)
-            (states, loop_keys), (x, y, f, _) = _chunk_many(algo, problem, states, loop_keys, n,
-                                                            seg.capacity)
+            # Always a chunk of ``min(chunk, seg.rounds)`` rounds with the first ``n`` active: one
+            # compilation per capacity, whatever the chunk lengths.
+            (states, loop_keys), (x, y, f, _) = _chunk_many(
+                algo, problem, states, loop_keys, min(chunk, seg.rounds), seg.capacity, n)
             s = x.shape[0]
-            xs.append(np.asarray(x).reshape(s, n * q, -1))
-            ys.append(np.asarray(y).reshape(s, -1))
-            fs.append(np.asarray(f).reshape(s, -1))
+            xs.append(np.asarray(x[:, :n]).reshape(s, n * q, -1))
+            ys.append(np.asarray(y[:, :n]).reshape(s, -1))
+            fs.append(np.asarray(f[:, :n]).reshape(s, -1))
             done += n * q
             left -= n
             yield Progress(done, *(np.concatenate(a, axis=1) for a in (xs, ys, fs)))

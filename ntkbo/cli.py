@@ -1,0 +1,187 @@
+"""The ``ntkbo`` command line: ``ntkbo run``, ``ntkbo demo``, ``ntkbo list``.
+
+``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds at once
+(``jax.vmap``), in chunks so that a progress bar can show the best value so far, then writes
+``results.json`` (every evaluated point and value, per seed, plus the summary) and ``best_so_far.png``
+(the best noise-free value against evaluations, mean and standard error across seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+
+def _parse_options(items: list[str]) -> dict:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise SystemExit(f"--set expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        try:
+            out[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            out[k] = v
+    return out
+
+
+def summarise(f: np.ndarray, optimum: float | None) -> dict:
+    """Per-evaluation mean and standard error across seeds of the best noise-free value so far.
+
+    ``f`` is ``(seeds, budget)``. The standard error is ``sd / sqrt(seeds)`` (0 for one seed).
+    """
+    best = np.minimum.accumulate(f, axis=1)
+    s = best.shape[0]
+    se = best.std(axis=0, ddof=1) / np.sqrt(s) if s > 1 else np.zeros(best.shape[1])
+    out = {"best_so_far_mean": best.mean(0).tolist(), "best_so_far_se": se.tolist(),
+           "final_best_mean": float(best[:, -1].mean()), "final_best_se": float(se[-1])}
+    if optimum is not None:
+        regret = best - optimum
+        out["final_regret_mean"] = float(regret[:, -1].mean())
+    return out
+
+
+def plot(path: str, title: str, summary: dict, optimum: float | None) -> bool:
+    """Writes the best-so-far curve with a standard-error band; False if matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    mean = np.asarray(summary["best_so_far_mean"])
+    se = np.asarray(summary["best_so_far_se"])
+    n = np.arange(1, mean.size + 1)
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    if optimum is not None and np.all(mean - optimum > 0):
+        lo = np.maximum(mean - se - optimum, (mean - optimum) * 1e-3)
+        ax.plot(n, mean - optimum, lw=2)
+        ax.fill_between(n, lo, mean + se - optimum, alpha=0.25)
+        ax.set_yscale("log")
+        ax.set_ylabel("simple regret: best f so far - f*")
+    else:
+        ax.plot(n, mean, lw=2)
+        ax.fill_between(n, mean - se, mean + se, alpha=0.25)
+        ax.set_ylabel("best f so far")
+    ax.set_xlabel("evaluations")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: int,
+        n_init: int | None, out: str | None, options: dict, problem_options: dict,
+        seed: int = 0, chunk: int = 5, quiet: bool = False, make_plot: bool = True) -> dict:
+    """Runs ``seeds`` seeds of an algorithm on a benchmark; returns the JSON-able record."""
+    import jax
+    from tqdm import tqdm
+
+    import ntkbo
+    from ntkbo import loop
+
+    problem = ntkbo.benchmarks.get(problem_name, dim=dim, **problem_options)
+    algo = ntkbo.algorithms.get(algo_name, **options)
+    keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
+    t0 = time.time()
+    bar = tqdm(total=budget, desc=f"{algo_name} on {problem.name}-{problem.dim}d x{seeds}",
+               unit="eval", disable=quiet, file=sys.stderr)
+    last = None
+    for progress in loop.minimize_chunks(algo, problem, budget, keys, n_init=n_init, chunk=chunk):
+        bar.update(progress.done - bar.n)
+        bar.set_postfix(best=f"{np.min(progress.f, axis=1).mean():.4g}")
+        last = progress
+    bar.close()
+    wall = time.time() - t0
+    optimum = None if problem.optimum is None else float(problem.optimum)
+    record = {
+        "algorithm": algo_name, "options": {k: repr(v) for k, v in options.items()},
+        "problem": problem.name, "dim": int(problem.dim), "noise_std": float(problem.noise_std),
+        "optimum": optimum, "budget": budget, "seeds": seeds, "seed": seed,
+        "wall_time_s": wall, "ntkbo": ntkbo.__version__, "jax": jax.__version__,
+        "python": platform.python_version(),
+        "summary": summarise(last.f, optimum),
+        "runs": [{"x": last.x[i].tolist(), "y": last.y[i].tolist(), "f": last.f[i].tolist()}
+                 for i in range(seeds)],
+    }
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "results.json"), "w") as fh:
+            json.dump(record, fh)
+        if make_plot:
+            record["plot"] = plot(os.path.join(out, "best_so_far.png"),
+                                  f"{algo_name} on {problem.name} (d={problem.dim}), {seeds} seeds",
+                                  record["summary"], optimum)
+    return record
+
+
+def _print_summary(rec: dict, out: str | None) -> None:
+    s = rec["summary"]
+    print(f"\n{rec['algorithm']} on {rec['problem']} (d={rec['dim']}), budget {rec['budget']}, "
+          f"{rec['seeds']} seeds, {rec['wall_time_s']:.1f} s")
+    print(f"  best value found: {s['final_best_mean']:.6g} +- {s['final_best_se']:.2g} (mean +- se)")
+    if rec["optimum"] is not None:
+        print(f"  known optimum:    {rec['optimum']:.6g}   final simple regret "
+              f"{s['final_regret_mean']:.4g}")
+    if out:
+        print(f"  results: {os.path.join(out, 'results.json')}"
+              + (f", plot: {os.path.join(out, 'best_so_far.png')}" if rec.get("plot") else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ntkbo", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run an algorithm on a benchmark over several seeds")
+    r.add_argument("--algo", required=True)
+    r.add_argument("--problem", required=True)
+    r.add_argument("--dim", type=int, default=None)
+    r.add_argument("--budget", type=int, default=50)
+    r.add_argument("--seeds", type=int, default=4)
+    r.add_argument("--seed", type=int, default=0, help="master seed for the seeds' keys")
+    r.add_argument("--n-init", type=int, default=None)
+    r.add_argument("--noise-std", type=float, default=None)
+    r.add_argument("--chunk", type=int, default=5, help="rounds between progress updates")
+    r.add_argument("--out", default="runs/latest", help="output folder ('' for none)")
+    r.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="algorithm options, e.g. --set width=200 lam=0.01")
+    r.add_argument("--no-plot", action="store_true")
+    d = sub.add_parser("demo", help="the README's main job: NeuralBO vs random search on Branin")
+    d.add_argument("--out", default="runs/demo")
+    sub.add_parser("list", help="list algorithms and problems")
+    args = parser.parse_args(argv)
+
+    import ntkbo
+
+    if args.command == "list":
+        print("algorithms:", ", ".join(ntkbo.algorithms.names()))
+        print("problems:  ", ", ".join(ntkbo.benchmarks.names()))
+        return 0
+    try:
+        if args.command == "demo":
+            for name in ("neural_bo", "random_search"):
+                rec = run(name, "branin", None, 30, 4, 5, os.path.join(args.out, name), {}, {})
+                _print_summary(rec, os.path.join(args.out, name))
+            return 0
+        problem_options = {} if args.noise_std is None else {"noise_std": args.noise_std}
+        rec = run(args.algo, args.problem, args.dim, args.budget, args.seeds, args.n_init,
+                  args.out or None, _parse_options(args.set), problem_options, seed=args.seed,
+                  chunk=args.chunk, make_plot=not args.no_plot)
+    except (ValueError, TypeError) as err:
+        print(f"ntkbo: error: {err}", file=sys.stderr)
+        return 2
+    _print_summary(rec, args.out or None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
