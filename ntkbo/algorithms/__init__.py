@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import functools
 
+from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
+from ntkbo.algorithms.neural_bo import neural_bo
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.base import Algorithm
 
 _FACTORIES = {
+    "neural_bo": neural_bo,
     "random_search": random_search,
+    "go_ucb": go_ucb,
+    "go_ucb_joint": functools.partial(go_ucb, optimistic="joint"),
     "gp": gp,
     "ntk_gp": ntk_gp,
 }
@@ -34,4 +39,4 @@ def get(name: str, **options) -> Algorithm:
     return _FACTORIES[name](**options)
 
 
-__all__ = ["get", "gp", "names", "ntk_gp", "random_search"]
+__all__ = ["get", "go_ucb", "gp", "names", "neural_bo", "ntk_gp", "random_search"]

@@ -1,0 +1,626 @@
+r"""NeuralBO (Phan-Trong, Tran-The and Gupta, Neurocomputing 2023): Thompson sampling with a neural
+network mean and the empirical-NTK uncertainty at initialisation (seed-000 digest, sections 2-4, 7).
+
+The algorithm (Algorithm 1 with TrainNN, Algorithm 2), in ntkbo's conventions::
+
+    theta_0 ~ init                                   once, in ``init``; kept in the state
+    g(x)     = d h(x; theta) / d theta  at theta_0   static gradient features ("static")
+    U_t      = lam I + sum_{i <= t} g(x_i) g(x_i)^T                        (p x p)
+    sigma_t^2(x) = lam g(x)^T U_{t-1}^{-1} g(x)                            (Alg. 1 line 3)
+                 = k(x, x) - k_X(x)^T (K + lam I)^{-1} k_X(x),   k(x, x') = g(x) . g(x')
+    f~_t(x)  ~ N(h(x; theta_{t-1}), nu_t^2 sigma_t^2(x)), independently per point   (line 4)
+    x_t      = argmin_x f~_t(x) over the candidate set                     (line 5, negated)
+    theta_t  = TrainNN: J full-batch GD steps from theta_0 on                (Alg. 2)
+               L(theta) = 1/2 sum_i (h(x_i; theta) - y_i)^2 + 1/2 lam ||theta - theta_0||^2
+
+**Sign convention.** The paper maximises ``f``; ntkbo minimises it. The network ``h`` models the
+(standardised) observations of ``f`` itself, the Thompson draw ``f~`` is a draw of ``f``, and the
+point returned is its *minimiser*, i.e. the maximiser of the acquisition
+``-f~ = -(h + nu sigma eps)`` (``ntkbo.acquisition.thompson_independent``). This is the paper's
+algorithm run on ``-f`` (the Gaussian draw is symmetric, so maximising a draw for ``-f`` and
+minimising a draw for ``f`` are the same rule).
+
+**Parameterisation: the paper's ``m`` factors disappear.** The paper's network is
+``h(x) = sqrt(m) W_L phi(... phi(W_1 x))`` with every entry of ``W_l`` drawn from ``N(0, 1/m)`` in
+the experiments (section 7), no biases. ntkbo's flax MLP (``ntkbo.kernels.mlp``) is in NTK
+parameterisation, ``z = (W_std / sqrt(fan_in)) x @ W^``, ``W^ ~ N(0, 1)``. Write ``W^ = sqrt(m) W``
+for every layer. Because ReLU is positively homogeneous, the two networks are the *same function*
+of ``W^`` when ``W_std = (sqrt(d), 1, ..., 1)`` (the product of the scale factors
+``sqrt(d) / (sqrt(d) m^{(L-1)/2})`` equals the paper's ``sqrt(m) m^{-L/2}``; digest section 3.4:
+neural-tangents' ``stax.serial(Dense(m, W_std=sqrt(d)), Relu(), Dense(1, W_std=1))``). This is
+``W_std="paper"``, the default. Let ``g = d h / d W^`` be the gradient w.r.t. ntkbo's parameters and
+``g_W = d h / d W`` the paper's. By the chain rule
+
+    g = (d h / d W) (d W / d W^) = g_W / sqrt(m),
+
+so every ``m`` of the paper is absorbed:
+
+* the paper's features ``g_W / sqrt(m)`` are the plain gradient ``g``;
+* ``U_t = lam I + sum g_W g_W^T / m = lam I + sum g g^T`` and
+  ``sigma^2 = lam g_W^T U^-1 g_W / m = lam g^T U^-1 g``;
+* the penalty ``1/2 m lam ||W - W_0||^2 = 1/2 lam ||W^ - W^_0||^2``;
+* the empirical NTK ``k(x, x') = g(x) . g(x')`` (the paper's ``<g_W, g_W'>/m``) converges as
+  ``m -> inf`` to ntkbo's analytic NTK ``ntkbo.kernels.mlp(depth, m, W_std=(sqrt(d), 1, ...))[2]``;
+  for one hidden layer, with ``t`` the angle between ``x`` and ``x'``,
+  ``K(x, x') = (x . x') (pi - t) / (2 pi) + |x| |x'| (sin t + (pi - t) cos t) / (2 pi)``, and
+  ``K(x, x) = |x|^2``;
+* a GD step ``eta`` on ``W`` is a step ``eta m`` on ``W^``: the theory's
+  ``eta = (m lam + m L T)^-1`` is ``(lam + L T)^-1`` here.
+
+**The uncertainty, three ways** (``uncertainty=``). All are ``lam g^T U^-1 g`` or its approximation:
+
+* ``"dual"`` (default): the GP posterior variance with the empirical NTK (at the feature parameters)
+  as kernel and noise variance ``lam`` (digest section 3.3), on the masked buffer with the masking
+  and jitter of ``ntkbo.gp`` (``dual_factor``, ``variance_dual``): a ``t x t`` Cholesky per
+  suggest. Cost ``O(C^2 p + C^3 + N C p)`` for buffer capacity ``C``, ``N`` candidates and ``p``
+  parameters; it follows the number of observations because the driver grows the capacity in
+  powers of two. Exact; cheaper than the primal form while ``C < p``.
+* ``"primal"``: the paper's ``p x p`` matrix. The state keeps the upper Cholesky factor ``R`` of
+  ``U = R^T R`` (``p x p``, independent of the capacity), updated by rank-one Cholesky updates,
+  ``O(p^2)`` per observation (``cholesky_update``); ``sigma^2 = lam |R^-T g|^2`` by a triangular
+  solve, ``O(N p^2)`` per suggest, independent of ``t`` (the paper's constant memory, its Figure
+  6). Never an inverse.
+* ``"diag"``: the authors' code's approximation ``U ~ diag(U) = lam + sum_i g(x_i)^2``, so
+  ``sigma^2 = lam sum_j g_j^2 / (lam + sum_i g_ij^2)``; ``O(p)`` state, ``O(N p)`` per suggest.
+
+With static features (the default) the three exact/approximate forms use the same ``g(.; theta_0)``
+and ``"dual"`` equals ``"primal"`` to rounding. With ``features="dynamic"`` (NeuralTS, and the
+authors' code) the features are taken at the current ``theta_t``: ``"dual"`` recomputes the whole
+Gram matrix at ``theta_t`` every suggest, while ``"primal"`` and ``"diag"`` accumulate
+``g(x_t; theta_{t-1})`` at the time ``x_t`` is observed, before retraining, as the authors' code
+updates its ``U^-1`` (so their ``U`` mixes features of different ``theta``).
+
+**Thompson draw and its maximisation.** The paper's draw is independent per point (Lemma 2), so it
+is not a smooth function of ``x`` and cannot be refined by gradients (the authors' refinement was a
+no-op, digest section 4.2). Each suggest evaluates ``h`` and ``sigma`` on a fresh candidate set,
+``num_candidates`` scrambled Sobol points of the unit cube (Kronecker beyond 256 dimensions), the
+``num_best`` best observed points and ``num_perturbations`` Gaussian perturbations of them (std
+``perturb_scale`` of the box width, clipped), then takes the argmax of the acquisition: the same as
+``ntkbo.optimize.maximize_acquisition(..., method="none")``, but written out so that ``q`` draws
+share one evaluation of the features. Candidates are evaluated in chunks of ``chunk_size`` rows
+(the draws are made after, on the whole set, so chunking does not repeat random numbers).
+
+**Batches** (``q > 1``): ``q`` independent per-point Thompson draws over the same candidates, one
+point each (parallel Thompson sampling, Kandasamy et al. 2018). Two draws can pick the same
+candidate (most likely a perturbed best point where ``sigma`` is small); nothing prevents it.
+
+**TrainNN.** Full-batch gradient descent for ``num_steps = J`` steps (default 200), from
+``theta_0`` every round (``warm_start=False``, Algorithm 2). The default learning rate is
+``eta = 1 / (lam + s tr K)`` with ``tr K = sum_i |g(x_i; theta_start)|^2`` the trace of the
+empirical NTK Gram matrix on the data and ``s = 1`` (sum loss) or ``1/n`` (mean loss). The loss of
+the linearised network has Hessian ``s G^T G + lam I``, whose largest eigenvalue is at most
+``lam + s tr K``, so ``eta`` is within the GD stability bound ``2 / lambda_max`` with a factor-two
+margin for the nonlinearity; it is the spirit of the theory's ``eta = (m lam + m L T)^-1`` (``L T``
+bounds ``tr K`` when ``k(x, x) <= L``). Directions of the Gram matrix with small eigenvalues
+converge slowly (rate ``1 - eta (lam + e)`` per step), so ``J = 200`` fits the dominant directions
+and stops early in the others, as the theory's finite ``J`` does; ``optimizer="adam"`` (the
+authors' code; default learning rate ``1e-2`` on ``W^``, i.e. ``1e-2 / sqrt(m)`` on ``W``) fits
+faster. TrainNN returns the iterate with the lowest loss (the last one when the loss decreases
+monotonically, as it does for GD at the default rate), so a too-large ``learning_rate`` cannot make
+the network worse than its start; ``train_ok`` is False when the last iterate was worse.
+
+**Inputs and outputs.** Inputs are mapped to the unit cube ``[0, 1]^d`` (``z = (x - lower) /
+(upper - lower)``). A bias-free ReLU network is positively homogeneous: ``h(c z) = c h(z)``, and at
+``z = 0`` every activation vanishes, so ``g(0) = 0``, ``h(0) = 0`` and ``sigma(0) = 0``; the prior
+variance ``k(z, z) = |z|^2`` grows from the lower corner of the box (digest section 7.6). At the
+lower corner the draw is the deterministic value ``0`` (the mean of the standardised observations),
+and points near it are explored less. More generally the bias-free model is ``|z| F(z / |z|)``: it
+is linear along every ray from the corner, so where it predicts below the mean its minimum along
+the ray is on the far boundary of the box (the theory's shell domain ``a <= |x| <= b`` hides this).
+Pass ``b_std`` (e.g. ``0.1``) to add biases, which removes the degenerate point and the
+homogeneity. The authors' code maps to ``[-1, 1]^d`` (degenerate at the centre) and uses
+biases. Outputs are standardised over the valid observations (``standardize_y=True``; mean 0, std 1)
+before training, so ``lam`` (the noise variance relative to the prior ``k(x, x) ~ |z|^2``) and
+``nu`` act on a fixed scale whatever the units of ``f``; the paper does not say, and the authors'
+code does not standardise (``standardize_y=False``).
+
+**Variants** (digest section 4.3): ``features="dynamic"``, ``warm_start=True``,
+``optimizer="adam"``, ``reg_center="zero"`` (weight decay toward 0) and ``loss_reduction="mean"``
+together give the authors' code; ``nu="repo"`` is their increasing schedule
+``nu_t = sqrt(t / log(t + 1) * log(1 + t^2 / log(t + 1)))`` with ``t`` the number of observations.
+
+Paper defaults: ``depth=1`` hidden layer (the paper's ``L = 2``), ``width=500``, ReLU, no biases,
+``lam=0.01``, ``nu=1`` (grid ``{0.1, 1, 10}``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, NamedTuple, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jax.flatten_util import ravel_pytree
+from jax.scipy.linalg import solve_triangular
+
+from ntkbo import data as D
+from ntkbo import gp as G
+from ntkbo import qmc
+from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
+from ntkbo.base import Algorithm
+from ntkbo.kernels import grad_features, mlp, mlp_spec
+
+Array = jax.Array
+Params = Any
+
+FEATURES = ("static", "dynamic")
+OPTIMIZERS = ("gd", "adam")
+REG_CENTERS = ("init", "zero")
+LOSS_REDUCTIONS = ("sum", "mean")
+UNCERTAINTIES = ("dual", "primal", "diag")
+NU_SCHEDULES = ("repo",)
+SAMPLERS = ("sobol", "kronecker")
+
+#: Default number of feature entries (rows x parameters) evaluated per candidate chunk (~32 MB).
+CHUNK_ENTRIES = 1 << 22
+
+__all__ = [
+    "NeuralBOState",
+    "neural_bo",
+    "nu_repo",
+    "cholesky_update",
+    "dual_factor",
+    "variance_dual",
+    "variance_primal",
+    "variance_diag",
+    "gd_learning_rate",
+    "train",
+    "paper_W_std",
+]
+
+
+class NeuralBOState(NamedTuple):
+    """The state of ``neural_bo`` (a pytree of arrays; every capacity-sized array is in ``data``).
+
+    Attributes:
+      data: raw observations (``ntkbo.data.Data``).
+      bounds: ``(2, d)`` box.
+      params0: ``theta_0``, the flax variables drawn in ``init`` (fixed for the run).
+      params: ``theta_t``, the trained network.
+      u: ``uncertainty="primal"``: ``(p, p)`` upper Cholesky factor ``R`` of ``U = R^T R``;
+        ``"diag"``: ``(p,)`` the diagonal of ``U``; ``"dual"``: ``(0,)`` (unused).
+      train_loss: ``(2,)`` TrainNN loss at the start and of the returned parameters, last update.
+      train_ok: ``()`` bool, the last iterate of the last training was finite and no worse than
+        its start (see ``train``).
+    """
+
+    data: D.Data
+    bounds: Array
+    params0: Params
+    params: Params
+    u: Array
+    train_loss: Array
+    train_ok: Array
+
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks (pure functions of arrays: jit/vmap them over hyper-parameters as well as keys).
+
+
+def paper_W_std(d: int, depth: int) -> tuple[float, ...]:
+    """``(sqrt(d), 1, ..., 1)``: the NTK-parameterised scales of the paper's experimental network
+    (all weights ``N(0, 1/m)``, output times ``sqrt(m)``); ``depth + 1`` values, readout last."""
+    return (math.sqrt(d),) + (1.0,) * depth
+
+
+def nu_repo(t: Array) -> Array:
+    """The authors' increasing exploration schedule (digest section 4.2, version B, ``nu == 0``):
+    ``nu_t = sqrt(t / log(t + 1) * log(1 + t * t / log(t + 1)))``, ``~ sqrt(2 t)`` up to logs, with
+    ``t`` the number of observations clamped to ``>= 1``."""
+    t = jnp.maximum(jnp.asarray(t, jnp.result_type(float)), 1.0)
+    a = t / jnp.log1p(t)
+    return jnp.sqrt(a * jnp.log1p(t * a))
+
+
+def cholesky_update(r: Array, v: Array) -> Array:
+    """Rank-one (or rank-``q``) update of an upper Cholesky factor: ``R'^T R' = R^T R + V^T V``.
+
+    The standard ``O(p^2)`` rank-one algorithm (Golub and Van Loan, section 6.5.4) applied for each
+    row of ``V`` in turn. Row ``k`` of ``R'`` depends only on row ``k`` of ``R`` and the running
+    vectors, so it is one ``lax.scan`` over the rows of ``R`` with ``V`` as the carry and the new
+    rows as outputs, whatever ``q`` (updating ``R`` in a loop carry would copy it at every step on
+    CPU, ``O(p^3)``). Zero rows of ``V`` leave ``R`` unchanged.
+
+    Args:
+      r: ``(p, p)`` upper triangular with a positive diagonal.
+      v: ``(p,)`` or ``(q, p)``.
+    """
+    p = r.shape[0]
+    idx = jnp.arange(p)
+    vs = jnp.reshape(v, (-1, p))
+
+    def rotate(k, row, v):
+        rkk, vk = row[k], v[k]
+        rho = jnp.hypot(rkk, vk)
+        c, s = rho / rkk, vk / rkk
+        after = idx > k
+        new = jnp.where(after, (row + s * v) / c, row)
+        new = jnp.where(idx == k, rho, new)
+        return new, jnp.where(after, c * v - s * new, v)
+
+    def body(vs, row_k):
+        row, k = row_k
+
+        def one(j, carry):
+            row, vs = carry
+            row, vj = rotate(k, row, vs[j])
+            return row, vs.at[j].set(vj)
+
+        row, vs = jax.lax.fori_loop(0, vs.shape[0], one, (row, vs))
+        return vs, row
+
+    return jax.lax.scan(body, vs, (r, idx))[1]
+
+
+def dual_factor(g_data: Array, mask: Array, lam, jitter=None) -> Array:
+    """Lower Cholesky factor ``(C, C)`` of the masked ``[[K + (lam + j) I, 0], [0, I]]``,
+    ``K = G G^T`` the empirical-NTK Gram matrix of the valid rows of ``g_data`` ``(C, p)``; ``j`` is
+    ``ntkbo.gp``'s relative jitter (``1e-10`` times the mean of ``diag K`` in float64)."""
+    both = mask[:, None] & mask[None, :]
+    k = jnp.where(both, g_data @ g_data.T, 0.0)
+    kd = jnp.diagonal(k)
+    jitter = G.default_jitter(k.dtype) if jitter is None else jitter
+    scale = jnp.sum(kd) / jnp.maximum(jnp.sum(mask), 1)
+    noise = lam + jitter * jnp.where(scale > 0, scale, 1.0)
+    return jnp.linalg.cholesky(k + jnp.diag(jnp.where(mask, noise, 1.0)))
+
+
+def variance_dual(g: Array, g_data: Array, mask: Array, chol: Array) -> Array:
+    """``k(x, x) - k_X(x)^T (K + lam I)^-1 k_X(x)``, ``k(x, x') = g(x) . g(x')``: the GP posterior
+    variance under the empirical NTK with noise ``lam`` (``ntkbo.gp.variance`` with that kernel).
+
+    Args:
+      g: ``(n, p)`` features of the points.
+      g_data: ``(C, p)`` features of the buffer rows; rows where ``mask`` is False are ignored.
+      mask: ``(C,)`` valid rows.
+      chol: ``dual_factor(g_data, mask, lam)``.
+
+    Returns:
+      ``(n,)``, equal to ``lam g^T (lam I + G^T G)^-1 g`` (the primal form), clipped at 0.
+    """
+    cross = jnp.where(mask[None, :], g @ g_data.T, 0.0)
+    v = solve_triangular(chol, cross.T, lower=True)
+    return jnp.maximum(jnp.sum(g * g, axis=-1) - jnp.sum(v * v, axis=0), 0.0)
+
+
+def variance_primal(g: Array, r: Array, lam) -> Array:
+    """``lam g^T U^-1 g = lam |R^-T g|^2`` for ``U = R^T R``, ``R`` ``(p, p)`` upper triangular,
+    ``g`` ``(n, p)``."""
+    v = solve_triangular(r, g.T, lower=False, trans="T")
+    return jnp.maximum(lam * jnp.sum(v * v, axis=0), 0.0)
+
+
+def variance_diag(g: Array, u_diag: Array, lam) -> Array:
+    """``lam sum_j g_j^2 / U_jj``, the diagonal approximation of ``U``; ``g`` ``(n, p)``."""
+    return lam * jnp.sum(g * g / u_diag, axis=-1)
+
+
+def _sqnorm_diff(a: Params, b: Params) -> Array:
+    return sum(jnp.sum((x - y) ** 2) for x, y in
+               zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+
+
+def _loss_fn(apply_fn, center, z, y, mask, lam, reduction):
+    n = jnp.maximum(jnp.sum(mask), 1).astype(y.dtype)
+    scale = 1.0 if reduction == "sum" else 1.0 / n
+
+    def loss(params):
+        r = jnp.where(mask, apply_fn(params, z)[:, 0] - y, 0.0)
+        return 0.5 * scale * jnp.sum(r * r) + 0.5 * lam * _sqnorm_diff(params, center)
+
+    return loss
+
+
+def gd_learning_rate(g_data: Array, mask: Array, lam, reduction: str = "sum") -> Array:
+    """``1 / (lam + s tr K)``, ``tr K = sum_valid |g(x_i)|^2``, ``s = 1`` (sum) or ``1 / n`` (mean):
+    below ``1 / lambda_max`` of the linearised loss's Hessian ``s G^T G + lam I``."""
+    tr = jnp.sum(jnp.where(mask, jnp.sum(g_data * g_data, axis=-1), 0.0))
+    if reduction == "mean":
+        tr = tr / jnp.maximum(jnp.sum(mask), 1)
+    return 1.0 / (lam + tr)
+
+
+def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, mask: Array, lam,
+          learning_rate, num_steps: int, *, optimizer: str = "gd", reduction: str = "sum"):
+    """TrainNN (Algorithm 2): ``num_steps`` full-batch steps on
+    ``1/2 s sum_valid (h(z_i) - y_i)^2 + 1/2 lam |theta - center|^2`` from ``params_start``
+    (``s = 1`` for ``reduction="sum"``, ``1/n`` for ``"mean"``), by gradient descent with step
+    ``learning_rate`` or by Adam.
+
+    Returns:
+      ``(params, loss_start, loss, ok)``: the iterate with the lowest loss (the last one whenever
+      the loss decreases monotonically, as GD at the default rate does; never worse than the start),
+      the loss at the start and at ``params``, and ``ok``: the last iterate is finite and no worse
+      than the start (False flags a divergent learning rate).
+    """
+    loss = _loss_fn(apply_fn, center, z, y, mask, lam, reduction)
+    value_and_grad = jax.value_and_grad(loss)
+
+    def select(c, a, b):
+        return jax.tree_util.tree_map(lambda u, v: jnp.where(c, u, v), a, b)
+
+    if optimizer == "gd":
+        opt = optax.sgd(learning_rate)
+    else:
+        opt = optax.adam(learning_rate)
+
+    def step(carry, _):
+        p, s, best_p, best_l = carry
+        l, grads = value_and_grad(p)
+        better = l < best_l  # False for NaN
+        best_p, best_l = select(better, p, best_p), jnp.where(better, l, best_l)
+        u, s = opt.update(grads, s, p)
+        return (optax.apply_updates(p, u), s, best_p, best_l), None
+
+    l_start = loss(params_start)
+    init = (params_start, opt.init(params_start), params_start, l_start)
+    (p, _, best_p, best_l), _ = jax.lax.scan(step, init, None, length=num_steps)
+    l_end = loss(p)
+    ok = jnp.isfinite(l_end) & (l_end <= l_start)
+    last = l_end <= best_l
+    return select(last, p, best_p), l_start, jnp.where(last, l_end, best_l), ok
+
+
+# ---------------------------------------------------------------------------------------------
+# The algorithm.
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def _check_int(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def _check_positive(name, value, allow_zero=False):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        op = ">=" if allow_zero else ">"
+        raise ValueError(f"{name} must be finite and {op} 0, got {value!r}")
+
+
+def neural_bo(
+    width: int = 500,
+    depth: int = 1,
+    *,
+    lam: float = 0.01,
+    nu: Union[float, str, Callable[[Array], Array]] = 1.0,
+    activation="relu",
+    W_std="paper",
+    b_std=None,
+    features: str = "static",
+    uncertainty: str = "dual",
+    optimizer: str = "gd",
+    learning_rate: float | None = None,
+    num_steps: int = 200,
+    warm_start: bool = False,
+    reg_center: str = "init",
+    loss_reduction: str = "sum",
+    standardize_y: bool = True,
+    q: int = 1,
+    num_candidates: int = 2048,
+    num_best: int = 4,
+    num_perturbations: int = 512,
+    perturb_scale: float = 0.02,
+    sampler: str = "sobol",
+    chunk_size: int | None = None,
+    jitter: float | None = None,
+) -> Algorithm:
+    """NeuralBO (see the module docstring for the formulas, conventions and defaults).
+
+    Args:
+      width: hidden width ``m`` (paper: 500).
+      depth: hidden layers (paper: 1, its ``L = 2``).
+      lam: ``lambda``: ``U_0 = lam I``, the variance prefactor, the training penalty (paper: 0.01).
+      nu: exploration ``nu_t``: a number (paper grid ``{0.1, 1, 10}``), ``"repo"`` for the authors'
+        increasing schedule ``nu_repo``, or a function of the observation count ``t`` (int array).
+      activation: hidden activation (``ntkbo.kernels.ACTIVATIONS``), paper: ReLU.
+      W_std: ``"paper"`` for ``(sqrt(d), 1, ..., 1)`` (module docstring), or scales as in
+        ``ntkbo.kernels.mlp`` (e.g. the theory network's ``(sqrt(2 d), sqrt 2, ..., sqrt 2)`` has to
+        be given with ``d`` known).
+      b_std: bias scale(s); ``None`` (paper) means no biases.
+      features: ``"static"`` (paper: ``g(x; theta_0)``) or ``"dynamic"`` (``g(x; theta_t)``).
+      uncertainty: ``"dual"``, ``"primal"`` or ``"diag"`` (module docstring).
+      optimizer: ``"gd"`` (paper) or ``"adam"``.
+      learning_rate: ``None`` for the default (GD: ``1 / (lam + s tr K)``; Adam: ``1e-2``).
+      num_steps: ``J``, training steps per update.
+      warm_start: start training from ``theta_{t-1}`` instead of ``theta_0``.
+      reg_center: ``"init"`` (penalty toward ``theta_0``, paper) or ``"zero"`` (weight decay).
+      loss_reduction: ``"sum"`` (paper) or ``"mean"`` of the squared errors.
+      standardize_y: standardise the observations before training.
+      q: points per suggest (``q`` independent draws).
+      num_candidates: Sobol candidates per suggest.
+      num_best: best observed points included as candidates (and perturbed).
+      num_perturbations: Gaussian perturbations of the best points.
+      perturb_scale: their std, as a fraction of the box width.
+      sampler: ``"sobol"`` (scrambled, as the authors' code; Kronecker beyond 256 dimensions) or
+        ``"kronecker"`` (randomly shifted R_d sequence; compiles about 1 s faster).
+      chunk_size: candidates evaluated per chunk (``None``: about ``2^22 / p`` rows).
+      jitter: relative Cholesky jitter of the dual form (``None``: ``ntkbo.gp.default_jitter``).
+
+    Returns:
+      An ``ntkbo.Algorithm``. ``suggest`` returns ``(x (q, d), info)`` with ``info`` a dict of
+      ``acq_value`` ``(q,)`` (the maximised ``-f~``, standardised units), ``mean`` and ``std``
+      ``(q,)`` (``h`` and ``nu sigma`` there), ``nu`` ``()``, ``train_loss`` ``(2,)`` and
+      ``train_ok`` ``()`` of the last update.
+
+    Raises:
+      ValueError: an invalid argument, naming it.
+    """
+    _check_choice("features", features, FEATURES)
+    _check_choice("uncertainty", uncertainty, UNCERTAINTIES)
+    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    _check_choice("reg_center", reg_center, REG_CENTERS)
+    _check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
+    _check_choice("sampler", sampler, SAMPLERS)
+    _check_positive("lam", lam)
+    if isinstance(nu, str):
+        _check_choice("nu", nu, NU_SCHEDULES)
+        nu_fn = nu_repo
+    elif callable(nu):
+        nu_fn = nu
+    else:
+        _check_positive("nu", nu, allow_zero=True)
+        nu_value = float(nu)
+        nu_fn = lambda t: jnp.asarray(nu_value, jnp.result_type(float))  # noqa: E731
+    if learning_rate is not None:
+        _check_positive("learning_rate", learning_rate)
+    for name, value, low in (("num_steps", num_steps, 0), ("q", q, 1),
+                             ("num_candidates", num_candidates, 1), ("num_best", num_best, 0),
+                             ("num_perturbations", num_perturbations, 0)):
+        _check_int(name, value, low)
+    if num_perturbations and not num_best:
+        raise ValueError("num_perturbations must be 0 when num_best is 0 (nothing to perturb)")
+    _check_positive("perturb_scale", perturb_scale, allow_zero=True)
+    if chunk_size is not None:
+        _check_int("chunk_size", chunk_size, 1)
+    for name, value in (("warm_start", warm_start), ("standardize_y", standardize_y)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be a bool, got {value!r}")
+    paper_ws = isinstance(W_std, str)
+    if paper_ws:
+        if W_std != "paper":
+            raise ValueError(f"W_std must be 'paper' or scales, got {W_std!r}")
+        mlp_spec(depth, width, activation, 1.0, b_std)  # validates the other arguments
+    else:
+        mlp_spec(depth, width, activation, W_std, b_std)
+    lr_adam = 1e-2 if learning_rate is None else float(learning_rate)
+
+    @functools.lru_cache(maxsize=None)
+    def network(d: int):
+        ws = paper_W_std(d, depth) if paper_ws else W_std
+        init_fn, apply_fn, _ = mlp(depth, width, activation, W_std=ws, b_std=b_std)
+        return init_fn, apply_fn, grad_features(apply_fn)
+
+    def init(key, bounds, capacity):
+        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        d = bounds.shape[-1]
+        init_fn, _, _ = network(d)
+        _, params0 = init_fn(key, (-1, d))
+        p = ravel_pytree(params0)[0].shape[0]
+        dtype = bounds.dtype
+        if uncertainty == "primal":
+            u = jnp.sqrt(jnp.asarray(lam, dtype)) * jnp.eye(p, dtype=dtype)
+        elif uncertainty == "diag":
+            u = jnp.full((p,), lam, dtype)
+        else:
+            u = jnp.zeros((0,), dtype)
+        return NeuralBOState(D.empty(capacity, d, dtype), bounds, params0, params0, u,
+                             jnp.zeros((2,), dtype), jnp.ones((), bool))
+
+    def _targets(data):
+        m = D.mask(data)
+        if standardize_y:
+            return standardize(data.y, m)[0], m
+        return jnp.where(m, data.y, 0.0), m
+
+    def update(state, x, y):
+        d = state.bounds.shape[-1]
+        _, apply_fn, feats = network(d)
+        x = jnp.asarray(x, state.bounds.dtype).reshape(-1, d)
+        y = jnp.asarray(y, state.bounds.dtype).reshape(-1)
+        data = D.append(state.data, x, y)
+        fits = data.count > state.data.count
+        u = state.u
+        if uncertainty != "dual":
+            theta_feat = state.params0 if features == "static" else state.params
+            g = jnp.where(fits, feats(to_unit(x, state.bounds), theta_feat), 0.0)
+            if uncertainty == "primal":
+                u = cholesky_update(u, g)
+            else:
+                u = u + jnp.sum(g * g, axis=0)
+        z = to_unit(data.x, state.bounds)
+        ys, m = _targets(data)
+        start = state.params if warm_start else state.params0
+        center = (state.params0 if reg_center == "init"
+                  else jax.tree_util.tree_map(jnp.zeros_like, state.params0))
+        if optimizer == "gd":
+            lr = (gd_learning_rate(feats(z, start), m, lam, loss_reduction)
+                  if learning_rate is None else learning_rate)
+        else:
+            lr = lr_adam
+        params, l0, l1, ok = train(apply_fn, start, center, z, ys, m, lam, lr, num_steps,
+                                   optimizer=optimizer, reduction=loss_reduction)
+        return state._replace(data=data, u=u, params=params, train_loss=jnp.stack([l0, l1]),
+                              train_ok=ok)
+
+    def _candidates(key, z, ys, m, noise):
+        """Quasi-random points, the best observed points and their perturbations (by ``noise``)."""
+        d = z.shape[-1]
+        dtype = z.dtype
+        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
+        use_sobol = sampler == "sobol" and d <= qmc.SOBOL_MAX_DIM
+        cand = (qmc.sobol if use_sobol else qmc.kronecker)(key, num_candidates, unit)
+        if not num_best:
+            return cand
+        k = min(num_best, z.shape[0])  # the buffer may hold fewer rows than num_best
+        _, idx = jax.lax.top_k(-jnp.where(m, ys, jnp.inf), k)
+        # Missing best points (fewer observations than num_best) are replaced by candidates.
+        centres = jnp.where(m[idx][:, None], z[idx], cand[:k])
+        local = centres[jnp.arange(num_perturbations) % k] + perturb_scale * noise.reshape(-1, d)
+        return jnp.concatenate([cand, centres, jnp.clip(local, 0.0, 1.0)])
+
+    def suggest(key, state):
+        d = state.bounds.shape[-1]
+        _, apply_fn, feats = network(d)
+        k_cand, k_noise = jax.random.split(key)
+        data = state.data
+        z = to_unit(data.x, state.bounds)
+        ys, m = _targets(data)
+        n = num_candidates + (min(num_best, data.capacity) + num_perturbations if num_best else 0)
+        # One normal draw for the perturbations and the Thompson noise (each random-number call
+        # site costs about a second of XLA compile time on CPU).
+        noise = jax.random.normal(k_noise, (num_perturbations * d + q * n,), state.bounds.dtype)
+        cand = _candidates(k_cand, z, ys, m, noise[: num_perturbations * d])
+        eps = noise[num_perturbations * d:].reshape(q, n)
+        theta_feat = state.params0 if features == "static" else state.params
+        p = state.u.shape[0] if uncertainty != "dual" else ravel_pytree(state.params0)[0].shape[0]
+        if uncertainty == "dual":
+            g_data = feats(z, theta_feat)
+            chol = dual_factor(g_data, m, lam, jitter)
+
+        def moments(zc):
+            mu = apply_fn(state.params, zc)[:, 0]
+            g = feats(zc, theta_feat)
+            if uncertainty == "dual":
+                var = variance_dual(g, g_data, m, chol)
+            elif uncertainty == "primal":
+                var = variance_primal(g, state.u, lam)
+            else:
+                var = variance_diag(g, state.u, lam)
+            return mu, var
+
+        chunk = chunk_size or max(1, CHUNK_ENTRIES // max(p, 1))
+        if chunk >= n:
+            mu, var = moments(cand)
+        else:
+            num = -(-n // chunk)
+            chunk = -(-n // num)  # balanced chunks: less padding
+            padded = jnp.concatenate([cand, jnp.broadcast_to(cand[:1], (num * chunk - n, d))])
+            mu, var = jax.lax.map(moments, padded.reshape(num, chunk, d))
+            mu, var = mu.reshape(-1)[:n], var.reshape(-1)[:n]
+        sigma = jnp.sqrt(jnp.maximum(var, 0.0))
+        nu_t = jnp.asarray(nu_fn(data.count), mu.dtype)
+        # acquisition.thompson_independent with the pre-drawn eps: -f~ = -(h + nu sigma eps).
+        values = -(mu + nu_t * sigma * eps)
+        i = jnp.argmax(values, axis=-1)
+        info = {
+            "acq_value": values[jnp.arange(q), i],
+            "mean": mu[i],
+            "std": nu_t * sigma[i],
+            "nu": nu_t,
+            "train_loss": state.train_loss,
+            "train_ok": state.train_ok,
+        }
+        return from_unit(cand[i], state.bounds), info
+
+    return Algorithm(init, suggest, update)

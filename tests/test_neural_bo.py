@@ -1,0 +1,320 @@
+"""NeuralBO: the uncertainty identities, TrainNN against its linearisation, runs through the driver.
+
+Independent references: the primal ``lam g^T U^-1 g`` in numpy from the gradient features, the GP
+posterior variance of ``ntkbo.gp`` with the empirical NTK (``ntkbo.kernels.empirical_ntk``) as
+kernel, and kernel ridge regression on the empirical NTK for the trained network.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import serialization
+
+import ntkbo
+from ntkbo import data as D
+from ntkbo import gp as G
+from ntkbo.algorithms.neural_bo import (
+    cholesky_update,
+    dual_factor,
+    neural_bo,
+    nu_repo,
+    paper_W_std,
+    variance_diag,
+    variance_dual,
+    variance_primal,
+)
+from ntkbo.kernels import empirical_ntk, grad_features, mlp
+
+LAM = 0.01
+BRANIN = ntkbo.benchmarks.get("branin")
+UNIT3 = np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+
+
+# ---- the uncertainty: dual == primal == GP posterior variance; diag == its formula -------------
+
+
+@pytest.fixture(scope="module")
+def setup():
+    """A width-64 paper network in d = 3, a buffer of capacity 16 holding 8 points (padding rows are
+    garbage, to check the masking), and 40 test points, two of them observed."""
+    d, width, n = 3, 64, 8
+    init_fn, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d, 1))
+    _, params0 = jax.jit(lambda k: init_fn(k, (-1, d)))(jax.random.PRNGKey(0))
+    feats = jax.jit(grad_features(apply_fn))
+    rng = np.random.default_rng(1)  # numpy draws: no jax.random compilation in the tests' inputs
+    z = rng.uniform(size=(n, d))
+    buf = np.concatenate([z, np.full((16 - n, d), 0.7)])  # padding with nonzero features
+    mask = np.arange(16) < n
+    zc = np.concatenate([z[:2], rng.uniform(size=(38, d))])
+    g_data, gc = np.asarray(feats(z, params0)), np.asarray(feats(zc, params0))
+    p = g_data.shape[1]
+    u = LAM * np.eye(p) + g_data.T @ g_data
+    primal = LAM * np.einsum("ij,ji->i", gc, np.linalg.solve(u, gc.T))
+    return dict(d=d, width=width, n=n, apply_fn=apply_fn, params0=params0, feats=feats, z=z,
+                buf=buf, mask=mask, zc=zc, g_data=g_data, gc=gc, u=u, primal=primal)
+
+
+# U = lam I + G^T G has condition number <= 1 + |G|^2 / lam ~ 1e3 here, so solves lose at most
+# ~1e-13 relative; the dual subtraction k - k^T (K + lam I)^-1 k loses ~1e-13 absolute; the Cholesky
+# jitter (1e-10 of the mean prior variance, ntkbo.gp's default) shifts lam by ~1e-8 relative. So
+# rtol 1e-6 with atol 1e-10 (variances are >= ~lam/10 = 1e-3) leaves a wide margin.
+RTOL, ATOL = 1e-6, 1e-10
+
+
+def test_dual_equals_primal_and_gp_posterior_variance(setup):
+    s = setup
+    g_buf = s["feats"](s["buf"], s["params0"])
+    dual = jax.jit(lambda g, gb, m: variance_dual(g, gb, m, dual_factor(gb, m, LAM)))(
+        jnp.asarray(s["gc"]), g_buf, s["mask"])
+    np.testing.assert_allclose(dual, s["primal"], rtol=RTOL, atol=ATOL)
+    # ntkbo.gp with the empirical NTK at theta_0 as the kernel of the raw inputs, noise lam.
+    ntk = empirical_ntk(s["apply_fn"])
+
+    @jax.jit
+    def gp_variance(params, buf, zc):
+        kernel = lambda a, b: ntk(a, b, params)  # noqa: E731
+        post = G.fit(kernel, D.Data(buf, jnp.zeros(16), jnp.asarray(s["n"], jnp.int32)), LAM)
+        return G.variance(kernel, post, zc)
+
+    gp_var = gp_variance(s["params0"], s["buf"], s["zc"])
+    np.testing.assert_allclose(gp_var, s["primal"], rtol=RTOL, atol=ATOL)
+    # at observed points the variance is below lam (posterior of a noisy observation)
+    assert np.all(s["primal"][:2] < LAM)
+
+
+def test_primal_and_diag_state_follow_the_updates(setup):
+    """The states kept by ``uncertainty="primal"`` (Cholesky factor of U by rank-one updates) and
+    ``"diag"`` (diag U) after ``update``, against numpy; no training (``num_steps=0``)."""
+    s = setup
+    y = np.arange(s["n"], dtype=np.float64)
+    for mode in ("primal", "diag"):
+        algo = neural_bo(s["width"], uncertainty=mode, num_steps=0)
+        state = jax.jit(algo.init, static_argnums=2)(jax.random.PRNGKey(0), UNIT3, 16)
+        # the algorithm draws the same theta_0 from the same key as the fixture
+        np.testing.assert_array_equal(state.params0["params"]["Dense_0"]["kernel"],
+                                      s["params0"]["params"]["Dense_0"]["kernel"])
+        update = jax.jit(algo.update)
+        state = update(update(state, s["z"][:4], y[:4]), s["z"][4:], y[4:])  # rank 4, twice
+        if mode == "primal":
+            r = np.asarray(state.u)
+            np.testing.assert_allclose(np.triu(r), r)  # upper triangular
+            np.testing.assert_allclose(r.T @ r, s["u"], rtol=1e-10, atol=1e-12)
+            var = variance_primal(jnp.asarray(s["gc"]), state.u, LAM)
+            np.testing.assert_allclose(var, s["primal"], rtol=RTOL, atol=ATOL)
+        else:
+            diag_u = LAM + np.sum(s["g_data"] ** 2, axis=0)
+            np.testing.assert_allclose(state.u, diag_u, rtol=1e-12)
+            expect = LAM * np.sum(s["gc"] ** 2 / diag_u, axis=1)
+            np.testing.assert_allclose(variance_diag(jnp.asarray(s["gc"]), state.u, LAM), expect,
+                                       rtol=1e-12)
+            # diag(U) >= the eigen-weights the full U gives along each axis, so the diagonal
+            # approximation is not the exact variance: it differs from the primal somewhere
+            assert np.max(np.abs(expect - s["primal"])) > 1e-6
+
+
+def test_cholesky_update_rank_one():
+    a = np.random.default_rng(0).normal(size=(5, 5))
+    u = a @ a.T + np.eye(5)
+    r = np.linalg.cholesky(u).T
+    v = np.random.default_rng(1).normal(size=5)
+    r1 = np.asarray(cholesky_update(jnp.asarray(r), jnp.asarray(v)))
+    # one rank-one update in float64 is backward stable: error ~ eps |U|
+    np.testing.assert_allclose(r1.T @ r1, u + np.outer(v, v), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(cholesky_update(jnp.asarray(r), jnp.zeros(5)), r)
+
+
+def test_paper_network_ntk_limit():
+    """``W_std="paper"`` = (sqrt(d), 1): ntkbo's analytic NTK is the digest's closed form (section
+    3.4) of the paper's experimental network, and the empirical NTK g(x).g(x') (the paper's
+    <g_W, g_W'>/m) of a width-4096 network matches it. The empirical NTK at initialisation is a mean
+    over m neurons, so its relative fluctuation is ~ 1/sqrt(m) * O(1) ~ 2-3%; we allow 10%."""
+    d = 3
+    x = np.random.default_rng(5).uniform(size=(5, d))
+    init_fn, apply_fn, kernel_fn = mlp(1, 4096, W_std=paper_W_std(d, 1))
+    nx = np.linalg.norm(x, axis=1)
+    cos = np.clip(x @ x.T / np.outer(nx, nx), -1.0, 1.0)
+    t = np.arccos(cos)
+    closed = (x @ x.T * (np.pi - t) + np.outer(nx, nx) * (np.sin(t) + (np.pi - t) * cos))
+    closed /= 2 * np.pi
+    analytic = jax.jit(lambda a: kernel_fn(a, a, "ntk"))(x)
+    # At x = x' both compute the angle from a rounding-level quantity (sqrt(1e-16) ~ 1e-8 rad),
+    # which moves the diagonal by ~ angle / (2 pi) ~ 3e-9 relative: rtol 1e-8.
+    np.testing.assert_allclose(analytic, closed, rtol=1e-8)
+    np.testing.assert_allclose(np.diag(closed), nx**2, rtol=1e-8)  # k(x, x) = |x|^2
+
+    @jax.jit
+    def empirical(key):
+        _, p0 = init_fn(key, (-1, d))
+        g = grad_features(apply_fn)(x, p0)
+        return g @ g.T
+
+    np.testing.assert_allclose(empirical(jax.random.PRNGKey(1)), closed, rtol=0.1)
+
+
+# ---- TrainNN approaches the minimiser of the linearised loss as the width grows ----------------
+
+
+def test_training_approaches_kernel_ridge_regression():
+    """``update`` retrains from theta_0 by GD on 1/2 sum (h - y)^2 + 1/2 lam |theta - theta_0|^2.
+    The linearised network's minimiser predicts ``h_0(x) + k_X(x)^T (K + lam I)^-1 (y - h_0(X))``
+    (kernel ridge regression on the empirical NTK at theta_0, digest section 3.3).
+
+    Tolerance: the trained network differs from it by the linearisation error, ~ C |alpha|^2 /
+    sqrt(m) for the two-layer net, with alpha = (K + lam I)^-1 (y - h_0) the size of the parameter
+    move. With lam = 1, |alpha| = O(1); the max error over 50 test points, averaged over 4 seeds,
+    was measured at 0.051, 0.011 and 0.0046 for m = 64, 512 and 4096 (the 1/sqrt(m) law, C ~ 0.35),
+    so ~0.008 at the moderate m = 2048 used here; we allow 0.02 for the largest of 4 seeds and 0.012
+    for their mean. With the paper's lam = 0.01, alpha is ~100x larger and the linear regime needs
+    far wider networks (the theory's m >= poly(T, 1/lam)). GD with eta = 1 / (lam + tr K) contracts
+    every direction by at least 1 - eta lam ~ 0.8 per step here, so 300 steps reach the minimiser
+    to rounding: what remains is the linearisation error.
+    """
+    lam, d, n, width = 1.0, 2, 6, 2048
+    bounds = np.array([[0.0, 0.0], [1.0, 1.0]])
+    rng = np.random.default_rng(2)
+    z, zt = rng.uniform(size=(n, d)), rng.uniform(size=(50, d))
+    y = np.sin(3 * z[:, 0]) + z[:, 1] ** 2
+    algo = neural_bo(width, lam=lam, num_steps=300, standardize_y=False)
+    _, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d, 1))
+    feats = grad_features(apply_fn)
+
+    @jax.jit
+    def one(key):
+        state = algo.update(algo.init(key, bounds, 8), z, y)
+        p0 = state.params0
+        g, gt = feats(z, p0), feats(zt, p0)
+        h0, h0t = apply_fn(p0, z)[:, 0], apply_fn(p0, zt)[:, 0]
+        krr = h0t + gt @ g.T @ jnp.linalg.solve(g @ g.T + lam * jnp.eye(n), y - h0)
+        pred = apply_fn(state.params, zt)[:, 0]
+        return jnp.max(jnp.abs(pred - krr)), jnp.max(jnp.abs(krr - h0t)), state.train_loss, \
+            state.train_ok
+
+    err, move, loss, ok = jax.vmap(one)(jax.random.split(jax.random.PRNGKey(4), 4))
+    assert np.all(ok)
+    assert np.all(loss[:, 1] < loss[:, 0])  # the loss decreases
+    assert np.all(move > 0.1)  # training moved the predictions, so the comparison is not empty
+    assert err.max() < 0.02 and err.mean() < 0.012, err
+
+
+# ---- runs through ntkbo.minimize ----------------------------------------------------------------
+
+KEY = jax.random.PRNGKey(0)
+BUDGET = 20  # n_init = 3 and 17 rounds; min_capacity=32 keeps one buffer size (one compilation)
+
+
+def run(algo, key=KEY, n_init=None):
+    return ntkbo.minimize(algo, BRANIN, BUDGET, key, n_init=n_init, min_capacity=32)
+
+
+@pytest.fixture(scope="module")
+def default_algo():
+    return neural_bo(width=32)
+
+
+def test_minimize_default(default_algo):
+    r = run(default_algo)
+    assert r.x.shape == (BUDGET, 2) and np.all(np.isfinite(r.y))
+    lo, hi = np.asarray(BRANIN.bounds)
+    assert np.all(r.x >= lo) and np.all(r.x <= hi)
+    assert len({tuple(row) for row in np.asarray(r.x)}) > BUDGET // 2  # it moves around
+    info = r.info
+    rounds = BUDGET - 3
+    assert info["acq_value"].shape == (rounds, 1) and info["train_loss"].shape == (rounds, 2)
+    assert np.all(info["train_ok"]) and np.all(np.isfinite(info["std"]))
+    assert np.all(info["train_loss"][:, 1] < info["train_loss"][:, 0])
+    np.testing.assert_array_equal(info["nu"], 1.0)
+    # same key, bit-identical run
+    again = run(default_algo)
+    np.testing.assert_array_equal(again.x, r.x)
+    # the state round-trips through flax.serialization
+    restored = serialization.from_state_dict(r.state, serialization.to_state_dict(r.state))
+    for a, b in zip(jax.tree_util.tree_leaves(restored), jax.tree_util.tree_leaves(r.state)):
+        np.testing.assert_array_equal(a, b)
+
+
+VARIANTS = {
+    # the authors' code: dynamic features, warm start, Adam, weight decay, mean loss, nu schedule,
+    # with the primal U accumulated from g(x_t; theta_{t-1})
+    "repo": dict(features="dynamic", warm_start=True, optimizer="adam", reg_center="zero",
+                 loss_reduction="mean", nu="repo", uncertainty="primal"),
+    # dynamic features with the dual form (Gram matrix recomputed at theta_t)
+    "dynamic_dual": dict(features="dynamic"),
+    # batches, biases, a second hidden layer, a fixed learning rate, a callable nu, diag U,
+    # chunked candidates, more best points than the buffer's capacity (16)
+    "misc": dict(q=2, b_std=0.1, depth=2, width=16, learning_rate=1e-3, chunk_size=100,
+                 num_best=20, nu=lambda t: 0.5 + 0.0 * t, uncertainty="diag",
+                 standardize_y=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_variants_run(name):
+    """Each switch through init, update, suggest (jitted directly, not through the driver: one
+    compilation of each function, which is what dominates the time of this test)."""
+    kw = dict(width=32, num_candidates=256, num_perturbations=64, sampler="kronecker")
+    kw.update(VARIANTS[name])
+    algo = neural_bo(**kw)
+    q = kw.get("q", 1)
+    update, suggest = jax.jit(algo.update), jax.jit(algo.suggest)
+    fn = jax.jit(jax.vmap(BRANIN.fn))
+    lo, hi = np.asarray(BRANIN.bounds)
+    state = jax.jit(algo.init, static_argnums=2)(KEY, BRANIN.bounds, 16)
+    x0 = lo + (hi - lo) * np.array([[0.1, 0.2], [0.7, 0.4], [0.4, 0.9], [0.9, 0.8]])
+    for i in range(0, 4, q):  # the initial design in batches of q: update compiles once
+        state = update(state, x0[i:i + q], fn(x0[i:i + q]))
+    for k in jax.random.split(KEY, 3):
+        x, info = suggest(k, state)
+        assert x.shape == (q, 2) and np.all(x >= lo) and np.all(x <= hi)
+        assert info["acq_value"].shape == (q,) and np.all(np.isfinite(np.asarray(info["std"])))
+        assert bool(info["train_ok"]) and info["train_loss"][1] < info["train_loss"][0]
+        state = update(state, x, fn(x))
+    assert int(state.data.count) == 4 + 3 * q
+    if name == "repo":
+        np.testing.assert_allclose(info["nu"], nu_repo(4 + 2 * q), rtol=1e-12)
+        assert not jnp.allclose(state.params0["params"]["Dense_0"]["kernel"],
+                                state.params["params"]["Dense_0"]["kernel"])
+
+
+def test_vmap_over_keys_equals_separate_runs(default_algo):
+    keys = jnp.stack([KEY, jax.random.PRNGKey(7)])
+    many = jax.vmap(lambda k: run(default_algo, k))(keys)
+    for i in range(2):
+        one = run(default_algo, keys[i])  # compiled by test_minimize_default
+        # vmapped matmuls may round differently; the chosen points are the same candidates
+        np.testing.assert_allclose(many.x[i], one.x, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(features="fixed"), "features"),
+        (dict(uncertainty="full"), "uncertainty"),
+        (dict(optimizer="sgd"), "optimizer"),
+        (dict(reg_center="origin"), "reg_center"),
+        (dict(loss_reduction="max"), "loss_reduction"),
+        (dict(lam=0.0), "lam"),
+        (dict(lam=-1.0), "lam"),
+        (dict(nu=-0.1), "nu"),
+        (dict(nu="fast"), "nu"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(num_steps=-1), "num_steps"),
+        (dict(num_steps=2.5), "num_steps"),
+        (dict(q=0), "q"),
+        (dict(num_candidates=0), "num_candidates"),
+        (dict(num_best=0), "num_perturbations"),
+        (dict(perturb_scale=-0.1), "perturb_scale"),
+        (dict(chunk_size=0), "chunk_size"),
+        (dict(warm_start=1), "warm_start"),
+        (dict(standardize_y="yes"), "standardize_y"),
+        (dict(sampler="halton"), "sampler"),
+        (dict(W_std="theory"), "W_std"),
+        (dict(W_std=(1.0, 1.0, 1.0)), "W_std"),
+        (dict(width=0), "width"),
+        (dict(depth=0), "depth"),
+        (dict(b_std=-1.0), "b_std"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        neural_bo(**kwargs)
