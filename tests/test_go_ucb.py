@@ -6,10 +6,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import importlib
+
 import scipy.optimize
 
 import ntkbo
-from ntkbo.algorithms import go_ucb as G
+
+# The module (``ntkbo.algorithms.go_ucb`` the attribute is the factory function of the same name).
+G = importlib.import_module("ntkbo.algorithms.go_ucb")
 
 PROBLEM = ntkbo.benchmarks.get("branin")
 BUDGET, N_INIT, HORIZON = 16, 3, 12  # n_explore = ceil(sqrt(12)) = 4: one Phase-I suggest, then 12
