@@ -100,7 +100,11 @@ def validate(problem, budget: int, n_init: int, q: int) -> None:
         raise ValueError("problem must have fn and bounds (see ntkbo.benchmarks.Problem)")
     if bounds.ndim != 2 or bounds.shape[0] != 2:
         raise ValueError(f"problem.bounds must have shape (2, d), got {bounds.shape}")
-    if not isinstance(bounds, jax.core.Tracer) and not bool(jnp.all(bounds[0] < bounds[1])):
+    try:  # concrete bounds only: under an outer jit the bounds may be tracers
+        concrete = np.asarray(bounds)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        concrete = None
+    if concrete is not None and not np.all(concrete[0] < concrete[1]):
         raise ValueError("problem.bounds: every lower bound must be below its upper bound")
 
 

@@ -185,3 +185,10 @@ def test_tell_grows_capacity_and_does_not_retrace_within_a_capacity():
     assert int(ask_tell.observations(study)[0].shape[0]) == 40
     # 40 tells spread over capacities 16, 32, 64: one trace each, not one per tell
     assert traces == [16, 32, 64]
+
+
+def test_minimize_under_an_outer_jit_with_closed_over_problem():
+    """Closed-over concrete bounds become tracers under jit: validation must not break that."""
+    run = jax.jit(lambda k: ntkbo.minimize(ALGO, PROBLEM, 21, k, n_init=5).best_y)
+    ref = ntkbo.minimize(ALGO, PROBLEM, 21, jax.random.PRNGKey(0), n_init=5).best_y
+    np.testing.assert_array_equal(run(jax.random.PRNGKey(0)), ref)

@@ -1,0 +1,615 @@
+"""Wall-clock speed of ntkbo's optimisers: one BO step against n, and vmapped seeds against a loop.
+
+Two measurements, printed as Markdown tables (to paste into a README) with the machine on top:
+
+1. **Step time against n.** For each algorithm and each number of observations ``n`` (default
+   50, 100, 200, 500, 1000, 2000) on ``ackley`` in d = 10: a state of capacity
+   ``ntkbo.data.next_capacity(n + 1)`` holding ``n`` Sobol points and their values (the first
+   ``n - 1`` written straight into the buffer with ``ntkbo.data.append``, the last one through one
+   ``update``, which fits the surrogate: one fit, not ``n``). ``suggest`` and ``update`` are
+   compiled ahead of time (``jax.jit(...).lower(...).compile()``, the *compile* column), run once to
+   warm up (for ``update``, the fit is that run), then timed as the median of ``--reps`` calls with
+   ``block_until_ready``. The timed ``update`` appends the suggested point (n -> n + 1) and refits,
+   as a BO round does.
+2. **Seeds: vmap against a loop.** ``--seeds`` (16) runs of ``ntkbo.minimize`` with ``--budget``
+   (30) evaluations on ``branin`` (2-D): ``jax.jit(jax.vmap(run, in_axes=(0, None)))(keys,
+   problem)`` against a Python loop calling ``jax.jit(run)(key, problem)`` once per key, where
+   ``run(k, p) = ntkbo.minimize(algo, p, budget, k)``. Both are compiled first (compile times
+   reported separately, not in the run times).
+
+Every cell runs in its own subprocess, so ``--timeout-per-cell`` is a hard limit (the child is
+killed, the cell reads "timeout (> X s)") and one cell's memory cannot affect the next. Within a
+cell the number of repetitions is reduced if ``--reps`` would not fit in the time left. Once a cell
+of an algorithm times out, or its measured step exceeds ``--skip-above``, its larger ``n`` are
+skipped ("skipped (...)") instead of being run: the cost only grows with ``n``.
+
+Algorithms are built with ``ntkbo.algorithms.get(name, **options)``. A name the registry does not
+know yet (``neural_bo`` before it is registered) falls back to the factory ``name`` in the module
+``ntkbo.algorithms.<name>``, with a note under the table. Options: ``--set name:key=value``
+(repeatable; values are Python literals, else strings), e.g. ``--set neural_bo:width=500``.
+
+BLAS threads: jax's CPU LAPACK calls (Cholesky, triangular solves) go to the OpenBLAS that scipy
+bundles, which starts its own threads next to XLA's. On a small or busy machine the two thread pools
+fight: measured here on 2 loaded cores, a float32 256 x 256 Cholesky took 238 ms with OpenBLAS's
+default threads and 0.8 ms with ``OPENBLAS_NUM_THREADS=1``. ``--blas-threads 1`` sets that in the
+measuring processes; the header says which setting a table was made with.
+
+Commands (from the repository root)::
+
+    # smoke run, a few minutes on 2 CPU cores: n in {50, 100}, 4 seeds of budget 15
+    python benchmarks/speed.py --quick --algos gp,ntk_gp
+
+    # the full default run (neural_bo, ntk_gp, gp; n up to 2000; 16 seeds of budget 30)
+    python benchmarks/speed.py --json speed.json
+
+    # variations
+    python benchmarks/speed.py --algos neural_bo --set neural_bo:width=1000 --max-n 500
+    python benchmarks/speed.py --parts seeds --seeds 32 --budget 50 --x64
+    python benchmarks/speed.py --grid 100,300 --reps 5 --timeout-per-cell 120 --skip-above 20
+    python benchmarks/speed.py --blas-threads 1 --algos gp --parts step   # see "BLAS threads"
+
+Timings depend on the machine and on its load; the header prints the load average at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+# Import the checkout this script belongs to (also when the package is not installed, or when an
+# editable install made before ntkbo/__init__.py existed resolves ``ntkbo`` as a namespace package).
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+DEFAULT_GRID = (50, 100, 200, 500, 1000, 2000)
+QUICK_GRID = (50, 100)
+RESULT_TAG = "@@speed-result "
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+def parse_options(items: list[str]) -> dict[str, dict]:
+    """``["neural_bo:width=500", ...]`` -> ``{"neural_bo": {"width": 500}}``."""
+    options: dict[str, dict] = {}
+    for item in items:
+        try:
+            name, assignment = item.split(":", 1)
+            key, value = assignment.split("=", 1)
+        except ValueError:
+            raise SystemExit(f"--set expects name:key=value, got {item!r}") from None
+        try:
+            parsed = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            parsed = value
+        options.setdefault(name.strip(), {})[key.strip()] = parsed
+    return options
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Appends ``(default: X)`` to options that have a default and do not state one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default not in (None, False, [], argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description="Time ntkbo's suggest/update against n, and vmapped seeds against a loop.",
+        formatter_class=_Formatter)
+    p.add_argument("--algos", default="neural_bo,ntk_gp,gp",
+                   help="comma-separated names for ntkbo.algorithms.get")
+    p.add_argument("--set", dest="options", action="append", default=[], metavar="ALGO:KEY=VALUE",
+                   help="an option of one algorithm's factory (repeatable)")
+    p.add_argument("--parts", default="step,seeds", help="which measurements: step, seeds or both")
+    p.add_argument("--grid", default=None,
+                   help="comma-separated n for the step timing (default: "
+                        + ",".join(map(str, DEFAULT_GRID)) + ")")
+    p.add_argument("--max-n", type=int, default=None, help="drop grid points above this n")
+    p.add_argument("--problem", default="ackley", help="problem of the step timing")
+    p.add_argument("--dim", type=int, default=10, help="its dimension")
+    p.add_argument("--reps", type=int, default=None,
+                   help="timed repetitions, the median is reported (default 5; --quick 2)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="seeds of the vmap-against-loop timing (default 16; --quick 4)")
+    p.add_argument("--budget", type=int, default=None,
+                   help="evaluations per seed (default 30; --quick 15)")
+    p.add_argument("--seeds-problem", default="branin", help="problem of the seeds timing")
+    p.add_argument("--seeds-dim", type=int, default=None,
+                   help="its dimension (default: the problem's own)")
+    p.add_argument("--timeout-per-cell", type=float, default=None,
+                   help="hard wall-clock limit per cell in seconds, compilation included "
+                        "(default 600; --quick 300)")
+    p.add_argument("--skip-above", type=float, default=60.0,
+                   help="skip larger n of an algorithm once its step (suggest + update) takes "
+                        "longer than this many seconds")
+    p.add_argument("--blas-threads", type=int, default=None, metavar="N",
+                   help="set OPENBLAS_NUM_THREADS (and MKL_, OMP_) to N in the measuring "
+                        "processes; default: leave the environment as it is")
+    p.add_argument("--x64", action="store_true",
+                   help="enable jax_enable_x64 (float64; default float32)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: n in " + ",".join(map(str, QUICK_GRID)) + ", 2 reps, 4 seeds of "
+                        "budget 15, "
+                        "timeout 300 s")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write all results as JSON")
+    p.add_argument("--seed", type=int, default=0, help="PRNG seed")
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # internal: one cell
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# The measurements (run inside a worker subprocess)
+
+
+def _setup_jax(x64: bool):
+    import jax
+
+    if x64:
+        jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def available(name: str) -> bool:
+    """Whether ``make_algorithm`` can find ``name`` (without building it)."""
+    import importlib.util
+
+    import ntkbo
+
+    if name in ntkbo.algorithms.names():
+        return True
+    try:
+        return importlib.util.find_spec(f"ntkbo.algorithms.{name}") is not None
+    except ImportError:
+        return False
+
+
+def make_algorithm(name: str, options: dict):
+    """``(algo, note)``: from the registry, else from ``ntkbo.algorithms.<name>.<name>``."""
+    import importlib
+
+    import ntkbo
+
+    if name in ntkbo.algorithms.names():
+        return ntkbo.algorithms.get(name, **options), None
+    try:
+        module = importlib.import_module(f"ntkbo.algorithms.{name}")
+        factory = getattr(module, name)
+    except (ImportError, AttributeError):
+        ntkbo.algorithms.get(name, **options)  # raises the registry's "unknown algorithm" error
+        raise
+    note = (f"`{name}` is not registered in `ntkbo.algorithms.get`; "
+            f"built from `ntkbo.algorithms.{name}.{name}`")
+    return factory(**options), note
+
+
+def _fill(state, x, y):
+    """Writes ``x``, ``y`` into every ``ntkbo.data.Data`` buffer of ``state`` (no refit)."""
+    import jax
+
+    from ntkbo import data as D
+
+    found = []
+
+    def put(node):
+        if isinstance(node, D.Data):
+            found.append(True)
+            return D.append(node, x, y)
+        return node
+
+    state = jax.tree_util.tree_map(put, state, is_leaf=lambda n: isinstance(n, D.Data))
+    if not found:
+        raise TypeError("the algorithm's state holds no ntkbo.data.Data buffer to fill")
+    return state
+
+
+def _compile(fn, *args):
+    """``(compiled, seconds)``: ahead-of-time compilation of ``jax.jit(fn)`` for ``args``."""
+    import jax
+
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    return compiled, time.perf_counter() - t0
+
+
+def _time(call, reps: int) -> list[float]:
+    import jax
+
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(call())
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _reps_that_fit(reps: int, each: float, deadline: float, calls_per_rep: int = 1) -> int:
+    """At most ``reps``, at least 1, so that the remaining calls end well before ``deadline``."""
+    left = 0.8 * (deadline - time.monotonic())
+    return max(1, min(reps, int(left / max(each * calls_per_rep, 1e-9))))
+
+
+def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed, x64):
+    jax = _setup_jax(x64)
+    import ntkbo
+    from ntkbo import data as D
+    from ntkbo import qmc
+
+    problem = ntkbo.benchmarks.get(problem_name, dim=dim)
+    algo, note = make_algorithm(algo_name, options)
+    capacity = D.next_capacity(n + 1)
+    k_init, k_x, k_suggest = jax.random.split(jax.random.PRNGKey(seed), 3)
+    x = qmc.sobol(k_x, n, problem.bounds)
+    y = jax.vmap(problem.fn)(x)
+    state = _fill(algo.init(k_init, problem.bounds, capacity), x[: n - 1], y[: n - 1])
+
+    update, t_compile_update = _compile(algo.update, state, x[n - 1:], y[n - 1:])
+    # The one fit (n - 1 -> n observations). It runs the same executable, on arguments of the same
+    # shapes, as the timed update, so it is also the update's warm-up (an update at n = 2000 can
+    # take minutes: a second warm-up call would double the cost of the cell).
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(update(state, x[n - 1:], y[n - 1:]))
+    t_fit = time.perf_counter() - t0
+    suggest, t_compile_suggest = _compile(algo.suggest, k_suggest, state)
+    t0 = time.perf_counter()
+    x_new, _ = jax.block_until_ready(suggest(k_suggest, state))  # warm-up, the timed arguments
+    t_warm_suggest = time.perf_counter() - t0
+    y_new = jax.vmap(problem.fn)(x_new)
+
+    r = _reps_that_fit(reps, t_warm_suggest + t_fit, deadline)
+    suggest_times = _time(lambda: suggest(k_suggest, state), r)
+    update_times = _time(lambda: update(state, x_new, y_new), r)
+    count = [int(leaf.count) for leaf in jax.tree_util.tree_leaves(
+        state, is_leaf=lambda node: isinstance(node, D.Data)) if isinstance(leaf, D.Data)]
+    assert all(c == n for c in count), (count, n)
+    return {
+        "algo": algo_name, "n": n, "capacity": capacity, "note": note, "reps": r,
+        "compile_suggest": t_compile_suggest, "compile_update": t_compile_update,
+        "first_fit": t_fit, "suggest": statistics.median(suggest_times),
+        "update": statistics.median(update_times), "suggest_times": suggest_times,
+        "update_times": update_times,
+    }
+
+
+def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, deadline, seed,
+                  x64):
+    jax = _setup_jax(x64)
+    import ntkbo
+
+    kwargs = {} if dim is None else {"dim": dim}
+    problem = ntkbo.benchmarks.get(problem_name, **kwargs)
+    algo, note = make_algorithm(algo_name, options)
+    keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
+
+    # The problem is an argument, not a closure: inside jit, ``minimize``'s argument check on
+    # concrete closed-over bounds fails (TracerBoolConversionError in ntkbo.loop.validate).
+    def run(k, prob):
+        return ntkbo.minimize(algo, prob, budget, k)
+
+    one, t_compile_seq = _compile(run, keys[0], problem)
+    many, t_compile_vmap = _compile(jax.vmap(run, in_axes=(0, None)), keys, problem)
+
+    def sequential():
+        return [one(k, problem) for k in keys]
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(sequential())  # warm-up
+    t_warm_seq = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(many(keys, problem))
+    t_warm_vmap = time.perf_counter() - t0
+    r = _reps_that_fit(reps, t_warm_seq + t_warm_vmap, deadline)
+    seq_times = _time(sequential, r)
+    vmap_times = _time(lambda: many(keys, problem), r)
+    seq, vm = statistics.median(seq_times), statistics.median(vmap_times)
+    return {
+        "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "budget": budget,
+        "seeds": seeds, "note": note, "reps": r, "compile_sequential": t_compile_seq,
+        "compile_vmap": t_compile_vmap, "sequential": seq, "vmap": vm, "speedup": seq / vm,
+        "sequential_times": seq_times, "vmap_times": vmap_times,
+    }
+
+
+def worker(spec: dict) -> None:
+    deadline = time.monotonic() + spec.pop("timeout")
+    kind = spec.pop("kind")
+    fn = measure_step if kind == "step" else measure_seeds
+    result = fn(**spec, deadline=deadline)
+    print(RESULT_TAG + json.dumps(result), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver
+
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def worker_env(blas_threads: int | None) -> dict:
+    env = dict(os.environ)
+    if blas_threads is not None:
+        env.update({v: str(blas_threads) for v in BLAS_THREAD_VARIABLES})
+    return env
+
+
+def run_cell(spec: dict, timeout: float, env: dict | None = None) -> dict:
+    """Runs one cell in a subprocess; returns its result or ``{"error": ...}``."""
+    spec = dict(spec, timeout=timeout)
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)]
+    t0 = time.perf_counter()
+    try:
+        # subprocess.run kills the child it started when the timeout expires.
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout", "wall": time.perf_counter() - t0}
+    wall = time.perf_counter() - t0
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT_TAG):
+            return dict(json.loads(line[len(RESULT_TAG):]), wall=wall)
+    lines = proc.stderr.strip().splitlines() or ["(no output)"]
+    errors = [ln for ln in lines if "Error" in ln.split(":", 1)[0]]
+    tail = (errors or lines)[-1].replace("|", "/")
+    return {"error": f"failed: {tail[:160]}", "wall": wall, "stderr": proc.stderr[-4000:]}
+
+
+def machine_info(x64: bool) -> dict:
+    import jax
+    import jaxlib
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    import ntkbo
+
+    return {
+        "cpu": model, "cpu_count": os.cpu_count(), "cpus_usable": usable,
+        "load_average": load, "python": platform.python_version(),
+        "jax": jax.__version__, "jaxlib": jaxlib.__version__, "ntkbo": ntkbo.__version__,
+        "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
+        "x64": bool(x64), "platform": platform.platform(),
+    }
+
+
+def fmt_time(seconds) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} us"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"
+
+
+def step_table(results: list[dict], algos: list[str], grid: list[int]) -> list[str]:
+    lines = [
+        "| algorithm | n | capacity | compile suggest / update | suggest | update | "
+        "step (suggest + update) | reps |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        if "error" in r or "skipped" in r:
+            why = r.get("skipped") or r["error"]
+            lines.append(f"| {r['algo']} | {r['n']} | {r['capacity']} | {why} | | | | |")
+            continue
+        lines.append(
+            f"| {r['algo']} | {r['n']} | {r['capacity']} | "
+            f"{fmt_time(r['compile_suggest'])} / {fmt_time(r['compile_update'])} | "
+            f"{fmt_time(r['suggest'])} | {fmt_time(r['update'])} | "
+            f"**{fmt_time(r['suggest'] + r['update'])}** | {r['reps']} |")
+    # A compact summary: step time, algorithms by n.
+    lines += ["", "Step time (suggest + update, median) by number of observations n:", "",
+              "| algorithm | " + " | ".join(f"n = {n}" for n in grid) + " |",
+              "|---|" + "---:|" * len(grid)]
+    by = {(r["algo"], r["n"]): r for r in results}
+    for a in algos:
+        cells = []
+        for n in grid:
+            r = by.get((a, n))
+            if r is None:
+                cells.append("-")
+            elif "skipped" in r:
+                cells.append("n/a" if r["skipped"] == "not available" else "skipped")
+            elif "error" in r:
+                cells.append("timeout" if r["error"].startswith("timeout") else "failed")
+            else:
+                cells.append(fmt_time(r["suggest"] + r["update"]))
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def seeds_table(results: list[dict]) -> list[str]:
+    lines = [
+        "| algorithm | problem | budget | seeds | compile loop / vmap | loop over seeds | "
+        "vmap over seeds | speed-up | reps |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['algo']} | | | | {r['error']} | | | | |")
+            continue
+        lines.append(
+            f"| {r['algo']} | {r['problem']} (d = {r['dim']}) | {r['budget']} | {r['seeds']} | "
+            f"{fmt_time(r['compile_sequential'])} / {fmt_time(r['compile_vmap'])} | "
+            f"{fmt_time(r['sequential'])} | {fmt_time(r['vmap'])} | "
+            f"**{r['speedup']:.2f}x** | {r['reps']} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.worker is not None:
+        worker(json.loads(args.worker))
+        return 0
+
+    defaults = (dict(reps=2, seeds=4, budget=15, timeout_per_cell=300.0) if args.quick
+                else dict(reps=5, seeds=16, budget=30, timeout_per_cell=600.0))
+    for k, v in defaults.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    grid = list(QUICK_GRID if args.quick else DEFAULT_GRID)
+    if args.grid:
+        grid = [int(v) for v in args.grid.split(",") if v.strip()]
+    if args.max_n is not None:
+        grid = [n for n in grid if n <= args.max_n]
+    if any(n < 1 for n in grid):
+        raise SystemExit("every n of the grid must be >= 1")
+    grid = sorted(set(grid))
+    algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    missing = [a for a in algos if not available(a)]
+    parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+    if not parts <= {"step", "seeds"}:
+        raise SystemExit(f"--parts takes step and/or seeds, got {args.parts!r}")
+    options = parse_options(args.options)
+    for name in options:
+        if name not in algos:
+            raise SystemExit(f"--set names {name!r}, which is not in --algos {algos}")
+
+    jax = _setup_jax(args.x64)
+    del jax
+    machine = machine_info(args.x64)
+    env = worker_env(args.blas_threads)
+    machine["blas_threads"] = {v: env.get(v) for v in BLAS_THREAD_VARIABLES}
+    log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+
+    step_results: list[dict] = []
+    if "step" in parts:
+        for a in algos:
+            stop = None
+            for n in grid:
+                cap = _capacity(n)
+                if a in missing:
+                    stop = "not available"
+                if stop:
+                    step_results.append({"algo": a, "n": n, "capacity": cap, "skipped": stop})
+                    continue
+                log(f"[step] {a} n={n} capacity={cap} ...")
+                spec = dict(kind="step", algo_name=a, options=options.get(a, {}),
+                            problem_name=args.problem, dim=args.dim, n=n, reps=args.reps,
+                            seed=args.seed, x64=args.x64)
+                r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a, n=n, capacity=cap)
+                step_results.append(r)
+                if r.get("error") == "timeout":
+                    r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
+                    stop = f"skipped (n = {n} timed out)"
+                elif "error" in r:
+                    log(r.get("stderr", ""))
+                    stop = f"skipped (n = {n} failed)"
+                elif r["suggest"] + r["update"] > args.skip_above:
+                    stop = (f"skipped (step > {args.skip_above:g} s at n = {n}: "
+                            f"{fmt_time(r['suggest'] + r['update'])})")
+                log(f"    {_summary(r)}")
+
+    seed_results: list[dict] = []
+    if "seeds" in parts:
+        for a in algos:
+            if a in missing:
+                seed_results.append({"algo": a, "error": "not available"})
+                continue
+            log(f"[seeds] {a} {args.seeds} seeds x budget {args.budget} on {args.seeds_problem} ...")
+            spec = dict(kind="seeds", algo_name=a, options=options.get(a, {}),
+                        problem_name=args.seeds_problem, dim=args.seeds_dim, budget=args.budget,
+                        seeds=args.seeds, reps=args.reps, seed=args.seed, x64=args.x64)
+            r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a)
+            if r.get("error") == "timeout":
+                r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
+            elif "error" in r:
+                log(r.get("stderr", ""))
+            seed_results.append(r)
+            log(f"    {_summary(r)}")
+
+    out = [
+        "## ntkbo speed",
+        "",
+        f"Machine: {machine['cpu']}; {machine['cpu_count']} CPUs ({machine['cpus_usable']} usable); "
+        f"load average at start {_load(machine['load_average'])}; backend {machine['backend']}; "
+        f"jax {machine['jax']} (jaxlib {machine['jaxlib']}); x64 {'on' if args.x64 else 'off'} "
+        f"(float{'64' if args.x64 else '32'}); OPENBLAS_NUM_THREADS="
+        f"{env.get('OPENBLAS_NUM_THREADS', 'unset')}; Python {machine['python']}; "
+        f"ntkbo {machine['ntkbo']}.",
+        "",
+        "Command: `" + " ".join(["python benchmarks/speed.py"]
+                                + list(sys.argv[1:] if argv is None else argv)) + "`",
+    ]
+    if options:
+        out += ["", "Options: " + "; ".join(
+            f"`{a}`: " + ", ".join(f"{k}={v!r}" for k, v in o.items()) for a, o in options.items())]
+    if step_results:
+        out += ["", f"### One BO step against the number of observations n "
+                    f"({args.problem}, d = {args.dim})", "",
+                "Median of `reps` calls after one warm-up; compile time excluded and shown "
+                "separately. `update` appends one point to n and refits.", ""]
+        out += step_table(step_results, algos, grid)
+    if seed_results:
+        out += ["", f"### {args.seeds} seeds: `jax.vmap` of `minimize` against a Python loop", "",
+                "Median of `reps` repetitions of all seeds; compile time excluded and shown "
+                "separately. Speed-up = loop time / vmap time.", ""]
+        out += seeds_table(seed_results)
+    notes = sorted({r["note"] for r in step_results + seed_results if r.get("note")})
+    import ntkbo
+
+    notes += [f"`{a}` is not available in this checkout (`ntkbo.algorithms.names()`: "
+              f"{', '.join(ntkbo.algorithms.names())})." for a in missing]
+    if notes:
+        out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    print("\n".join(out))
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": machine, "args": vars(args), "grid": grid,
+                       "step": step_results, "seeds": seed_results}, f, indent=1)
+        log(f"wrote {args.json}")
+    return 0
+
+
+def _capacity(n: int) -> int:
+    from ntkbo import data as D
+
+    return D.next_capacity(n + 1)
+
+
+def _load(load) -> str:
+    return "n/a" if load is None else ", ".join(f"{v:.2f}" for v in load)
+
+
+def _summary(r: dict) -> str:
+    if "skipped" in r:
+        return r["skipped"]
+    if "error" in r:
+        return f"{r['error']} after {r.get('wall', 0):.1f} s"
+    if "speedup" in r:
+        return (f"loop {fmt_time(r['sequential'])}, vmap {fmt_time(r['vmap'])}, "
+                f"speed-up {r['speedup']:.2f}x (compile {fmt_time(r['compile_sequential'])} / "
+                f"{fmt_time(r['compile_vmap'])}; cell {r['wall']:.1f} s)")
+    return (f"suggest {fmt_time(r['suggest'])}, update {fmt_time(r['update'])} "
+            f"(compile {fmt_time(r['compile_suggest'])} / {fmt_time(r['compile_update'])}; "
+            f"cell {r['wall']:.1f} s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
