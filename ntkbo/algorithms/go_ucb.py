@@ -136,11 +136,13 @@ from typing import Any, Callable, NamedTuple, Union
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import solve_triangular
 
+from ntkbo.validation import check_choice as _check_choice
+from ntkbo.validation import check_int as _check_int
+from ntkbo.validation import check_positive as _check_positive
 from ntkbo import data as D
 from ntkbo import optimize, qmc
 from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
@@ -405,31 +407,6 @@ def fit_oracle(apply_w: Callable[[Array, Array], Array], w_init: Array, z: Array
     ws, losses = jax.vmap(run)(w_init)
     i = jnp.argmin(losses)
     return ws[i], losses[i]
-
-
-# ---------------------------------------------------------------------------------------------
-# Validation (once, outside jit).
-
-
-def _check_choice(name, value, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
-def _check_int(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-
-
-def _check_positive(name, value, allow_zero=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        op = ">=" if allow_zero else ">"
-        raise ValueError(f"{name} must be finite and {op} 0, got {value!r}")
-    return v
 
 
 # ---------------------------------------------------------------------------------------------
