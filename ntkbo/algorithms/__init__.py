@@ -12,6 +12,7 @@ from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
 from ntkbo.algorithms.neural_bo import neural_bo
 from ntkbo.algorithms.random_search import random_search
+from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
 from ntkbo.base import Algorithm
 
 _FACTORIES = {
@@ -21,6 +22,8 @@ _FACTORIES = {
     "go_ucb_joint": functools.partial(go_ucb, optimistic="joint"),
     "gp": gp,
     "ntk_gp": ntk_gp,
+    "sto_bnts": sto_bnts,
+    "sto_bnts_linear": sto_bnts_linear,
 }
 for _acq in ACQUISITIONS:
     _FACTORIES[f"gp_{_acq}"] = functools.partial(gp, acquisition=_acq)
@@ -39,4 +42,7 @@ def get(name: str, **options) -> Algorithm:
     return _FACTORIES[name](**options)
 
 
-__all__ = ["get", "go_ucb", "gp", "names", "neural_bo", "ntk_gp", "random_search"]
+__all__ = [
+    "get", "go_ucb", "gp", "names", "neural_bo", "ntk_gp", "random_search", "sto_bnts",
+    "sto_bnts_linear",
+]
