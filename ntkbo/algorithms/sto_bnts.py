@@ -143,7 +143,6 @@ Building blocks (pure, ``jit``/``vmap``-able, for theory checks and ``vmap`` ove
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any, Callable, NamedTuple, Union
 
 import jax
@@ -152,6 +151,9 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import cho_solve
 
+from ntkbo.validation import check_choice as _check_choice
+from ntkbo.validation import check_int as _check_int
+from ntkbo.validation import check_positive as _check_positive
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize
@@ -499,25 +501,6 @@ def sample_member(key, apply_fn, depth: int, z: Array, y: Array, mask: Array, la
 
 # ---------------------------------------------------------------------------------------------
 # The algorithms.
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
-def _check_int(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-
-
-def _check_positive(name, value):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
 
 
 def _check_bool(name, value):
