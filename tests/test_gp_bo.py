@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.stats
 
 import ntkbo
 from ntkbo import data as D
@@ -91,11 +92,28 @@ def test_ntk_gp_uses_the_exact_ntk_and_accepts_any_kernel_fn():
     algo = ntkbo.algorithms.ntk_gp(acquisition="ei", num_candidates=128, num_restarts=2,
                                    num_steps=5)
     state, x = observed_state(algo)
+    xs, info = jax.jit(algo.suggest)(jax.random.PRNGKey(3), state)
+    # Independent EI at the suggested point: a numpy GP on the analytic NTK of the default network
+    # (depth 2, ReLU, W_std sqrt 2, b_std 0.1) at the sphere-mapped inputs, signal 1, noise 1e-2,
+    # standardised observations (ddof 1), EI of improvement below the best standardised value.
     _, _, kfn = ntkbo.kernels.mlp(2, 1, "relu", W_std=2.0**0.5, b_std=0.1)
-    z = 2.0 * gp_bo.to_unit(x, BOUNDS) - 1.0
-    ref = kfn(z, z, "ntk")
-    model_k = jnp.exp(state.params["log_signal"]) * ntkbo.kernels.as_kernel(kfn)(z, z)
-    np.testing.assert_allclose(model_k, ref, rtol=1e-12)  # signal 1 and lam fixed by default
+    u = np.column_stack([2.0 * (np.asarray(x) - BOUNDS[0]) / (BOUNDS[1] - BOUNDS[0]) - 1.0,
+                         np.ones(len(x))])
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    us = np.append(2.0 * (np.asarray(xs[0]) - BOUNDS[0]) / (BOUNDS[1] - BOUNDS[0]) - 1.0, 1.0)
+    us = (us / np.linalg.norm(us))[None]
+    assert np.allclose(np.linalg.norm(u, axis=1), 1.0)
+    y = np.asarray(quad(x))
+    ys = (y - y.mean()) / y.std(ddof=1)
+    kxx = np.asarray(kfn(u, u, "ntk")) + 1e-2 * np.eye(len(x))
+    ksx = np.asarray(kfn(us, u, "ntk"))
+    mu = ksx @ np.linalg.solve(kxx, ys)
+    var = np.asarray(kfn(us, us, "ntk"))[0, 0] - ksx @ np.linalg.solve(kxx, ksx.T)
+    sd = np.sqrt(var[0, 0])
+    zz = (ys.min() - mu[0]) / sd
+    ei = sd * (zz * scipy.stats.norm.cdf(zz) + scipy.stats.norm.pdf(zz))
+    # rtol 1e-6: the model's Cholesky carries a relative jitter of order 1e-10 (ntkbo.gp).
+    np.testing.assert_allclose(info["acq_value"][0], ei, rtol=1e-6)
     _, _, erf_fn = ntkbo.kernels.mlp(1, 1, "erf", W_std=1.5, b_std=0.2)
     other = ntkbo.algorithms.ntk_gp(erf_fn, acquisition="ts", num_ts_candidates=64)
     s2, _ = observed_state(other)
@@ -113,6 +131,8 @@ def test_bad_arguments():
         ntkbo.algorithms.gp(kernel="linear")
     with pytest.raises(ValueError, match="lam"):
         ntkbo.algorithms.ntk_gp(lam=0.0)
+    with pytest.raises(ValueError, match="input_map"):
+        ntkbo.algorithms.ntk_gp(input_map="ball")
     with pytest.raises(ValueError, match="unknown algorithm"):
         ntkbo.algorithms.get("neural_foo")
     with pytest.raises(TypeError, match="unexpected"):

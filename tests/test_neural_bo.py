@@ -89,7 +89,7 @@ def test_primal_and_diag_state_follow_the_updates(setup):
     s = setup
     y = np.arange(s["n"], dtype=np.float64)
     for mode in ("primal", "diag"):
-        algo = neural_bo(s["width"], uncertainty=mode, num_steps=0)
+        algo = neural_bo(s["width"], uncertainty=mode, num_steps=0, input_map="cube")
         state = jax.jit(algo.init, static_argnums=2)(jax.random.PRNGKey(0), UNIT3, 16)
         # the algorithm draws the same theta_0 from the same key as the fixture
         np.testing.assert_array_equal(state.params0["params"]["Dense_0"]["kernel"],
@@ -111,6 +111,25 @@ def test_primal_and_diag_state_follow_the_updates(setup):
             # diag(U) >= the eigen-weights the full U gives along each axis, so the diagonal
             # approximation is not the exact variance: it differs from the primal somewhere
             assert np.max(np.abs(expect - s["primal"])) > 1e-6
+
+
+def test_sphere_input_map():
+    """The default ``input_map="sphere"``: the network sees ``u / |u|``, ``u = (2 z - 1, 1)``
+    (computed here in numpy), through a network with ``d + 1`` inputs; checked on the ``"diag"``
+    state ``lam + sum_i g(u_i)^2`` (no training), against features of an independently built
+    network with the same key."""
+    d, width, lam = 3, 16, 0.01
+    z = np.random.default_rng(5).uniform(size=(5, d))
+    u = np.column_stack([2 * z - 1, np.ones(5)])
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    algo = neural_bo(width, lam=lam, uncertainty="diag", num_steps=0)
+    state = algo.update(algo.init(jax.random.PRNGKey(0), UNIT3, 8), z, np.arange(5.0))
+    init_fn, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d + 1, 1))
+    _, params0 = init_fn(jax.random.PRNGKey(0), (-1, d + 1))
+    g = np.asarray(grad_features(apply_fn)(jnp.asarray(u), params0))
+    np.testing.assert_allclose(state.u, lam + np.sum(g**2, axis=0), rtol=1e-12)
+    with pytest.raises(ValueError, match="input_map"):
+        neural_bo(input_map="ball")
 
 
 def test_cholesky_update_rank_one():
@@ -175,7 +194,7 @@ def test_training_approaches_kernel_ridge_regression():
     rng = np.random.default_rng(2)
     z, zt = rng.uniform(size=(n, d)), rng.uniform(size=(50, d))
     y = np.sin(3 * z[:, 0]) + z[:, 1] ** 2
-    algo = neural_bo(width, lam=lam, num_steps=300, standardize_y=False)
+    algo = neural_bo(width, lam=lam, num_steps=300, standardize_y=False, input_map="cube")
     _, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d, 1))
     feats = grad_features(apply_fn)
 

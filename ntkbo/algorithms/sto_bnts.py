@@ -157,7 +157,7 @@ from ntkbo.validation import check_positive as _check_positive
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize
-from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
+from ntkbo.algorithms.gp_bo import from_unit, standardize, to_sphere, to_unit
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 
@@ -518,8 +518,7 @@ def embed_inputs(z: Array, input_map: str = "sphere") -> Array:
     """
     if input_map == "ball":
         return z
-    u = jnp.concatenate([2.0 * z - 1.0, jnp.ones_like(z[..., :1])], axis=-1)
-    return jnp.sqrt(u.shape[-1]) * u / jnp.linalg.norm(u, axis=-1, keepdims=True)
+    return jnp.sqrt(z.shape[-1] + 1.0) * to_sphere(z)
 
 
 def member_keys(key, seed, q: int, fixed_key: bool = False):
