@@ -1,0 +1,339 @@
+r"""Neural-linear Bayesian optimisation: DNGO (Snoek et al., ICML 2015) and NeuralLinTS (Riquelme
+et al. 2018; the Neural Greedy paper's baseline, seed-004 digest 6.2; DNGO is a baseline of
+NeuralBO, seed-000 digest section 7).
+
+Each update trains a network ``h(x) = phi(x) . w_L`` on the (standardised) data; ``phi(x)`` is its
+last hidden layer as seen by the readout, i.e. the gradient of ``h`` with respect to the readout
+parameters (:func:`last_layer_features`: ``W_std_L / sqrt(width)`` times the last hidden
+activations, plus the constant ``b_std_L`` when the readout has a bias), so the network itself is
+``phi . w_L`` exactly. Bayesian linear regression on these features (Bishop 2006, section 3.3)::
+
+    prior  w ~ N(0, alpha^-1 I),   y_i = phi(x_i) . w + e_i,   e_i ~ N(0, beta^-1)
+    A   = alpha I + beta Phi^T Phi                            (k x k, k = number of features)
+    m_N = beta A^-1 Phi^T y
+    f(x) | D ~ N(phi(x) . m_N, phi(x)^T A^-1 phi(x))           (the latent function, no noise)
+
+``alpha`` and ``beta`` are either fixed (``alpha``, ``beta`` numbers; NeuralLinTS: prior
+``gamma I``, i.e. ``alpha = 1 / gamma``, and noise ``sigma^2 = 1 / beta``) or, with ``"evidence"``
+(default, DNGO's choice of the marginal likelihood), set by maximising the log evidence
+``log p(y | alpha, beta)`` with MacKay's fixed-point iterations (Bishop eqs. 3.91-3.95,
+``num_evidence_iters`` of them)::
+
+    gamma = sum_i l_i / (alpha + l_i),  l_i the eigenvalues of beta Phi^T Phi
+    alpha = gamma / |m_N|^2,            1 / beta = |y - Phi m_N|^2 / (N - gamma)
+
+from ``alpha = 1``, ``beta = 100`` (noise std 0.1 of the data's), with ``alpha`` in
+``[1e-6, 1e6]`` and ``beta`` in ``[1e-4, 1e4]`` (:func:`blr_posterior`, :func:`blr_evidence`).
+DNGO itself integrates
+``alpha, beta`` out by slice sampling under a horseshoe / log-normal prior and adds a quadratic
+prior mean; ntkbo uses the type-II maximum likelihood point estimate and a zero mean (on
+standardised outputs; the bias feature carries a constant).
+
+**Acquisition** (``acquisition=``; ntkbo minimises, and both rules are written for minimisation):
+
+* ``"ei"`` (DNGO): expected improvement below the best standardised observation under the latent
+  posterior above, maximised through ``ntkbo.acquisition.log_expected_improvement`` (same argmax,
+  no underflow far from the data).
+* ``"ts"`` (NeuralLinTS): one draw ``w~ ~ N(m_N, A^-1)`` and the minimiser of ``phi(x) . w~``, a
+  smooth function of ``x``.
+
+Both are maximised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best observed
+points and their perturbations, projected-gradient refinement).
+
+**Batches** (``q > 1``; neither paper defines one): ``"ts"``: ``q`` independent draws of ``w~``
+(parallel Thompson sampling, Kandasamy et al. 2018). ``"ei"``: kriging believer (Ginsbourger et al.
+2010): after each choice ``x_j``, the observation ``phi(x_j) . m_N`` is believed, which leaves
+``m_N`` unchanged, adds ``beta phi(x_j) phi(x_j)^T`` to ``A`` and lowers the incumbent to
+``min(best, phi(x_j) . m_N)``; the next point maximises EI under the updated posterior. The network
+and ``alpha, beta`` are kept.
+
+**Network and training** (DNGO: 3 hidden layers of 50 tanh units; tanh has no closed form in
+ntkbo's kernel registry, so ``"erf"``, its closed-form analogue, is the default): NTK
+parameterisation, ``W_std = 1``, ``b_std = 1``, retrained at every update from the same
+initialisation ``theta_0`` (drawn in ``init`` from its key) with full-batch Adam, learning rate
+``1e-2``, ``num_steps = 500``, on
+``1/2 sum (h - y)^2 + 1/2 weight_decay |theta|^2`` (``ntkbo.algorithms.neural_bo.train``).
+Inputs are mapped to the unit cube, outputs standardised.
+
+Building blocks: :func:`last_layer_features`, :func:`blr_posterior`, :func:`blr_evidence`,
+:func:`blr_predict`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+from ntkbo import acquisition as A
+from ntkbo import data as D
+from ntkbo import optimize
+from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
+from ntkbo.algorithms.neural_bo import train
+from ntkbo.algorithms.sto_bnts import _best_points
+from ntkbo.base import Algorithm
+from ntkbo.kernels import grad_features, mlp, mlp_spec
+from ntkbo.validation import check_choice, check_int, check_positive
+
+Array = jax.Array
+Params = Any
+
+ACQUISITIONS = ("ei", "ts")
+#: The evidence iterations keep alpha in [1 / CLIP, CLIP] and beta in [1 / BETA_MAX, BETA_MAX]
+#: (on standardised outputs: a noise std of at least 1% of the data's, since with more features
+#: than observations the evidence can grow without bound as the fit interpolates).
+CLIP = 1e6
+BETA_MAX = 1e4
+NUM_BEST = 4
+
+__all__ = [
+    "BLRPosterior", "NeuralLinearState", "blr_evidence", "blr_posterior", "blr_predict",
+    "last_layer_features", "neural_linear",
+]
+
+
+class BLRPosterior(NamedTuple):
+    """``mean`` ``(k,)`` = ``m_N``; ``chol`` ``(k, k)`` lower Cholesky factor of ``A``;
+    ``alpha``, ``beta`` ``()``."""
+
+    mean: Array
+    chol: Array
+    alpha: Array
+    beta: Array
+
+
+class NeuralLinearState(NamedTuple):
+    """``data``, ``bounds``; ``params0`` the initialisation, ``params`` the trained network;
+    ``blr`` the posterior on the trained network's features; ``train_loss`` ``(2,)``,
+    ``train_ok`` ``()``."""
+
+    data: D.Data
+    bounds: Array
+    params0: Params
+    params: Params
+    blr: BLRPosterior
+    train_loss: Array
+    train_ok: Array
+
+
+def last_layer_features(apply_fn, params: Params, depth: int, x: Array) -> Array:
+    """``phi(x)`` ``(n, k)``: the gradient of ``h(x)`` with respect to the readout layer
+    ``Dense_{depth}`` (its parameters in ``ravel_pytree`` order: the bias, if any, then the
+    kernel), so that ``h(x) = phi(x) . w_L`` exactly."""
+    readout = f"Dense_{depth}"
+
+    def with_readout(ro, xs):
+        p = {**params, "params": {**params["params"], readout: ro}}
+        return apply_fn(p, xs)
+
+    return grad_features(with_readout)(x, params["params"][readout])
+
+
+def _posterior(phi, y, mask, alpha, beta) -> BLRPosterior:
+    phi = jnp.where(mask[:, None], phi, 0.0)
+    y = jnp.where(mask, y, 0.0)
+    k = phi.shape[-1]
+    a = alpha * jnp.eye(k, dtype=phi.dtype) + beta * phi.T @ phi
+    chol = jnp.linalg.cholesky(a)
+    mean = beta * cho_solve((chol, True), phi.T @ y)
+    return BLRPosterior(mean, chol, jnp.asarray(alpha, phi.dtype), jnp.asarray(beta, phi.dtype))
+
+
+def blr_posterior(phi: Array, y: Array, mask: Array, alpha="evidence", beta="evidence",
+                  num_evidence_iters: int = 100) -> BLRPosterior:
+    """The posterior of ``w`` (module docstring) on the valid rows of ``phi`` ``(C, k)``, ``y``
+    ``(C,)``. ``alpha``/``beta``: numbers, or ``"evidence"`` (both, or the one given so) for
+    MacKay's fixed point of the log evidence."""
+    phi = jnp.where(mask[:, None], phi, 0.0)
+    y = jnp.where(mask, y, 0.0)
+    dtype = phi.dtype
+    fit_a, fit_b = isinstance(alpha, str), isinstance(beta, str)
+    a0 = jnp.asarray(1.0 if fit_a else alpha, dtype)
+    b0 = jnp.asarray(100.0 if fit_b else beta, dtype)
+    if not (fit_a or fit_b):
+        return _posterior(phi, y, mask, a0, b0)
+    n = jnp.sum(mask).astype(dtype)
+    eig = jnp.maximum(jnp.linalg.eigvalsh(phi.T @ phi), 0.0)
+
+    def step(_, ab):
+        a, b = ab
+        post = _posterior(phi, y, mask, a, b)
+        lam = b * eig
+        gamma = jnp.sum(lam / (a + lam))
+        r = jnp.where(mask, y - phi @ post.mean, 0.0)
+        a_new = gamma / jnp.maximum(jnp.sum(post.mean**2), 1e-300) if fit_a else a
+        b_new = jnp.maximum(n - gamma, 1e-12) / jnp.maximum(jnp.sum(r * r), 1e-300) if fit_b \
+            else b
+        return jnp.clip(a_new, 1.0 / CLIP, CLIP), jnp.clip(b_new, 1.0 / BETA_MAX, BETA_MAX)
+
+    a, b = jax.lax.fori_loop(0, num_evidence_iters, step, (a0, b0))
+    return _posterior(phi, y, mask, a, b)
+
+
+def blr_evidence(phi: Array, y: Array, mask: Array, alpha, beta) -> Array:
+    """``log p(y | alpha, beta)`` (Bishop eq. 3.86) on the valid rows."""
+    phi = jnp.where(mask[:, None], phi, 0.0)
+    y = jnp.where(mask, y, 0.0)
+    n = jnp.sum(mask).astype(phi.dtype)
+    k = phi.shape[-1]
+    post = _posterior(phi, y, mask, alpha, beta)
+    r = y - phi @ post.mean
+    e = 0.5 * beta * jnp.sum(r * r) + 0.5 * alpha * jnp.sum(post.mean**2)
+    logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(post.chol)))
+    return (0.5 * k * jnp.log(alpha) + 0.5 * n * jnp.log(beta) - e - 0.5 * logdet
+            - 0.5 * n * jnp.log(2.0 * jnp.pi))
+
+
+def blr_predict(post: BLRPosterior, phi: Array) -> tuple[Array, Array]:
+    """``(mean, var)`` ``(n,)`` of the latent ``phi . w`` at features ``phi`` ``(n, k)``."""
+    v = solve_triangular(post.chol, phi.T, lower=True)
+    return phi @ post.mean, jnp.sum(v * v, axis=0)
+
+
+def _rank_one(chol: Array, v: Array) -> Array:
+    """Cholesky factor of ``L L^T + v v^T`` (recomputed: ``k`` is small)."""
+    return jnp.linalg.cholesky(chol @ chol.T + jnp.outer(v, v))
+
+
+def neural_linear(
+    width: int = 50,
+    depth: int = 3,
+    *,
+    acquisition: str = "ei",
+    alpha="evidence",
+    beta="evidence",
+    num_evidence_iters: int = 100,
+    activation="erf",
+    W_std=1.0,
+    b_std=1.0,
+    num_steps: int = 500,
+    learning_rate: float = 1e-2,
+    weight_decay: float = 1e-4,
+    q: int = 1,
+    num_candidates: int = 1024,
+    num_restarts: int = 4,
+    num_acq_steps: int = 30,
+    acq_method: str = "pgd",
+) -> Algorithm:
+    """DNGO / NeuralLinTS (module docstring).
+
+    Args:
+      width, depth, activation, W_std, b_std: the network (``ntkbo.kernels.mlp``, NTK
+        parameterisation; DNGO: 3 x 50 tanh).
+      acquisition: ``"ei"`` (DNGO) or ``"ts"`` (NeuralLinTS).
+      alpha, beta: prior and noise precisions (numbers ``> 0``) or ``"evidence"``.
+      num_evidence_iters: MacKay fixed-point iterations.
+      num_steps, learning_rate, weight_decay: full-batch Adam training from the initialisation.
+      q: points per suggest (module docstring).
+      num_candidates, num_restarts, num_acq_steps, acq_method: ``maximize_acquisition``'s.
+
+    Returns:
+      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
+      ``acq_value``, ``mean``, ``std`` ``(q,)`` (the latent posterior at ``x``, standardised units;
+      for EI with ``q > 1``, after the believed points before it), ``alpha``, ``beta``,
+      ``train_loss`` ``(2,)``, ``train_ok``.
+
+    Raises:
+      ValueError: an invalid argument, naming it.
+    """
+    check_int("width", width, 1)
+    check_int("depth", depth, 1)
+    check_choice("acquisition", acquisition, ACQUISITIONS)
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if isinstance(value, str):
+            check_choice(name, value, ("evidence",))
+        else:
+            check_positive(name, value)
+    check_int("num_evidence_iters", num_evidence_iters, 1)
+    check_int("num_steps", num_steps, 0)
+    check_positive("learning_rate", learning_rate)
+    check_positive("weight_decay", weight_decay, allow_zero=True)
+    check_int("q", q, 1)
+    check_int("num_candidates", num_candidates, 1)
+    check_int("num_restarts", num_restarts, 1)
+    if num_restarts > num_candidates:
+        raise ValueError(f"num_restarts must be <= num_candidates={num_candidates}, "
+                         f"got {num_restarts}")
+    check_int("num_acq_steps", num_acq_steps, 0)
+    check_choice("acq_method", acq_method, optimize.METHODS)
+    mlp_spec(depth, width, activation, W_std, b_std)  # validates the network arguments
+    init_fn, apply_fn, _ = mlp(depth, width, activation, W_std=W_std, b_std=b_std)
+
+    def features(params, z):
+        return last_layer_features(apply_fn, params, depth, z)
+
+    def init(key, bounds, capacity):
+        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        d = bounds.shape[-1]
+        dtype = bounds.dtype
+        _, params0 = init_fn(key, (-1, d))
+        k = features(params0, jnp.zeros((1, d), dtype)).shape[-1]
+        blr = BLRPosterior(jnp.zeros((k,), dtype), jnp.eye(k, dtype=dtype),
+                           jnp.ones((), dtype), jnp.ones((), dtype))
+        return NeuralLinearState(D.empty(capacity, d, dtype), bounds, params0, params0, blr,
+                                 jnp.zeros((2,), dtype), jnp.ones((), bool))
+
+    def update(state, x, y):
+        data = D.append(state.data, x, y)
+        mask = D.mask(data)
+        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
+        ys = standardize(data.y, mask)[0]
+        zero = jax.tree_util.tree_map(jnp.zeros_like, state.params0)
+        params, l0, l1, ok = train(apply_fn, state.params0, zero, z, ys, mask, weight_decay,
+                                   learning_rate, num_steps, optimizer="adam")
+        blr = blr_posterior(features(params, z), ys, mask, alpha, beta, num_evidence_iters)
+        return state._replace(data=data, params=params, blr=blr,
+                              train_loss=jnp.stack([l0, l1]), train_ok=ok)
+
+    def suggest(key, state):
+        data = state.data
+        d = state.bounds.shape[-1]
+        dtype = state.bounds.dtype
+        mask = D.mask(data)
+        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
+        ys = standardize(data.y, mask)[0]
+        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
+        opt = dict(num_candidates=num_candidates, num_restarts=num_restarts,
+                   x_best=_best_points(z, ys, mask, NUM_BEST), num_steps=num_acq_steps,
+                   method=acq_method)
+        post = state.blr
+
+        def moments(p, zc):
+            mu, var = blr_predict(p, features(state.params, zc))
+            return mu, jnp.sqrt(jnp.maximum(var, 0.0))
+
+        if acquisition == "ts":
+            def draw(k, zc):  # -phi(x) . w~,  w~ = m_N + A^-T/2 eps ~ N(m_N, A^-1)
+                eps = jax.random.normal(k, post.mean.shape, dtype)
+                w = post.mean + solve_triangular(post.chol, eps, lower=True, trans="T")
+                return -features(state.params, zc) @ w
+
+            zq, values, _ = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)
+            mu, sd = moments(post, zq)
+        else:
+            best0 = jnp.min(jnp.where(mask, ys, jnp.inf))
+
+            def choose(carry, k):
+                chol, best = carry
+                p = post._replace(chol=chol)
+
+                def log_ei(zc):
+                    mu, sd = moments(p, zc)
+                    return A.log_expected_improvement(mu, sd, best)
+
+                zq, value, _ = optimize.maximize_acquisition(k, log_ei, unit, **opt)
+                mu, sd = moments(p, zq[None])
+                phi = features(state.params, zq[None])[0]
+                # Kriging believer: y_j = mu_j leaves m_N unchanged; A += beta phi phi^T.
+                chol = _rank_one(chol, jnp.sqrt(post.beta) * phi)
+                return (chol, jnp.minimum(best, mu[0])), (zq, value, mu[0], sd[0])
+
+            _, (zq, values, mu, sd) = jax.lax.scan(choose, (post.chol, best0),
+                                                   jax.random.split(key, q))
+        info = {"acq_value": values, "mean": mu, "std": sd, "alpha": post.alpha,
+                "beta": post.beta, "train_loss": state.train_loss, "train_ok": state.train_ok}
+        return from_unit(zq, state.bounds), info
+
+    return Algorithm(init, suggest, update)

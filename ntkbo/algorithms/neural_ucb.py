@@ -1,0 +1,358 @@
+r"""NeuralUCB (Zhou, Li and Gu, ICML 2020) and NeuralTS (Zhang, Zhou, Li and Gu, ICLR 2021) on a
+continuous box: the baselines of the STO-BNTS and Neural Greedy papers (seed-003 digest 3.6,
+seed-004 digest 6.2; NeuralBO's paper discusses them, seed-000 digest section 1).
+
+Both fit a network ``h(x; theta_t)`` to the data and use the gradient features of the *current*
+network, ``g(x) = grad_theta h(x; theta_{t-1})``, in ntkbo's conventions::
+
+    U_t = lam I + sum_{i <= t} g_i g_i^T / m,   g_i = g(x_i; theta_{i-1}) at the time x_i is
+                                                observed (Zhou et al.'s Algorithm 1, line 8)
+    NeuralUCB:  x_t = argmin_x  h(x; theta_{t-1}) - nu sqrt(g(x)^T U_{t-1}^-1 g(x) / m)   (bonus)
+    NeuralTS:   f~(x) ~ N(h(x; theta_{t-1}), nu^2 sigma^2(x)),  sigma^2 = lam g^T U^-1 g / m,
+                x_t = argmin_x f~(x)   (independently per point, Zhang et al.'s Algorithm 1)
+    TrainNN:    theta_t = J gradient-descent steps from theta_0 on
+                1/2 sum_i (h(x_i; theta) - y_i)^2 + 1/2 m lam |theta - theta_0|^2
+
+(``nu`` is Zhou et al.'s ``gamma_t`` and Zhang et al.'s ``nu``.) Note the two papers differ by a
+factor ``sqrt(lam)``: NeuralUCB's bonus has no ``lam``, NeuralTS's variance has it.
+
+**The ``m`` factors.** ntkbo's networks are in NTK parameterisation (every parameter ``N(0, 1)``,
+scaled by ``W_std / sqrt(fan_in)`` in the forward pass). Writing the papers' weights as
+``W = W^ / sqrt(m)``, their gradients are ``g_W = sqrt(m) g`` with ``g`` the gradient w.r.t.
+ntkbo's parameters ``W^``, so ``g_W^T U_W^-1 g_W / m = g^T U^-1 g`` with ``U = lam I + sum g g^T``,
+and ``m lam |W - W_0|^2 = lam |W^ - W^_0|^2`` (the same absorption as
+``ntkbo.algorithms.neural_bo``'s docstring). Everything below uses ``g`` and ``U`` without ``m``.
+
+**U, two ways** (``u=``):
+
+* ``"full"`` (default): the exact ``U`` of the papers. It is never formed: the state keeps the
+  features ``G = [g_1; ...; g_t]`` (``t x p``) and, by Woodbury,
+  ``g^T U^-1 g = (g.g - k^T (K + lam I)^-1 k) / lam`` with ``K = G G^T``, ``k = G g``
+  (``neural_bo.dual_factor`` and ``neural_bo.variance_dual``): ``O(t^2 p + t^3)`` per suggest and
+  ``O(t p)`` memory, exact for any ``p``.
+* ``"diag"``: ``U ~ diag(U) = lam + sum_i g_i^2`` (the authors' code, and how the STO-BNTS paper
+  ran both baselines; ``neural_bo.variance_diag``): ``O(p)`` state.
+
+**Sign convention.** The papers maximise a reward. ntkbo minimises ``f``: the network models the
+standardised observations of ``f`` and the query minimises ``h - bonus`` (a lower confidence bound)
+or the Thompson draw, i.e. the papers' algorithms run on the reward ``-f``. ``info["acq_value"]``
+is the maximised ``-(h - bonus)`` or ``-f~`` in standardised units.
+
+**Maximisation over the box** (the papers have finite arm sets; the STO-BNTS paper ran both with its
+own continuous maximiser, digest 5.4). The UCB is a smooth row-wise function of ``x``: it is
+minimised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best observed points
+and their perturbations, then projected gradient refinement, ``acq_method="pgd"``). The Thompson
+draw is independent per point, hence not differentiable: candidate search only
+(``acq_method="none"``, as NeuralBO).
+
+**Batches** (``q > 1``; neither paper defines one). NeuralTS: ``q`` independent Thompson draws
+(parallel Thompson sampling, Kandasamy et al. 2018), each on its own candidates. NeuralUCB: the
+pending-point rule of GP-BUCB (Desautels et al. 2014), i.e. a kriging believer: after each of the
+``q`` choices its feature ``g(x_j; theta_{t-1})`` is added to ``U`` (the update Algorithm 1 would
+make once ``x_j`` is observed) while ``h`` is kept (the believed value is ``h(x_j)``, which would
+not move the fitted mean of the linearised model); the next point is chosen with the shrunk bonus.
+The bonus at a chosen point drops from ``b`` to ``b / sqrt(1 + b^2 / nu^2)``, so the same point
+is not chosen twice unless its bonus was zero.
+
+**Inputs and outputs.** Both papers assume unit-norm inputs (``|x| = 1``): the box is mapped onto
+the unit sphere (``input_map="sphere"``, ``ntkbo.algorithms.sto_bnts.embed_inputs``: the centre of
+the box at the pole) or used as the unit cube (``"cube"``). Outputs are standardised (mean 0, std
+1) before training (the papers' rewards are in ``[0, 1]``).
+
+**Defaults.** A ReLU network with one hidden layer (Zhou et al.'s two-layer ``sqrt(m) W_2 relu(W_1
+x)``; the Greedy paper's baselines used 2 hidden layers of width 20, the STO-BNTS paper the
+NeuralTS code's depth 2, width 256, ``lam = 0.001``, ``nu = 1``), width 20, He scales
+``W_std = sqrt 2`` and no biases, ``lam = 0.01`` and ``nu = 0.1`` (inside the Greedy paper's grids
+``lam in {1e-2 .. 1e-5}``, ``gamma in {0.01, 0.1, 1}``), ``J = 100`` GD steps from ``theta_0``
+at ``neural_bo.gd_learning_rate``'s stable step. Zhou et al.'s symmetric initialisation (which only
+makes ``h(.; theta_0) = 0``) is not implemented.
+
+Building blocks: :func:`ucb_bonus` and :func:`ts_std` (the formulas above on given features);
+training and the variance forms are ``ntkbo.algorithms.neural_bo``'s.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from ntkbo import data as D
+from ntkbo import optimize
+from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
+from ntkbo.algorithms.neural_bo import (dual_factor, gd_learning_rate, train, variance_diag,
+                                        variance_dual)
+from ntkbo.algorithms.sto_bnts import _best_points, embed_inputs
+from ntkbo.base import Algorithm
+from ntkbo.kernels import grad_features, mlp, mlp_spec
+from ntkbo.validation import check_choice, check_int, check_positive
+
+Array = jax.Array
+Params = Any
+
+U_FORMS = ("full", "diag")
+INPUT_MAPS = ("sphere", "cube")
+STYLES = ("ucb", "ts")
+#: Best observed points the acquisition optimiser starts from (and perturbs).
+NUM_BEST = 4
+
+__all__ = ["NeuralUCBState", "neural_ts", "neural_ucb", "ts_std", "ucb_bonus"]
+
+
+class NeuralUCBState(NamedTuple):
+    """``data``: raw observations; ``bounds`` ``(2, d)``; ``params0``/``params``: ``theta_0`` and
+    the trained ``theta_t``; ``g_obs``: the features ``g_i`` (rows of ``g_obs.x``, ``(C, p)``) for
+    ``u="full"`` (``(C, 1)`` zeros for ``"diag"``); ``u_diag``: ``(p,)`` diagonal of ``U`` for
+    ``"diag"`` (``(0,)`` for ``"full"``); ``train_loss`` ``(2,)``, ``train_ok`` ``()``: TrainNN's
+    loss at its start and end, and its status, at the last update."""
+
+    data: D.Data
+    bounds: Array
+    params0: Params
+    params: Params
+    g_obs: D.Data
+    u_diag: Array
+    train_loss: Array
+    train_ok: Array
+
+
+def _quad(g: Array, u: str, lam, g_obs: Array, mask: Array, chol, u_diag: Array) -> Array:
+    """``g^T U^-1 g`` ``(n,)`` for features ``g`` ``(n, p)`` (``U`` without the papers' ``m``)."""
+    if u == "full":
+        return variance_dual(g, g_obs, mask, chol) / lam
+    return variance_diag(g, u_diag, 1.0)
+
+
+def ucb_bonus(g: Array, nu, lam, *, u: str = "full", g_obs=None, mask=None, u_diag=None,
+              jitter=None) -> Array:
+    """NeuralUCB's bonus ``nu sqrt(g^T U^-1 g)`` ``(n,)`` (the papers' ``/ m`` absorbed, module
+    docstring), ``U = lam I + G^T G`` (``u="full"``: ``G = g_obs[mask]`` ``(C, p)``) or its diagonal
+    ``u_diag`` ``(p,)`` (``"diag"``); ``g`` ``(n, p)``."""
+    chol = dual_factor(g_obs, mask, lam, jitter) if u == "full" else None
+    return nu * jnp.sqrt(jnp.maximum(_quad(g, u, lam, g_obs, mask, chol, u_diag), 0.0))
+
+
+def ts_std(g: Array, nu, lam, **kwargs) -> Array:
+    """NeuralTS's ``nu sigma = nu sqrt(lam g^T U^-1 g)`` ``(n,)``; arguments as
+    :func:`ucb_bonus`."""
+    return jnp.sqrt(lam) * ucb_bonus(g, nu, lam, **kwargs)
+
+
+def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_steps, learning_rate,
+          q, input_map, num_candidates, num_restarts, num_acq_steps, acq_method, jitter):
+    check_int("width", width, 1)
+    check_int("depth", depth, 1)
+    check_positive("lam", lam)
+    check_positive("nu", nu, allow_zero=True)
+    check_choice("u", u, U_FORMS)
+    check_int("num_steps", num_steps, 0)
+    if learning_rate is not None:
+        check_positive("learning_rate", learning_rate)
+    check_int("q", q, 1)
+    check_choice("input_map", input_map, INPUT_MAPS)
+    check_int("num_candidates", num_candidates, 1)
+    check_int("num_restarts", num_restarts, 1)
+    if num_restarts > num_candidates:
+        raise ValueError(f"num_restarts must be <= num_candidates={num_candidates}, "
+                         f"got {num_restarts}")
+    check_int("num_acq_steps", num_acq_steps, 0)
+    check_choice("acq_method", acq_method, optimize.METHODS)
+    if jitter is not None:
+        check_positive("jitter", jitter, allow_zero=True)
+    mlp_spec(depth, width, activation, W_std, b_std)  # validates the network arguments
+    init_fn, apply_fn, _ = mlp(depth, width, activation, W_std=W_std, b_std=b_std)
+    feats = grad_features(apply_fn)
+
+    def embed(z):
+        return embed_inputs(z, "sphere" if input_map == "sphere" else "ball")
+
+    def h_and_g(params, z):
+        x = embed(z)
+        return apply_fn(params, x)[:, 0], feats(x, params)
+
+    def init(key, bounds, capacity):
+        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        d = bounds.shape[-1]
+        dtype = bounds.dtype
+        _, params0 = init_fn(key, (-1, d + 1 if input_map == "sphere" else d))
+        p = ravel_pytree(params0)[0].shape[0]
+        g_obs = D.empty(capacity, p if u == "full" else 1, dtype)
+        u_diag = jnp.full((p,), lam, dtype) if u == "diag" else jnp.zeros((0,), dtype)
+        return NeuralUCBState(D.empty(capacity, d, dtype), bounds, params0, params0, g_obs,
+                              u_diag, jnp.zeros((2,), dtype), jnp.ones((), bool))
+
+    def update(state, x, y):
+        d = state.bounds.shape[-1]
+        dtype = state.bounds.dtype
+        x = jnp.asarray(x, dtype).reshape(-1, d)
+        y = jnp.asarray(y, dtype).reshape(-1)
+        data = D.append(state.data, x, y)
+        fits = data.count > state.data.count  # a full buffer is left unchanged (ntkbo.data)
+        # g(x_t; theta_{t-1}): the network before retraining (Algorithm 1, line 8).
+        g = jnp.where(fits, h_and_g(state.params, to_unit(x, state.bounds))[1], 0.0)
+        if u == "full":
+            g_obs, u_diag = D.append(state.g_obs, g, jnp.zeros_like(y)), state.u_diag
+        else:
+            g_obs = D.append(state.g_obs, jnp.zeros((x.shape[0], 1), dtype), jnp.zeros_like(y))
+            u_diag = state.u_diag + jnp.sum(g * g, axis=0)
+        mask = D.mask(data)
+        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
+        xs = embed(z)
+        ys = standardize(data.y, mask)[0]
+        lr = (gd_learning_rate(feats(xs, state.params0), mask, lam)
+              if learning_rate is None else learning_rate)
+        params, l0, l1, ok = train(apply_fn, state.params0, state.params0, xs, ys, mask, lam, lr,
+                                   num_steps, optimizer="gd")
+        return state._replace(data=data, params=params, g_obs=g_obs, u_diag=u_diag,
+                              train_loss=jnp.stack([l0, l1]), train_ok=ok)
+
+    def suggest(key, state):
+        data = state.data
+        d = state.bounds.shape[-1]
+        dtype = state.bounds.dtype
+        mask = D.mask(data)
+        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
+        ys = standardize(data.y, mask)[0]
+        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
+        starts = _best_points(z, ys, mask, NUM_BEST)
+        opt = dict(num_candidates=num_candidates, num_restarts=num_restarts, x_best=starts,
+                   num_steps=num_acq_steps, method=acq_method)
+        nu_t = jnp.asarray(nu, dtype)
+
+        if style == "ts":
+            chol = dual_factor(state.g_obs.x, D.mask(state.g_obs), lam, jitter) \
+                if u == "full" else None
+
+            def moments(zc):
+                h, g = h_and_g(state.params, zc)
+                quad = _quad(g, u, lam, state.g_obs.x, D.mask(state.g_obs), chol, state.u_diag)
+                return h, nu_t * jnp.sqrt(jnp.maximum(lam * quad, 0.0))
+
+            def draw(k, zc):  # -f~, f~ ~ N(h, nu^2 sigma^2) independently per row
+                h, s = moments(zc)
+                return -(h + s * jax.random.normal(k, h.shape, dtype))
+
+            zq, values, _ = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)
+            h, s = moments(zq)
+            info = {"acq_value": values, "mean": h, "std": s}
+        else:
+            cap = state.g_obs.capacity
+            g_ext = jnp.concatenate([state.g_obs.x, jnp.zeros((q,) + state.g_obs.x.shape[1:],
+                                                               dtype)])
+            m_ext = jnp.concatenate([D.mask(state.g_obs), jnp.zeros((q,), bool)])
+
+            def choose(carry, k):
+                g_ext, m_ext, u_diag, j = carry
+                chol = dual_factor(g_ext, m_ext, lam, jitter) if u == "full" else None
+
+                def parts(zc):
+                    h, g = h_and_g(state.params, zc)
+                    quad = _quad(g, u, lam, g_ext, m_ext, chol, u_diag)
+                    return h, nu_t * jnp.sqrt(jnp.maximum(quad, 0.0)), g
+
+                def lcb(zc):  # -(h - bonus), maximised
+                    h, bonus, _ = parts(zc)
+                    return bonus - h
+
+                zq, value, _ = optimize.maximize_acquisition(k, lcb, unit, **opt)
+                h, bonus, g = parts(zq[None])
+                # Believer step (module docstring): x_j's feature joins U.
+                if u == "full":
+                    g_ext = g_ext.at[cap + j].set(g[0])
+                    m_ext = m_ext.at[cap + j].set(True)
+                else:
+                    u_diag = u_diag + g[0] ** 2
+                return (g_ext, m_ext, u_diag, j + 1), (zq, value, h[0], bonus[0])
+
+            _, (zq, values, h, bonus) = jax.lax.scan(
+                choose, (g_ext, m_ext, state.u_diag, 0), jax.random.split(key, q))
+            info = {"acq_value": values, "mean": h, "bonus": bonus}
+        info.update(nu=nu_t, train_loss=state.train_loss, train_ok=state.train_ok)
+        return from_unit(zq, state.bounds), info
+
+    return Algorithm(init, suggest, update)
+
+
+def neural_ucb(
+    width: int = 20,
+    depth: int = 1,
+    *,
+    lam: float = 0.01,
+    nu: float = 0.1,
+    activation="relu",
+    W_std=math.sqrt(2.0),
+    b_std=None,
+    u: str = "full",
+    num_steps: int = 100,
+    learning_rate: float | None = None,
+    q: int = 1,
+    input_map: str = "sphere",
+    num_candidates: int = 1024,
+    num_restarts: int = 4,
+    num_acq_steps: int = 30,
+    acq_method: str = "pgd",
+    jitter: float | None = None,
+) -> Algorithm:
+    """NeuralUCB (Zhou et al. 2020, Algorithm 1; formulas, conventions and defaults in the module
+    docstring).
+
+    Args:
+      width, depth, activation, W_std, b_std: the network (``ntkbo.kernels.mlp``, NTK
+        parameterisation).
+      lam: ``lambda``: ``U_0 = lam I`` and TrainNN's penalty toward ``theta_0``.
+      nu: the exploration scale (Zhou et al.'s ``gamma_t``), a number ``>= 0``.
+      u: ``"full"`` (exact ``U``, dual form) or ``"diag"`` (diagonal approximation).
+      num_steps, learning_rate: TrainNN's ``J`` GD steps from ``theta_0`` and step size (``None``:
+        ``neural_bo.gd_learning_rate``).
+      q: points per suggest (believer rule, module docstring).
+      input_map: ``"sphere"`` (unit-norm inputs, the papers' assumption) or ``"cube"``.
+      num_candidates, num_restarts, num_acq_steps, acq_method: ``maximize_acquisition``'s
+        ``num_candidates``, ``num_restarts``, ``num_steps`` and ``method``.
+      jitter: relative Cholesky jitter of the dual form.
+
+    Returns:
+      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
+      ``acq_value``, ``mean`` (``h``), ``bonus`` (``nu sqrt(g^T U^-1 g)`` with the pending points
+      of the batch before it in ``U``) ``(q,)``, ``nu``, ``train_loss`` ``(2,)``, ``train_ok``.
+
+    Raises:
+      ValueError: an invalid argument, naming it.
+    """
+    return _make("ucb", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
+                 W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
+                 learning_rate=learning_rate, q=q, input_map=input_map,
+                 num_candidates=num_candidates, num_restarts=num_restarts,
+                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter)
+
+
+def neural_ts(
+    width: int = 20,
+    depth: int = 1,
+    *,
+    lam: float = 0.01,
+    nu: float = 0.1,
+    activation="relu",
+    W_std=math.sqrt(2.0),
+    b_std=None,
+    u: str = "full",
+    num_steps: int = 100,
+    learning_rate: float | None = None,
+    q: int = 1,
+    input_map: str = "sphere",
+    num_candidates: int = 2048,
+    num_restarts: int = 1,
+    jitter: float | None = None,
+) -> Algorithm:
+    """NeuralTS (Zhang et al. 2021, Algorithm 1): the Thompson draw ``N(h, nu^2 lam g^T U^-1 g)``
+    independently per candidate, minimised by candidate search; ``q`` independent draws per batch.
+    Arguments as :func:`neural_ucb` (no gradient refinement: ``num_restarts`` only picks the best
+    candidate). ``info`` has ``acq_value``, ``mean``, ``std`` (``nu sigma``) ``(q,)``, ``nu``,
+    ``train_loss``, ``train_ok``."""
+    return _make("ts", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
+                 W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
+                 learning_rate=learning_rate, q=q, input_map=input_map,
+                 num_candidates=num_candidates, num_restarts=num_restarts, num_acq_steps=0,
+                 acq_method="none", jitter=jitter)
