@@ -15,6 +15,7 @@ observed value ``best``, with the improvement ``u = best - mu - xi`` and ``z = u
 ``thompson_independent``              ``-(mu + nu * sigma * eps)``, ``eps ~ N(0, I)`` per point
 ``thompson_joint``                    ``-(mu + L eps)``, ``L L^T = cov + jitter * I``
 ``probability_of_feasibility``        ``P[c(x) <= threshold] = Phi((threshold - mu_c) / sigma_c)``
+``constrained_expected_improvement``  ``EI * prod_k P[c_k(x) <= 0]`` (independent constraints)
 ====================================  ==========================================================
 
 So every acquisition prefers a lower posterior mean, and EI, PI (for ``z < 0``) and UCB prefer a
@@ -71,6 +72,8 @@ __all__ = [
     "thompson_joint",
     "probability_of_feasibility",
     "log_probability_of_feasibility",
+    "constrained_expected_improvement",
+    "log_constrained_expected_improvement",
 ]
 
 Array = jax.Array
@@ -273,6 +276,32 @@ def log_probability_of_feasibility(mu_c, sigma_c, threshold=0.0) -> Array:
     """``log P[c(x) <= threshold]``, stable in the tail; see :func:`probability_of_feasibility`."""
     u, _, pos, z = _standardise(mu_c, sigma_c, threshold, 0.0)
     return jnp.where(pos, _log_ndtr(z), jnp.where(u >= 0, 0.0, -jnp.inf).astype(u.dtype))
+
+
+@jax.jit
+def constrained_expected_improvement(mu, sigma, best, mu_c, sigma_c, xi=0.0) -> Array:
+    """Constrained EI (Gardner et al. 2014): ``EI(mu, sigma; best, xi) * prod_k P[c_k(x) <= 0]``
+    with independent Gaussian posteriors of the ``K`` constraints.
+
+    Args:
+        mu, sigma, best, xi: the objective's, as :func:`expected_improvement`, shape ``(...)``;
+            ``best`` should be the best *feasible* observation.
+        mu_c, sigma_c: ``(..., K)`` posterior means and standard deviations of the constraints
+            (feasible iff ``c_k <= 0``); ``K = 0`` gives plain EI.
+
+    Returns:
+        ``(...)``, ``>= 0``.
+    """
+    pof = jnp.prod(probability_of_feasibility(mu_c, sigma_c, 0.0), axis=-1)
+    return expected_improvement(mu, sigma, best, xi) * pof
+
+
+@jax.jit
+def log_constrained_expected_improvement(mu, sigma, best, mu_c, sigma_c, xi=0.0) -> Array:
+    """``log`` of :func:`constrained_expected_improvement`, summed in log space (stable where the
+    product underflows): ``log_expected_improvement + sum_k log_probability_of_feasibility``."""
+    log_pof = jnp.sum(log_probability_of_feasibility(mu_c, sigma_c, 0.0), axis=-1)
+    return log_expected_improvement(mu, sigma, best, xi) + log_pof
 
 
 @jax.jit

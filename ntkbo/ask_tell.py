@@ -10,7 +10,13 @@ The study is an immutable value, threaded by the caller::
         ntkbo.ask_tell.save("study.msgpack", study)        # resume later with ``load``
 
 Every input is validated here, outside ``jit``: points must have shape ``(q, d)`` and lie in the
-bounds, observations must be finite and one per point. A rejected ``tell`` raises and leaves the study
+bounds, observations must be finite and one per point.
+
+Black-box constraints ``c_k(x) <= 0`` (feasible iff every ``c_k(x) <= 0``): an algorithm with
+``algo.n_constraints = K > 0`` (e.g. ``neural_cbo``) needs the constraint values at every point,
+``tell(algo, study, x, y, c)`` with ``c`` of shape ``(q, K)``, finite; ``constraint_observations``
+reads them back. An algorithm with ``n_constraints = 0`` does not model constraints and refuses
+``c`` (rather than silently dropping it). A rejected ``tell`` raises and leaves the study
 as it was, so nothing already observed is lost. The buffers grow by doubling when full.
 
 The first ``n_init`` points asked are a scrambled Sobol design drawn from the study's key, exactly the
@@ -58,12 +64,16 @@ def _jitted(algo: Algorithm):
     return jax.jit(algo.suggest), jax.jit(algo.update)
 
 
-def _buffer(state) -> D.Data:
+def _buffers(state) -> list[D.Data]:
     found = [n for n in jax.tree_util.tree_leaves(state, is_leaf=lambda n: isinstance(n, D.Data))
              if isinstance(n, D.Data)]
     if not found:
         raise ValueError("the algorithm's state holds no ntkbo.data.Data buffer")
-    return found[0]
+    return found
+
+
+def _buffer(state) -> D.Data:
+    return _buffers(state)[0]
 
 
 def _check_bounds(bounds) -> jax.Array:
@@ -92,6 +102,18 @@ def observations(study: Study) -> tuple[np.ndarray, np.ndarray]:
     return D.valid(_buffer(study.state))
 
 
+def constraint_observations(algo: Algorithm, study: Study) -> np.ndarray:
+    """The told constraint values ``(n, K)`` of a constrained algorithm (``ntkbo.base``: the
+    buffers after the objective's hold one constraint each)."""
+    k = int(getattr(algo, "n_constraints", 0))
+    bufs = _buffers(study.state)
+    if len(bufs) < 1 + k:
+        raise ValueError(f"the algorithm's state holds {len(bufs)} data buffers; "
+                         f"n_constraints={k} needs {1 + k}")
+    n = int(bufs[0].count)
+    return np.stack([np.asarray(b.y[:n]) for b in bufs[1:1 + k]], axis=-1).reshape(n, k)
+
+
 def ask(algo: Algorithm, study: Study) -> tuple[np.ndarray, Study]:
     """The next points ``(q, d)`` to evaluate and the study with its key advanced."""
     asked = int(study.asked)
@@ -104,9 +126,10 @@ def ask(algo: Algorithm, study: Study) -> tuple[np.ndarray, Study]:
     return np.asarray(x), study._replace(key=key)
 
 
-def tell(algo: Algorithm, study: Study, x, y) -> Study:
-    """Adds observations ``y`` ``(q,)`` at ``x`` ``(q, d)``; raises ``ValueError`` on bad input and
-    then leaves ``study`` unchanged."""
+def tell(algo: Algorithm, study: Study, x, y, c=None) -> Study:
+    """Adds observations ``y`` ``(q,)`` at ``x`` ``(q, d)`` and, for an algorithm with
+    ``n_constraints = K > 0``, the constraint values ``c`` ``(q, K)``; raises ``ValueError`` on bad
+    input and then leaves ``study`` unchanged."""
     buf = _buffer(study.state)
     d = buf.dim
     x = np.asarray(x, dtype=float)
@@ -123,6 +146,25 @@ def tell(algo: Algorithm, study: Study, x, y) -> Study:
     if not np.all(np.isfinite(y)):
         bad = np.flatnonzero(~np.isfinite(y)).tolist()
         raise ValueError(f"y contains NaN or inf at positions {bad}; nothing was recorded")
+    k = int(getattr(algo, "n_constraints", 0))
+    if k == 0 and c is not None:
+        raise ValueError("c was given but the algorithm does not model constraints "
+                         "(n_constraints=0); use a constrained algorithm such as neural_cbo")
+    if k:
+        if c is None:
+            raise ValueError(f"c (the {k} constraint values at each point, shape ({x.shape[0]}, "
+                             f"{k})) is required: the algorithm has n_constraints={k}")
+        c = np.asarray(c, dtype=float)
+        if c.ndim == 1 and x.shape[0] == 1:
+            c = c[None, :]
+        if c.shape != (x.shape[0], k):
+            raise ValueError(f"c must have shape ({x.shape[0]}, {k}) to match x and "
+                             f"n_constraints={k}, got {c.shape}; nothing was recorded")
+        if not np.all(np.isfinite(c)):
+            bad = np.argwhere(~np.isfinite(c)).tolist()
+            raise ValueError(f"c contains NaN or inf at (row, constraint) {bad}; "
+                             "nothing was recorded")
+        y = np.concatenate([y[:, None], c], axis=1)
     bounds = np.asarray(study.state.bounds)
     span = bounds[1] - bounds[0]
     tol = 1e-9 * span

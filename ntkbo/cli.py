@@ -91,7 +91,16 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     from ntkbo import loop
 
     problem = ntkbo.benchmarks.get(problem_name, dim=dim, **problem_options)
-    algo = ntkbo.algorithms.get(algo_name, **options)
+    extra = {}
+    if ntkbo.algorithms.uses_pde(algo_name) and "pde" not in options:  # PINN-BO: the problem's PDE
+        if problem.pde is None:
+            raise ValueError(f"--algo {algo_name} needs a problem with a PDE (e.g. heat_equation, "
+                             f"dropwave_pde, euler_beam); {problem.name!r} has none")
+        extra["pde"] = problem.pde
+    k = problem.n_constraints
+    if k and ntkbo.algorithms.models_constraints(algo_name, **options):
+        options = {**options, "n_constraints": options.get("n_constraints", k)}
+    algo = ntkbo.algorithms.get(algo_name, **options, **extra)
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
     t0 = time.time()
     bar = tqdm(total=budget, desc=f"{algo_name} on {problem.name}-{problem.dim}d x{seeds}",
@@ -114,6 +123,15 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         "runs": [{"x": last.x[i].tolist(), "y": last.y[i].tolist(), "f": last.f[i].tolist()}
                  for i in range(seeds)],
     }
+    if k:  # constraints c_k(x) <= 0: values, feasibility and Neural-CBO's metric per run
+        metric = np.asarray(loop.best_regret_plus_violation(last.f, last.c, optimum))
+        feasible = np.all(last.c <= 0, axis=-1)
+        record["n_constraints"] = k
+        record["summary"]["final_metric_mean"] = float(np.mean(metric[:, -1]))
+        record["summary"]["found_feasible"] = feasible.any(axis=1).tolist()
+        for i, run_i in enumerate(record["runs"]):
+            run_i.update(c=last.c[i].tolist(), c_obs=last.c_obs[i].tolist(),
+                         feasible=feasible[i].tolist(), metric=metric[i].tolist())
     if out:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "results.json"), "w") as fh:
@@ -133,6 +151,10 @@ def _print_summary(rec: dict, out: str | None) -> None:
     if rec["optimum"] is not None:
         print(f"  known optimum:    {rec['optimum']:.6g}   final simple regret "
               f"{s['final_regret_mean']:.4g}")
+    if rec.get("n_constraints"):
+        print(f"  {rec['n_constraints']} constraints: feasible point found in "
+              f"{sum(s['found_feasible'])}/{rec['seeds']} seeds; best positive regret plus "
+              f"violation {s.get('final_metric_mean', float('nan')):.4g} (mean)")
     if out:
         print(f"  results: {os.path.join(out, 'results.json')}"
               + (f", plot: {os.path.join(out, 'best_so_far.png')}" if rec.get("plot") else ""))

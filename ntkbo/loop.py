@@ -10,6 +10,19 @@ most ``c`` points the state has capacity ``c`` (a power of two), and it is grown
 segments (``ntkbo.data.grow``). Each segment is one ``lax.scan``, compiled once per capacity. The whole
 run is a traceable function of the key, so ``jax.vmap(lambda k: ntkbo.minimize(algo, problem, B, k))``
 runs many seeds at once.
+
+Constrained problems (``problem.constraints``, ``K`` black-box constraints ``c_k(x) <= 0``): every
+evaluation also observes the constraint values (noisy if ``problem.constraint_noise_std > 0``). An
+algorithm with ``algo.n_constraints == K`` receives them as ``y`` of shape ``(q, 1 + K)`` (objective
+first, see ``ntkbo.base``); one with ``n_constraints == 0`` receives the objective only. The
+``Result`` records the constraint values, the feasibility of every point and the metric of
+Neural-CBO (seed-001 digest section 1.6, thesis Def. 4.2.1 and Fig. 4.1): the best positive regret
+plus violation up to evaluation ``t``,
+
+    min_{s <= t} ( [f(x_s) - f*]^+ + sum_k [c_k(x_s)]^+ ),
+
+with noise-free ``f`` and ``c`` at the evaluated points, as the authors' plotting code computes it
+(the thesis plots its ``log10``; the running minimum here starts at the first initial point).
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ import numpy as np
 from ntkbo import data as D
 from ntkbo import qmc
 from ntkbo.base import Algorithm
+from ntkbo.benchmarks.problem import violation
 
 Array = jax.Array
 
@@ -40,11 +54,20 @@ class Result(NamedTuple):
       x: ``(budget, d)`` evaluated points, in order (initial design first).
       y: ``(budget,)`` observations (with noise, if the problem has any).
       f: ``(budget,)`` noise-free objective values at ``x`` (for regret curves).
-      best_x: ``(d,)`` the point with the best observation.
-      best_y: the best observation.
+      best_x: ``(d,)`` the point with the best observation among the points whose *observed*
+        constraint values are all ``<= 0`` (all points, for an unconstrained problem). If no point
+        was observed feasible, the point with the smallest observed total violation
+        ``sum_k [c_k]^+`` instead (and ``best_feasible`` is False).
+      best_y: the observation at ``best_x``.
       best_f: the noise-free value at ``best_x``.
       state: the algorithm's final state.
       info: per-round diagnostics of ``suggest``, stacked over the ``(budget - n_init) / q`` rounds.
+      c: ``(budget, K)`` noise-free constraint values at ``x`` (``K = 0``: unconstrained).
+      c_obs: ``(budget, K)`` observed constraint values (what the algorithm was told).
+      feasible: ``(budget,)`` bool, ``x`` is feasible (noise-free ``c <= 0``).
+      metric: ``(budget,)`` best positive regret plus violation so far (module docstring), ``NaN``
+        if the problem's optimum is unknown; for an unconstrained problem the best simple regret.
+      best_feasible: ``()`` bool, ``best_x`` was observed feasible.
     """
 
     x: Array
@@ -55,6 +78,11 @@ class Result(NamedTuple):
     best_f: Array
     state: Any
     info: Any
+    c: Any = None
+    c_obs: Any = None
+    feasible: Any = None
+    metric: Any = None
+    best_feasible: Any = None
 
 
 class Segment(NamedTuple):
@@ -108,6 +136,21 @@ def validate(problem, budget: int, n_init: int, q: int) -> None:
         raise ValueError("problem.bounds: every lower bound must be below its upper bound")
 
 
+def check_constraints(algo: Algorithm, problem) -> None:
+    """An algorithm that models ``K > 0`` constraints needs a problem with exactly ``K``."""
+    k_algo = int(getattr(algo, "n_constraints", 0))
+    k_problem = n_constraints(problem)
+    if k_algo and k_algo != k_problem:
+        raise ValueError(
+            f"algo.n_constraints = {k_algo} but the problem has {k_problem} constraints; build the "
+            f"algorithm with n_constraints={k_problem}")
+
+
+def n_constraints(problem) -> int:
+    """``K`` of a problem (0 when it has no ``constraints``)."""
+    return int(getattr(problem, "n_constraints", 0) or 0)
+
+
 def batch_size(algo: Algorithm, problem) -> int:
     """``q``, the number of points ``algo.suggest`` returns, read from its traced output shape."""
     key = jax.random.PRNGKey(0)
@@ -125,10 +168,28 @@ def default_n_init(problem, budget: int) -> int:
 
 
 def _evaluate(problem, key, x):
-    """``(y, f)``: noisy observation and noise-free value, each ``(q,)``."""
+    """``(y, f, c_obs, c)``: noisy and noise-free objective ``(q,)``, noisy and noise-free
+    constraint values ``(q, K)``. The objective's noise uses ``key`` exactly as for an unconstrained
+    problem; the constraints' noise uses ``fold_in(key, 1)``."""
     f = jax.vmap(problem.fn)(x)
     noise = jnp.asarray(problem.noise_std, f.dtype) * jax.random.normal(key, f.shape, f.dtype)
-    return f + noise, f
+    k = n_constraints(problem)
+    if not k:
+        c = jnp.zeros((x.shape[0], 0), f.dtype)
+        return f + noise, f, c, c
+    c = jax.vmap(problem.constraints)(x).astype(f.dtype)
+    std = jnp.broadcast_to(
+        jnp.asarray(getattr(problem, "constraint_noise_std", 0.0), f.dtype), (k,))
+    c_obs = c + std * jax.random.normal(jax.random.fold_in(key, 1), c.shape, f.dtype)
+    return f + noise, f, c_obs, c
+
+
+def _told(algo: Algorithm, y, c_obs):
+    """What ``algo.update`` is given: ``y`` ``(q,)``, or ``(q, 1 + K)`` for a constrained
+    algorithm (``ntkbo.base``)."""
+    if not getattr(algo, "n_constraints", 0):
+        return y
+    return jnp.concatenate([y[:, None], c_obs], axis=1)
 
 
 def grow_state(state, capacity: int):
@@ -146,10 +207,10 @@ def initial_design(key, bounds, n: int):
 def _init(algo: Algorithm, problem, key, n_init: int, capacity: int):
     k_design, k_noise, k_algo, k_loop = jax.random.split(key, 4)
     x0 = initial_design(k_design, problem.bounds, n_init)
-    y0, f0 = _evaluate(problem, k_noise, x0)
+    y0, f0, c_obs0, c0 = _evaluate(problem, k_noise, x0)
     state = algo.init(k_algo, problem.bounds, capacity)
-    state = algo.update(state, x0, y0)
-    return state, k_loop, (x0, y0, f0)
+    state = algo.update(state, x0, _told(algo, y0, c_obs0))
+    return state, k_loop, (x0, y0, f0, c_obs0, c0)
 
 
 def _scan_rounds(algo: Algorithm, problem, state, key, rounds: int):
@@ -159,33 +220,57 @@ def _scan_rounds(algo: Algorithm, problem, state, key, rounds: int):
         state, key = carry
         key, k_suggest, k_noise = jax.random.split(key, 3)
         x, info = algo.suggest(k_suggest, state)
-        y, f = _evaluate(problem, k_noise, x)
-        return (algo.update(state, x, y), key), (x, y, f, info)
+        y, f, c_obs, c = _evaluate(problem, k_noise, x)
+        return (algo.update(state, x, _told(algo, y, c_obs)), key), (x, y, f, c_obs, c, info)
 
     return jax.lax.scan(body, (state, key), None, length=rounds)
 
 
-def _best(x, y, f):
-    i = jnp.argmin(y)
-    return x[i], y[i], f[i]
+def _best(x, y, f, c_obs):
+    """The best observation among the observed-feasible points, else the least violating point;
+    returns ``(x, y, f, observed_feasible)`` at it (``argmin(y)`` when unconstrained)."""
+    ok = jnp.all(c_obs <= 0, axis=-1)
+    i = jnp.where(jnp.any(ok), jnp.argmin(jnp.where(ok, y, jnp.inf)), jnp.argmin(violation(c_obs)))
+    return x[i], y[i], f[i], ok[i]
+
+
+def regret_plus_violation(f, c, optimum):
+    """Per evaluation ``[f - f*]^+ + sum_k [c_k]^+`` (``(..., n)`` from ``f`` ``(..., n)`` and ``c``
+    ``(..., n, K)``); ``NaN`` if ``optimum`` is ``None``. Seed-001 digest section 1.6."""
+    f = jnp.asarray(f)
+    if optimum is None:
+        return jnp.full(f.shape, jnp.nan, f.dtype)
+    return jnp.maximum(f - jnp.asarray(optimum, f.dtype), 0.0) + violation(c)
+
+
+def best_regret_plus_violation(f, c, optimum):
+    """Neural-CBO's metric: the running minimum over evaluations (last axis) of
+    ``regret_plus_violation``; the thesis plots its ``log10`` (Fig. 4.1)."""
+    return best_so_far(regret_plus_violation(f, c, optimum))
 
 
 @functools.partial(jax.jit, static_argnames=("algo", "budget", "n_init", "q", "min_capacity"))
 def _minimize(algo, problem, key, budget, n_init, q, min_capacity):
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else D.next_capacity(n_init, min_capacity)
-    state, key, (x0, y0, f0) = _init(algo, problem, key, n_init, first)
-    xs, ys, fs, infos = [x0], [y0], [f0], []
+    state, key, (x0, y0, f0, co0, c0) = _init(algo, problem, key, n_init, first)
+    xs, ys, fs, cos, cs, infos = [x0], [y0], [f0], [co0], [c0], []
     for seg in segments:
         state = grow_state(state, seg.capacity)
-        (state, key), (x, y, f, info) = _scan_rounds(algo, problem, state, key, seg.rounds)
+        (state, key), (x, y, f, co, c, info) = _scan_rounds(algo, problem, state, key, seg.rounds)
         xs.append(x.reshape(-1, x0.shape[-1]))
         ys.append(y.reshape(-1))
         fs.append(f.reshape(-1))
+        cos.append(co.reshape(x.shape[0] * x.shape[1], c0.shape[-1]))  # K may be 0: no -1
+        cs.append(c.reshape(x.shape[0] * x.shape[1], c0.shape[-1]))
         infos.append(info)
     x, y, f = jnp.concatenate(xs), jnp.concatenate(ys), jnp.concatenate(fs)
+    c_obs, c = jnp.concatenate(cos), jnp.concatenate(cs)
     info = jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *infos) if infos else None
-    return Result(x, y, f, *_best(x, y, f), state, info)
+    best_x, best_y, best_f, best_ok = _best(x, y, f, c_obs)
+    return Result(x, y, f, best_x, best_y, best_f, state, info, c, c_obs,
+                  jnp.all(c <= 0, axis=-1), best_regret_plus_violation(f, c, problem.optimum),
+                  best_ok)
 
 
 def minimize(algo: Algorithm, problem, budget: int, key, *, n_init: int | None = None,
@@ -208,6 +293,7 @@ def minimize(algo: Algorithm, problem, budget: int, key, *, n_init: int | None =
     """
     n_init = default_n_init(problem, budget) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
+    check_constraints(algo, problem)
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
     return _minimize(algo, problem, key, budget, n_init, q, min_capacity)
@@ -223,13 +309,18 @@ class _Negate(NamedTuple):
 
 
 def _negated(problem):
+    # ``optimum`` is the minimum of ``fn``, not the minimum of ``-fn``: dropped (metric is NaN).
     neg = _Negate(problem.fn)
-    return problem.replace(fn=neg) if hasattr(problem, "replace") else problem._replace(fn=neg)
+    if hasattr(problem, "replace"):
+        return problem.replace(fn=neg, optimum=None)
+    return problem._replace(fn=neg, **({"optimum": None} if hasattr(problem, "optimum") else {}))
 
 
 def maximize(algo: Algorithm, problem, budget: int, key, **kwargs) -> Result:
     """Maximises ``problem.fn``: ``minimize`` on ``-fn``; ``y``, ``f`` and ``best_*`` are reported in
-    the original sign (``best_y`` is the largest observation)."""
+    the original sign (``best_y`` is the largest observation among the observed-feasible points).
+    The constraints keep their sign (``c_k <= 0`` feasible); ``metric`` is ``NaN`` (the problem's
+    ``optimum`` is a minimum)."""
     r = minimize(algo, _negated(problem), budget, key, **kwargs)
     return r._replace(y=-r.y, f=-r.f, best_y=-r.best_y, best_f=-r.best_f)
 
@@ -250,6 +341,8 @@ class Progress(NamedTuple):
     x: np.ndarray
     y: np.ndarray
     f: np.ndarray
+    c: np.ndarray = None  # (seeds, done, K) noise-free constraint values
+    c_obs: np.ndarray = None  # (seeds, done, K) observed constraint values
 
 
 @functools.partial(jax.jit, static_argnames=("algo", "n_init", "capacity"))
@@ -265,10 +358,10 @@ def _masked_rounds(algo: Algorithm, problem, state, key, rounds: int, active):
         state, key = carry
         key2, k_suggest, k_noise = jax.random.split(key, 3)
         x, info = algo.suggest(k_suggest, state)
-        y, f = _evaluate(problem, k_noise, x)
-        new = (algo.update(state, x, y), key2)
+        y, f, c_obs, c = _evaluate(problem, k_noise, x)
+        new = (algo.update(state, x, _told(algo, y, c_obs)), key2)
         carry = jax.tree_util.tree_map(lambda a, b: jnp.where(i < active, a, b), new, carry)
-        return carry, (x, y, f, info)
+        return carry, (x, y, f, c_obs, c, info)
 
     return jax.lax.scan(body, (state, key), jnp.arange(rounds))
 
@@ -287,26 +380,30 @@ def minimize_chunks(algo: Algorithm, problem, budget: int, keys, *, n_init: int 
     """
     n_init = default_n_init(problem, budget) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
+    check_constraints(algo, problem)
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else D.next_capacity(n_init, min_capacity)
-    states, loop_keys, (x, y, f) = _init_many(algo, problem, keys, n_init, first)
+    states, loop_keys, (x, y, f, co, c) = _init_many(algo, problem, keys, n_init, first)
     xs, ys, fs = [np.asarray(x)], [np.asarray(y)], [np.asarray(f)]
+    cos, cs = [np.asarray(co)], [np.asarray(c)]
     done = n_init
-    yield Progress(done, *(np.concatenate(a, axis=1) for a in (xs, ys, fs)))
+    yield Progress(done, *(np.concatenate(a, axis=1) for a in (xs, ys, fs, cs, cos)))
     for seg in segments:
         left = seg.rounds
         while left:
             n = min(chunk, left)
             # Always a chunk of ``min(chunk, seg.rounds)`` rounds with the first ``n`` active: one
             # compilation per capacity, whatever the chunk lengths.
-            (states, loop_keys), (x, y, f, _) = _chunk_many(
+            (states, loop_keys), (x, y, f, co, c, _) = _chunk_many(
                 algo, problem, states, loop_keys, min(chunk, seg.rounds), seg.capacity, n)
             s = x.shape[0]
             xs.append(np.asarray(x[:, :n]).reshape(s, n * q, -1))
             ys.append(np.asarray(y[:, :n]).reshape(s, -1))
             fs.append(np.asarray(f[:, :n]).reshape(s, -1))
+            cos.append(np.asarray(co[:, :n]).reshape(s, n * q, co.shape[-1]))  # K may be 0
+            cs.append(np.asarray(c[:, :n]).reshape(s, n * q, c.shape[-1]))
             done += n * q
             left -= n
-            yield Progress(done, *(np.concatenate(a, axis=1) for a in (xs, ys, fs)))
+            yield Progress(done, *(np.concatenate(a, axis=1) for a in (xs, ys, fs, cs, cos)))

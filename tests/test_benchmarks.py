@@ -335,8 +335,17 @@ def scale(value):
 # the catalogue
 
 
+# Problems with black-box constraints (tests/test_constrained_problems.py) and with a PDE
+# (tests/test_pde_benchmarks.py) are tested in their own files.
+CONSTRAINED = {"ackley_constrained", "branin_constrained", "gas_transmission",
+               "hartmann6_constrained", "simionescu_constrained", "speed_reducer"}
+PHYSICS = {"cosine_mixture_pde", "dropwave_pde", "euler_beam", "heat_equation_1",
+           "heat_equation_2", "heat_equation_3", "michalewicz_pde", "rastrigin_pde",
+           "styblinski_tang_pde"}
+
+
 def test_names_are_the_documented_problems():
-    assert B.names() == sorted(REFERENCES)
+    assert B.names() == sorted(set(REFERENCES) | CONSTRAINED | PHYSICS)
 
 
 @pytest.mark.parametrize("name,dim", CASES, ids=IDS)
@@ -651,7 +660,7 @@ def test_other_spellings_resolve():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(name="nope", dim=2), r"name='nope'.*valid names: ackley, beam_deflection"),
+        (dict(name="nope", dim=2), r"name='nope'.*valid names: ackley, .*beam_deflection, .*sum_of_squares"),
         (dict(name="hartman", dim=6), r"name='hartman' .*did you mean .*'hartmann3'"),
         (dict(name=3, dim=2), r"name=3 is not a known problem"),
         (dict(name="branin", dim=3), r"dim=3 is not supported by 'branin'; valid dims: 2"),

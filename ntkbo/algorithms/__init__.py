@@ -11,12 +11,20 @@ import functools
 from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
 from ntkbo.algorithms.neural_bo import neural_bo
+from ntkbo.algorithms.pinn_bo import pinn_bo, pinn_ntk_gp
+from ntkbo.algorithms.neural_cbo import neural_cbo
+from ntkbo.algorithms.neural_greedy import neural_greedy
+from ntkbo.algorithms.neural_linear import neural_linear
+from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
 from ntkbo.base import Algorithm
 
 _FACTORIES = {
     "neural_bo": neural_bo,
+    "pinn_bo": pinn_bo,
+    "pinn_ntk_gp": pinn_ntk_gp,
+    "neural_cbo": neural_cbo,
     "random_search": random_search,
     "go_ucb": go_ucb,
     "go_ucb_joint": functools.partial(go_ucb, optimistic="joint"),
@@ -24,10 +32,37 @@ _FACTORIES = {
     "ntk_gp": ntk_gp,
     "sto_bnts": sto_bnts,
     "sto_bnts_linear": sto_bnts_linear,
+    "neural_greedy": neural_greedy,
+    "simple_smb": functools.partial(neural_greedy, smb="simple"),
+    "posterior_smb": functools.partial(neural_greedy, smb="posterior"),
+    "neural_ucb": neural_ucb,
+    "neural_ts": neural_ts,
+    "neural_linear": neural_linear,
+    "dngo": functools.partial(neural_linear, acquisition="ei"),
+    "neural_lin_ts": functools.partial(neural_linear, acquisition="ts"),
 }
 for _acq in ACQUISITIONS:
     _FACTORIES[f"gp_{_acq}"] = functools.partial(gp, acquisition=_acq)
     _FACTORIES[f"ntk_gp_{_acq}"] = functools.partial(ntk_gp, acquisition=_acq)
+
+
+#: Names whose factory models black-box constraints (takes ``n_constraints``; ``ntkbo.base``).
+CONSTRAINED = ("neural_cbo", "gp_cei", "ntk_gp_cei")
+
+
+def models_constraints(name: str, **options) -> bool:
+    """Whether ``get(name, **options)`` models black-box constraints (needs ``n_constraints``):
+    ``neural_cbo`` and constrained EI (``gp_cei``, ``ntk_gp_cei``, ``acquisition="cei"``)."""
+    return name in CONSTRAINED or options.get("acquisition") == "cei"
+
+
+#: Names whose factory takes the problem's PDE (``pde=problem.pde``; PINN-BO, ``ntkbo.benchmarks.pde``).
+PHYSICS_INFORMED = ("pinn_bo", "pinn_ntk_gp")
+
+
+def uses_pde(name: str) -> bool:
+    """Whether ``get(name, ...)`` needs ``pde=problem.pde`` (the command line passes it)."""
+    return name in PHYSICS_INFORMED
 
 
 def names() -> list[str]:
@@ -43,6 +78,7 @@ def get(name: str, **options) -> Algorithm:
 
 
 __all__ = [
-    "get", "go_ucb", "gp", "names", "neural_bo", "ntk_gp", "random_search", "sto_bnts",
-    "sto_bnts_linear",
+    "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo", "neural_cbo",
+    "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
+    "pinn_ntk_gp", "random_search", "sto_bnts", "sto_bnts_linear", "uses_pde",
 ]

@@ -41,7 +41,7 @@ from ntkbo.kernels.stationary import STATIONARY
 
 Array = jax.Array
 
-ACQUISITIONS = ("ucb", "ei", "logei", "pi", "ts", "mean")
+ACQUISITIONS = ("ucb", "ei", "logei", "pi", "ts", "mean", "cei")
 
 
 class KernelBOState(NamedTuple):
@@ -121,12 +121,26 @@ def _best_points(z: Array, ys: Array, mask: Array, k: int) -> Array:
 
 def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int, fit: bool,
               num_fit_steps: int, fit_learning_rate: float, num_candidates: int,
-              num_restarts: int, num_steps: int, num_ts_candidates: int, jitter) -> Algorithm:
+              num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
+              n_constraints: int = 0) -> Algorithm:
     """The shared kernel-model algorithm (see the module docstring)."""
     if acquisition not in ACQUISITIONS:
         raise ValueError(f"acquisition must be one of {ACQUISITIONS}, got {acquisition!r}")
     if q < 1:
         raise ValueError(f"q must be >= 1, got {q}")
+    if acquisition == "cei":
+        from ntkbo.algorithms.constrained_ei import constrained_kernel_bo
+
+        base = kernel_bo(model, acquisition="ei", beta=beta, xi=xi, q=1, fit=fit,
+                         num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
+                         num_candidates=num_candidates, num_restarts=num_restarts,
+                         num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter)
+        return constrained_kernel_bo(model, base, n_constraints, q=q, xi=xi, jitter=jitter,
+                                     num_candidates=num_candidates, num_restarts=num_restarts,
+                                     num_steps=num_steps)
+    if n_constraints:
+        raise ValueError(f"n_constraints={n_constraints} needs acquisition='cei' (constrained EI), "
+                         f"got {acquisition!r}")
 
     def init(key, bounds, capacity):
         del key
@@ -223,7 +237,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
 
 def _optimizer_defaults(kw):
     defaults = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
-                    jitter=None)
+                    jitter=None, n_constraints=0)
     unknown = set(kw) - set(defaults)
     if unknown:
         raise TypeError(f"unexpected keyword arguments {sorted(unknown)}")
@@ -238,14 +252,16 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
 
     Args:
       kernel: ``"matern52"`` or ``"rbf"`` (Rasmussen and Williams eqs. 4.17, 4.9).
-      acquisition: ``"ei"``, ``"logei"``, ``"ucb"``, ``"pi"``, ``"ts"`` or ``"mean"``.
+      acquisition: ``"ei"``, ``"logei"``, ``"ucb"``, ``"pi"``, ``"ts"``, ``"mean"`` or ``"cei"``
+        (constrained EI with ``n_constraints`` independent constraint GPs, ``constrained_ei``).
       beta: UCB exploration, the acquisition is ``-(mu - sqrt(beta) sigma)`` (Srinivas et al. 2010).
       xi: EI/PI margin.
       q: points per round (see the module docstring for the batch rule).
       fit: fit lengthscales, signal and noise by MAP every update (else keep the prior medians).
       num_fit_steps, fit_learning_rate: Adam steps per update, warm-started.
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
-        optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky).
+        optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
+        ``n_constraints`` (``K`` for ``acquisition="cei"``).
     """
     if kernel not in STATIONARY:
         raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")

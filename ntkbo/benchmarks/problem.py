@@ -7,22 +7,47 @@ argument to ``jax.jit``-ed code; its callable ``fn`` and its ``name`` are static
 Convention: **minimisation**. ``fn`` maps one point ``x`` of shape ``(d,)`` to a scalar; ``optimum``
 is the known global minimum of ``fn`` over the box and ``optimizer`` the known minimiser(s).
 
-Fields planned for later (black-box constraints ``c_k(x) <= 0`` for Neural-CBO, PDE operators
-``N[f] = g`` for PINN-BO) will be added as further optional fields defaulting to ``None``, e.g.
-``constraints: Callable | None = struct.field(pytree_node=False, default=None)``, so that existing
-code constructing or consuming a ``Problem`` keeps working unchanged.
+Optional fields default to ``None`` so that code constructing or consuming a ``Problem`` keeps working
+unchanged: ``constraints``, ``K`` black-box constraints ``c_k(x) <= 0`` (Neural-CBO; a point is
+feasible iff every ``c_k(x) <= 0``), and PDE operators ``N[f] = g`` for PINN-BO.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 Array = jax.Array
+
+
+class Pde(NamedTuple):
+    """A known differential equation ``N[f](x) = g(x)`` obeyed by a problem's objective (PINN-BO,
+    seed-001 digest section 2.1), with ``N`` linear in ``f`` and ``g`` cheap to evaluate.
+
+    Attributes:
+      operator: ``operator(f)`` maps a scalar function ``f: (d,) -> ()`` to the function
+        ``x (d,) -> N[f](x)``, of shape ``()`` or ``(r,)`` for a system of ``r`` equations. It is
+        built with ``jax.grad`` / ``jax.hessian`` / ``jax.jvp`` (no hand-written derivatives), so it
+        applies to the objective, to a neural network and to a kernel ``k(x, .)`` alike.
+      rhs: ``g(x)`` for one point ``x (d,)``, same shape as ``N[f](x)``.
+      name: a short description of the equation (for reports).
+
+    Module-level functions keep a ``Pde`` hashable and equal across ``get`` calls, so jitted code
+    taking a ``Problem`` compiles once. ``ntkbo.benchmarks.pde`` builds the operators.
+    """
+
+    operator: Callable[[Callable[[Array], Array]], Callable[[Array], Array]]
+    rhs: Callable[[Array], Array]
+    name: str = ""
+
+    def residual(self, f: Callable[[Array], Array]) -> Callable[[Array], Array]:
+        """``x -> N[f](x) - g(x)``, zero everywhere when ``f`` solves the equation."""
+        op = self.operator(f)
+        return lambda x: op(x) - self.rhs(x)
 
 
 @struct.dataclass
@@ -38,6 +63,14 @@ class Problem:
         symmetric minimisers (e.g. a separable function with ``2^d`` of them) a subset is listed;
         each function's docstring says which.
       noise_std: standard deviation of the additive Gaussian observation noise (default 0).
+      pde: a ``Pde`` ``N[f] = g`` that ``fn`` obeys (PINN-BO's physics problems), or ``None``
+        (static).
+      constraints: ``None`` (unconstrained, the default) or a pure JAX function mapping one point
+        ``x (d,)`` to the values ``(K,)`` of ``K`` black-box constraints, noise free (static). **Sign
+        convention:** ``x`` is feasible iff ``c_k(x) <= 0`` for every ``k`` (a value of exactly 0 is
+        feasible); ``optimum`` and ``optimizer`` are then those of the *constrained* problem.
+      constraint_noise_std: std of the additive Gaussian noise of the constraint observations, a
+        scalar or ``(K,)`` (default 0).
 
     ``dim`` is ``bounds.shape[-1]``. Use ``problem.replace(noise_std=0.1)`` to change a field.
     """
@@ -48,6 +81,9 @@ class Problem:
     optimum: Optional[float] = None
     optimizer: Optional[Array] = None
     noise_std: float = 0.0
+    pde: Optional[Pde] = struct.field(pytree_node=False, default=None)
+    constraints: Optional[Callable[[Array], Array]] = struct.field(pytree_node=False, default=None)
+    constraint_noise_std: float = 0.0
 
     @property
     def dim(self) -> int:
@@ -70,6 +106,37 @@ class Problem:
           ``fn_batch(x)`` exactly.
         """
         return _observed(self.fn)(key, self._check(x), jnp.asarray(self.noise_std))
+
+    @property
+    def n_constraints(self) -> int:
+        """``K``, the number of black-box constraints (0 if unconstrained); static, from shapes."""
+        if self.constraints is None:
+            return 0
+        shape = jax.eval_shape(self.constraints,
+                               jax.ShapeDtypeStruct((self.dim,), self.bounds.dtype)).shape
+        if len(shape) != 1:
+            raise ValueError(f"problem {self.name!r}: constraints must map x (d,) to (K,), "
+                             f"got shape {shape}")
+        return int(shape[0])
+
+    def constraints_batch(self, x: Array) -> Array:
+        """Noise-free constraint values ``c_k(x_i)`` of a batch ``x`` ``(n, d)``: ``(n, K)``
+        (``(n, 0)`` for an unconstrained problem). Feasible rows are those with every entry ``<= 0``."""
+        x = self._check(x)
+        if self.constraints is None:
+            return jnp.zeros((x.shape[0], 0), x.dtype)
+        return _batched(self.constraints)(x)
+
+    def evaluate_constraints(self, key: Array, x: Array) -> Array:
+        """Noisy constraint observations ``c_k(x_i) + constraint_noise_std_k * eps_ik``, ``(n, K)``,
+        ``eps ~ N(0, 1)`` i.i.d.; equal to ``constraints_batch(x)`` when the noise is 0."""
+        c = self.constraints_batch(x)
+        std = jnp.broadcast_to(jnp.asarray(self.constraint_noise_std, c.dtype), c.shape[-1:])
+        return c + std * jax.random.normal(key, c.shape, c.dtype)
+
+    def feasible_batch(self, x: Array) -> Array:
+        """``(n,)`` bool: ``c_k(x_i) <= 0`` for every ``k`` (all True if unconstrained)."""
+        return jnp.all(self.constraints_batch(x) <= 0, axis=-1)
 
     def _check(self, x: Array) -> Array:
         x = jnp.asarray(x)
@@ -97,6 +164,12 @@ def _observed(fn: Callable) -> Callable:
         return y + noise_std.astype(y.dtype) * eps
 
     return jax.jit(observe)
+
+
+def violation(c: Array) -> Array:
+    """Total violation ``sum_k [c_k]^+`` over the last axis of constraint values ``c`` ``(..., K)``
+    (0 for feasible rows and for ``K = 0``); seed-001 digest section 1.6 (Def. 4.2.1)."""
+    return jnp.sum(jnp.maximum(jnp.asarray(c), 0.0), axis=-1)
 
 
 def uniform(key: Array, bounds: Array, n: int) -> Array:

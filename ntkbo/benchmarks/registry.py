@@ -27,6 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkbo.benchmarks import constrained as C
+from ntkbo.benchmarks import heat as H
+from ntkbo.benchmarks import pde as P
 from ntkbo.benchmarks import synthetic as S
 from ntkbo.benchmarks.optima import separable_minimum
 from ntkbo.benchmarks.problem import Problem, relative_noise_std
@@ -121,6 +124,8 @@ class _Entry(NamedTuple):
     optimum: Callable
     dims: Optional[tuple[int, ...]] = None  # fixed dimensions; None = any d >= min_dim
     min_dim: int = 1
+    constraints: Optional[Callable] = None  # x (d,) -> (K,), feasible iff all <= 0
+    pde: Optional[P.Pde] = None  # N[f] = g obeyed by fn (PINN-BO, ntkbo.benchmarks.pde)
 
 
 _ENTRIES: dict[str, _Entry] = {
@@ -266,6 +271,57 @@ _ENTRIES: dict[str, _Entry] = {
     ),
 }
 
+# constrained problems (ntkbo.benchmarks.constrained); the optima are of the constrained problems
+_ENTRIES.update({
+    "branin_constrained": _ENTRIES["branin"]._replace(
+        optimum=_Known(_const(5.0 / (4.0 * math.pi)), _const(C.BRANIN_MINIMISER)),
+        constraints=C.branin_constraint),
+    "simionescu_constrained": _ENTRIES["simionescu"]._replace(
+        optimum=_Known(_const(-0.072), _const(C.SIMIONESCU_MINIMISERS)),
+        constraints=C.simionescu_constraint),
+    "ackley_constrained": _Entry(
+        S.ackley, _box(-5.0, 3.0), _Known(_const(0.0), _const(C.ACKLEY_MINIMISER)), dims=(5,),
+        constraints=C.ackley_constraints),
+    "hartmann6_constrained": _ENTRIES["hartmann6"]._replace(constraints=C.hartmann6_constraint),
+    "gas_transmission": _Entry(
+        C.gas_transmission, _fixed_box([20.0, 1.0, 20.0, 0.1], [50.0, 10.0, 50.0, 60.0]),
+        _Known(_const(C.GAS_OPTIMUM), _const(C.GAS_MINIMISER)), dims=(4,),
+        constraints=C.gas_transmission_constraint),
+    "speed_reducer": _Entry(
+        C.speed_reducer,
+        _fixed_box([2.6, 0.7, 17.0, 7.3, 7.3, 2.9, 5.0], [3.6, 0.8, 28.0, 8.3, 8.3, 3.9, 5.5]),
+        _Known(_const(C.SPEED_REDUCER_OPTIMUM), _const(C.SPEED_REDUCER_MINIMISER)), dims=(7,),
+        constraints=C.speed_reducer_constraints),
+})
+
+# physics-informed problems (PINN-BO, seed-001 ch. 5): the same functions and boxes with their PDE
+class _HeatBoundary(NamedTuple):
+    """The maximum principle: the minimum of ``-T`` (harmonic) is on the boundary of the square."""
+
+    fn: Callable
+
+    def __call__(self, dim, lower, upper, in_standard_box):
+        if not in_standard_box:
+            return None, None
+        value, x = H.boundary_minimum(self.fn)
+        return value, np.asarray(x)[None, :]
+
+
+_ENTRIES.update({
+    "dropwave_pde": _ENTRIES["dropwave"]._replace(pde=P.DROPWAVE),
+    "styblinski_tang_pde": _ENTRIES["styblinski_tang"]._replace(pde=P.STYBLINSKI_TANG),
+    "rastrigin_pde": _ENTRIES["rastrigin"]._replace(pde=P.RASTRIGIN),
+    "michalewicz_pde": _ENTRIES["michalewicz"]._replace(pde=P.MICHALEWICZ),
+    "cosine_mixture_pde": _ENTRIES["cosine_mixture_pinnbo"]._replace(pde=P.COSINE_MIXTURE),
+    "euler_beam": _ENTRIES["beam_deflection"]._replace(pde=P.EULER_BEAM),
+})
+# get("heat_equation", case=c) is the entry "heat_equation_<c>" (ntkbo.benchmarks.heat)
+_CASES = {"heat_equation": H.CASES}
+for _c in H.CASES:
+    _ENTRIES[f"heat_equation_{_c}"] = _Entry(
+        H.objective(_c), _box(0.0, 2.0 * math.pi), _HeatBoundary(H.objective(_c)), dims=(2,),
+        pde=P.LAPLACE)
+
 # other spellings found in the papers and their code
 _ALIASES = {
     "michalewics": "michalewicz",  # NeuralBO / PINN-BO spelling
@@ -275,6 +331,8 @@ _ALIASES = {
     "sixhump": "six_hump_camel",
     "shekel": "shekel10",
     "beam": "beam_deflection",
+    "gas_transmission_compressor": "gas_transmission",
+    "speed_reducer_design": "speed_reducer",
 }
 
 
@@ -284,6 +342,7 @@ def _key(name: str) -> str:
 
 _LOOKUP = {_key(n): n for n in _ENTRIES}
 _LOOKUP.update({_key(a): n for a, n in _ALIASES.items()})
+_LOOKUP.update({_key(n): n for n in _CASES})
 
 
 def names() -> list[str]:
@@ -292,7 +351,7 @@ def names() -> list[str]:
     ``get`` also accepts other spellings ("Styblinski-Tang", "Michalewics", "BraninHoo", ...):
     case, spaces, hyphens and underscores are ignored.
     """
-    return sorted(_ENTRIES)
+    return sorted(_ENTRIES)  # includes "heat_equation_1", ... (also: get("heat_equation", case=1))
 
 
 def _dims_text(entry: _Entry) -> str:
@@ -348,6 +407,7 @@ def get(
     noise: Optional[str] = None,
     noise_scale: float = 0.1,
     bounds=None,
+    case: Optional[int] = None,
 ) -> Problem:
     """Returns the benchmark ``name`` as a ``Problem`` (minimisation convention).
 
@@ -358,25 +418,43 @@ def get(
       noise_std: standard deviation of the additive Gaussian observation noise.
       noise: ``None`` or ``"relative"``: noise std ``= noise_scale * std(f)`` over 10,000 uniform
         points of the box drawn with the fixed key ``PRNGKey(0)``, the rule of the NeuralBO and
-        PINN-BO code (``problem.relative_noise_std``). Cannot be combined with ``noise_std``.
+        PINN-BO code (``problem.relative_noise_std``). Cannot be combined with ``noise_std``. For a
+        constrained problem the same rule sets each constraint's ``constraint_noise_std``
+        (``constrained.relative_constraint_noise_std``); otherwise the constraints are noise free.
       noise_scale: the factor of the ``"relative"`` rule (0.1: NeuralBO, PINN-BO; 0.05: Neural-CBO).
       bounds: replaces the standard domain: ``(lower, upper)`` for every coordinate, or an array
         ``(2, dim)``. The optimum is recomputed (separable functions), kept, or set to ``None``
         when it is no longer known (see the module docstring).
+      case: for ``"heat_equation"``: the boundary-condition set, 1, 2 or 3 (default 1); the
+        problem is then ``"heat_equation_<case>"``. Not accepted by other problems.
 
     The paper setups, for example:
 
     - NeuralBO (seed-000): ``get("ackley" | "levy" | "michalewicz", dim=10, noise="relative")``.
     - Neural-CBO objectives (seed-001 ch. 4): ``get("branin")``, ``get("simionescu")``,
-      ``get("ackley", 5, bounds=(-5, 3))``, ``get("hartmann6")``, ``noise_scale=0.05``.
+      ``get("ackley", 5, bounds=(-5, 3))``, ``get("hartmann6")``, ``noise_scale=0.05``; with their
+      constraints ``c(x) <= 0`` (``ntkbo.benchmarks.constrained``): ``"branin_constrained"``,
+      ``"simionescu_constrained"``, ``"ackley_constrained"``, ``"hartmann6_constrained"``,
+      ``"gas_transmission"``, ``"speed_reducer"``.
     - PINN-BO (seed-001 ch. 5): ``get("dropwave")``, ``get("styblinski_tang", 10)``,
       ``get("rastrigin", 20)``, ``get("michalewicz", 30)``, ``get("cosine_mixture_pinnbo", 50)``,
-      ``get("beam_deflection")``, with ``noise="relative"``.
+      ``get("beam_deflection")``, with ``noise="relative"``; with their PDE attached
+      (``Problem.pde``, ``ntkbo.benchmarks.pde``): ``"dropwave_pde"``, ``"styblinski_tang_pde"``,
+      ``"rastrigin_pde"``, ``"michalewicz_pde"``, ``"cosine_mixture_pde"`` (the PINN-BO sign),
+      ``get("euler_beam")`` and ``get("heat_equation", case=1 | 2 | 3)`` (noise free in the code).
     - GO-UCB (seed-002): ``get("goucb_f1", 20)``, ``get("styblinski_tang", 20, bounds=(-5, 5))``,
       ``get("rastrigin", 20, bounds=(-5, 5))``, ``noise_std=0.01``.
     - Greedy/SMB (seed-004): ``get("ackley", d)``, ``get("hartmann6")``.
     """
     name = _resolve_name(name)
+    if name in _CASES:
+        case = _CASES[name][0] if case is None else case
+        if isinstance(case, bool) or case not in _CASES[name]:
+            raise ValueError(f"case={case!r} is not valid for {name!r}; valid cases: "
+                             f"{', '.join(str(c) for c in _CASES[name])}")
+        name = f"{name}_{case}"
+    elif case is not None:
+        raise ValueError(f"case={case!r} is only accepted by {', '.join(_CASES)}, not {name!r}")
     entry = _ENTRIES[name]
     dim = _resolve_dim(name, entry, dim)
 
@@ -407,9 +485,14 @@ def get(
         optimum=value,
         optimizer=None if minimisers is None else jnp.asarray(minimisers),
         noise_std=float(noise_std),
+        constraints=entry.constraints,
+        pde=entry.pde,
     )
     if noise == "relative":
         problem = problem.replace(noise_std=relative_noise_std(problem, scale=noise_scale))
+        if entry.constraints is not None:
+            problem = problem.replace(constraint_noise_std=jnp.asarray(
+                C.relative_constraint_noise_std(entry.constraints, problem.bounds, noise_scale)))
     return problem
 
 
