@@ -1,0 +1,81 @@
+"""theory_checks: the papers' infinite-width and regret claims as runnable experiments.
+
+Run ``python -m theory_checks [NAME ...|all] [--scale smoke|cpu|gpu] [--out DIR] [--seed N]``: each
+selected check prints a table, writes ``DIR/<NAME>.json`` and ``DIR/<NAME>.png``, and the process
+exits 1 when any selected claim fails its tolerance (README.md lists the claims and measurements).
+
+**The interface of a check** (one module ``theory_checks/<NAME>.py``)::
+
+    NAME: str            the check's name (= the module name)
+    CLAIM: str           the claim, one line
+    SOURCE: str          paper, theorem/equation, digest section
+    SCALES: dict         {"smoke": {...}, "cpu": {...}, "gpu": {...}}: the settings of each scale
+                         (smoke: the CI test's reduced run; cpu: <= 5 min on 2 cores; gpu: wider
+                         networks, longer horizons); every settings dict has a "fault" entry
+    FAULTS: dict         {fault name: what it breaks}: the deliberately broken variants
+    run(key, settings) -> theory_checks.report.Report
+
+``run`` is pure in ``key`` (a ``jax.random`` key) and ``settings`` (a dict, usually
+``dict(SCALES[scale])``). ``settings["fault"]`` is ``None`` for the real check; set to a name in
+``FAULTS`` it injects that fault (a wrong kernel scale, a missing target perturbation, a wrong
+exponent, ...) and the check must then fail. Faults exist for the tests (``tests/
+test_theory_checks.py``), which prove that each check can fail; the command line does not expose
+them. The tolerances are module constants, stated with their reasons in each module's docstring.
+
+A ``Report`` (``theory_checks.report``) holds the settings, ``rows`` (``Row``: quantity, measured
+value, tolerance, pass flag, the theory's value) and ``curves`` (``Curve``: panel, label, x, y) for
+the PNG; ``report.passed`` is True when every row passed. ``report.write`` writes the JSON and
+PNG, ``report.table`` formats the rows; the command line (``theory_checks.__main__``) and the tests
+use the same functions.
+
+**Adding a check**: write ``theory_checks/<name>.py`` with the attributes above and append
+``"<name>"`` to :data:`CHECKS` below (the one list the command line and the tests read).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+
+#: The checks, in the order ``all`` runs them. Append new checks here.
+CHECKS: list[str] = [
+    "ntk_convergence",
+    "gd_ensemble",
+    "sto_posterior",
+    "neuralbo_identities",
+    "regret_scaling",
+    "pinn_information_gain",
+]
+
+SCALE_NAMES = ("smoke", "cpu", "gpu")
+
+
+def get(name: str):
+    """The module of check ``name`` (one of :data:`CHECKS`)."""
+    if name not in CHECKS:
+        raise ValueError(f"name: expected one of {', '.join(CHECKS)} (or 'all'), got {name!r}")
+    return importlib.import_module(f"theory_checks.{name}")
+
+
+def run_check(name: str, key, scale="cpu", **overrides):
+    """Runs check ``name`` at ``scale`` (a name in ``SCALES`` or a settings dict), settings entries
+    replaced by ``overrides`` (e.g. ``fault="wrong_kernel_scale"``); returns its ``Report`` with
+    the wall-clock ``seconds`` and process ``cpu_seconds`` it took."""
+    module = get(name)
+    if isinstance(scale, str):
+        if scale not in module.SCALES:
+            raise ValueError(f"scale: expected one of {', '.join(module.SCALES)}, got {scale!r}")
+        settings = dict(module.SCALES[scale])
+    else:
+        settings = dict(scale)
+    unknown = set(overrides) - set(settings)
+    if unknown:
+        raise ValueError(f"overrides: unknown settings {sorted(unknown)} for check {name!r}")
+    settings.update(overrides)
+    fault = settings.get("fault")
+    if fault is not None and fault not in module.FAULTS:
+        raise ValueError(f"fault: expected None or one of {sorted(module.FAULTS)}, got {fault!r}")
+    wall, cpu = time.time(), time.process_time()
+    report = module.run(key, settings)
+    report.seconds, report.cpu_seconds = time.time() - wall, time.process_time() - cpu
+    return report

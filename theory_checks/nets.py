@@ -1,0 +1,43 @@
+"""Nested-width random networks shared by the checks that sweep the width.
+
+In ntkbo's NTK parameterisation every parameter entry is ``N(0, 1)`` whatever the width
+(``ntkbo.nets``), so the first ``m`` hidden units of every layer of one width-``M`` draw are exactly
+a width-``m`` draw. One random initialisation per seed then serves every width of a sweep, and the
+widths are coupled (less seed noise in a fitted slope). The same idea as
+``tests/test_empirical_ntk.py``, written for any depth.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ntkbo.kernels import mlp
+
+
+def draw(key, depth: int, width: int, d: int, activation, W_std, b_std, num: int):
+    """``num`` independent parameter draws (a leading ``(num,)`` axis on every leaf) of the width
+    ``width`` network ``ntkbo.kernels.mlp(depth, width, ...)``, NTK parameterisation."""
+    init_fn = mlp(depth, width, activation, W_std=W_std, b_std=b_std)[0]
+    shapes = jax.eval_shape(lambda k: init_fn(k, (-1, d))[1], jax.random.PRNGKey(0))
+    leaves, treedef = jax.tree_util.tree_flatten(shapes)
+    keys = jax.random.split(key, len(leaves))
+    dtype = jnp.result_type(float)
+    return treedef.unflatten([jax.random.normal(k, (num,) + s.shape, dtype)
+                              for k, s in zip(keys, leaves)])
+
+
+def first_units(params, depth: int, m: int):
+    """The width-``m`` network made of the first ``m`` units of every hidden layer of ``params``
+    (leading batch axis kept)."""
+
+    def cut(path, v):
+        names = [str(getattr(p, "key", p)) for p in path]
+        layer, leaf = int(names[-2].split("_")[-1]), names[-1]
+        if leaf == "bias":
+            return v[:, :m] if layer < depth else v
+        rows = v.shape[1] if layer == 0 else m
+        cols = m if layer < depth else v.shape[2]
+        return v[:, :rows, :cols]
+
+    return jax.tree_util.tree_map_with_path(cut, params)

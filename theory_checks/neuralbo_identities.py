@@ -1,0 +1,195 @@
+r"""NeuralBO's uncertainty: the primal and dual forms agree, the elliptical-potential identity and
+inequalities hold along real runs, and ``nu sigma_t`` bands cover functions of the NTK's RKHS.
+
+Claims (Phan-Trong et al. 2023; seed-000 digest sections 3.3, 5.3-5.4), for NeuralBO runs
+(``ntkbo.algorithms.neural_bo``, static features ``g = grad f(.; theta_0)``, dual uncertainty)
+on an RKHS test function, with ``G`` the ``T x p`` features of the ``T`` evaluated points,
+``sigma_{t-1}^2(x) = lam g^T U_{t-1}^-1 g`` and ``a_t = sigma_{t-1}^2(x_t) / lam``:
+
+1. primal = dual: ``variance_primal`` (``U`` by ``cholesky_update``) equals ``variance_dual``
+   (``t x t`` Cholesky) at test points (section 3.3);
+2. ``sum_t log(1 + a_t) = log det(I + G G^T / lam)`` (Lemma 8, an identity);
+3. ``sum_t min(sigma_{t-1}^2(x_t), c) <= c / log(1 + c / lam) log det(...)`` for every ``lam``,
+   ``c > 0`` (from ``min(a, C) <= C log(1 + a) / log(1 + C)``); and the paper's Lemma 8.1 form
+   ``<= lam c / log(1 + c) log det(...)``, which needs ``lam >= 1`` (digest erratum 3), checked on
+   the same points with ``lam = 1``;
+4. ``sum_t min(sigma_{t-1}(x_t), sqrt c) <= sqrt(T c / log(1 + c / lam) log det(...))``
+   (Cauchy-Schwarz on 3);
+5. coverage (Lemma 3 in the large-width limit, digest section 5.4): with the analytic NTK ``k``
+   of the run's network, ``mu_t = k_t^T (K_t + lam I)^-1 y_t``, ``sigma_t`` its posterior
+   standard deviation, ``|f|_H <= B`` and noise ``N(0, R^2)``, the fraction of test points with
+   ``|f(x) - mu_t(x)| <= nu sigma_t(x)``, ``nu = sqrt2 B + (R / sqrt lam) sqrt(2 log(1 / alpha))``,
+   is at least ``1 - alpha``; measured at several ``t`` along each run (on the run's own,
+   adaptively chosen points: the honest check of digest erratum 2).
+
+Tolerances (fixed in advance; reasons): 1 and 2 to a relative ``1e-6`` (float64 rounding of
+``t x t`` and ``p x p`` Cholesky factors with condition numbers up to ``1e6``, and the dual form's
+``1e-10`` relative jitter); 3 and 4 as ratios ``LHS / RHS <= 1 + 1e-9`` (deterministic
+inequalities; rounding only); 5: the mean coverage over runs, times and points ``>= 1 - alpha``.
+
+Faults (tests only): ``"wrong_lam_primal"`` builds the primal factor from ``U_0 = I`` instead of
+``lam I`` (row 1 fails); ``"wrong_kernel_scale"`` computes the bands with the kernel divided by
+100 (overconfident bands: row 5 fails).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import ntkbo
+from ntkbo import data as D
+from ntkbo import gp as G
+from ntkbo.algorithms.gp_bo import to_unit
+from ntkbo.benchmarks.problem import Problem
+from ntkbo.kernels import grad_features, mlp
+from theory_checks import rkhs
+from theory_checks.report import Report
+
+NB = importlib.import_module("ntkbo.algorithms.neural_bo")
+
+NAME = "neuralbo_identities"
+CLAIM = ("NeuralBO: primal = dual uncertainty; elliptical-potential identity/inequalities along "
+         "runs; nu sigma_t bands cover RKHS functions at level >= 1 - alpha")
+SOURCE = "Phan-Trong et al. 2023 Alg. 1, Lemmas 3, 8, 8.1, Thm 1; seed-000 digest 3.3, 5.3-5.5"
+FAULTS = {"wrong_lam_primal": "primal factor from U_0 = I instead of lam I",
+          "wrong_kernel_scale": "bands from the kernel / 100"}
+IDENTITY_RTOL = 1e-6
+INEQ_SLACK = 1e-9
+
+_BASE = dict(d=2, depth=1, W_std=1.0, b_std=0.1, lam=0.01, noise=0.05, norm=1.0, centres=8,
+             alpha=0.05, c=1.0, num_test=256, fault=None)
+SCALES = {
+    "smoke": dict(_BASE, width=32, budget=16, seeds=2, train_steps=10),
+    "cpu": dict(_BASE, width=128, budget=48, seeds=4, train_steps=50),
+    "gpu": dict(_BASE, width=1024, budget=256, seeds=16, train_steps=200),
+}
+
+
+def _sequential_a(g, lam):
+    """``a_t = sigma_{t-1}^2(x_t) / lam`` for ``t = 1..T`` from the dual form on prefixes."""
+    t_all = g.shape[0]
+
+    def one(t):
+        mask = jnp.arange(t_all) < t
+        chol = NB.dual_factor(g, mask, lam)
+        return NB.variance_dual(g[t][None], g, mask, chol)[0] / lam
+
+    return jax.vmap(one)(jnp.arange(t_all))
+
+
+def _potential_rows(rep, g, lam, c, tag, paper_form):
+    a = np.asarray(_sequential_a(g, lam))
+    t_all = g.shape[0]
+    logdet = float(np.linalg.slogdet(np.eye(t_all) + np.asarray(g @ g.T) / lam)[1])
+    lhs = float(np.sum(np.log1p(a)))
+    rel = abs(lhs - logdet) / abs(logdet)
+    rep.add(f"{tag}: |sum log(1+a_t) - logdet(I+GG^T/lam)| / logdet", rel,
+            f"<= {IDENTITY_RTOL:g}", rel <= IDENTITY_RTOL, "0 (identity)")
+    sig2 = lam * a
+    bound = c / math.log1p(c / lam) * logdet
+    ratio = float(np.sum(np.minimum(sig2, c)) / bound)
+    rep.add(f"{tag}: sum min(sigma^2, c) / (c/log(1+c/lam) logdet)", ratio,
+            f"<= 1 + {INEQ_SLACK:g}", ratio <= 1 + INEQ_SLACK, "<= 1")
+    ratio = float(np.sum(np.minimum(np.sqrt(sig2), math.sqrt(c))) / math.sqrt(t_all * bound))
+    rep.add(f"{tag}: sum min(sigma, sqrt c) / sqrt(T c/log(1+c/lam) logdet)", ratio,
+            f"<= 1 + {INEQ_SLACK:g}", ratio <= 1 + INEQ_SLACK, "<= 1")
+    if paper_form:
+        ratio = float(np.sum(np.minimum(sig2, c)) / (lam * c / math.log1p(c) * logdet))
+        rep.add(f"{tag}: Lemma 8.1 sum min(sigma^2, c) / (lam c/log(1+c) logdet)", ratio,
+                f"<= 1 + {INEQ_SLACK:g}", ratio <= 1 + INEQ_SLACK, "<= 1 (lam >= 1)")
+    return a
+
+
+@functools.lru_cache(maxsize=4)
+def _runs(key_data: tuple, frozen: str):
+    """``(f_min, results)``: NeuralBO runs on the RKHS function, all seeds in one ``vmap``; cached
+    per key and settings (the faults change only the analysis, not the runs)."""
+    s = json.loads(frozen)
+    key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
+    d, depth, input_map = s["d"], s["depth"], "sphere"
+    ws = (s["W_std"],) * (depth + 1)
+    kfn = mlp(depth, s["width"], "relu", W_std=ws, b_std=s["b_std"])[2]
+    ntk_embedded = lambda a, b: kfn(NB.embed(a, input_map), NB.embed(b, input_map), "ntk")  # noqa: E731
+    k_f, k_min, k_run, _ = jax.random.split(key, 4)
+    f, _, _ = rkhs.rkhs_function(k_f, ntk_embedded, d, s["centres"], s["norm"])
+    f_min, _ = rkhs.minimum(k_min, f, d)
+    bounds = jnp.stack([jnp.zeros(d), jnp.ones(d)])
+    problem = Problem(name="rkhs_ntk", fn=f, bounds=bounds, optimum=float(f_min),
+                      noise_std=s["noise"])
+    algo = ntkbo.algorithms.neural_bo(
+        width=s["width"], depth=depth, lam=s["lam"], nu=1.0, W_std=ws, b_std=s["b_std"],
+        num_steps=s["train_steps"], num_candidates=256, num_perturbations=64,
+        input_map=input_map)
+    keys = jax.random.split(k_run, s["seeds"])
+    res = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, s["budget"], k)))(keys)
+    return float(f_min), res
+
+
+def run(key, settings) -> Report:
+    """Runs the check with ``settings`` (one of ``SCALES``, possibly with ``"fault"``)."""
+    s = dict(settings)
+    rep = Report(NAME, CLAIM, SOURCE, s)
+    d, depth, lam = s["d"], s["depth"], s["lam"]
+    input_map = "sphere"
+    ws = (s["W_std"],) * (depth + 1)
+    _, apply_fn, kfn = mlp(depth, s["width"], "relu", W_std=ws, b_std=s["b_std"])
+    feats = grad_features(apply_fn)
+    ntk_embedded = lambda a, b: kfn(NB.embed(a, input_map), NB.embed(b, input_map), "ntk")  # noqa: E731
+    k_f, k_min, k_run, k_test = jax.random.split(key, 4)
+    f, _, _ = rkhs.rkhs_function(k_f, ntk_embedded, d, s["centres"], s["norm"])
+    bounds = jnp.stack([jnp.zeros(d), jnp.ones(d)])
+    f_min, res = _runs(tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
+                       json.dumps(dict(s, fault=None), sort_keys=True))
+    zt = jax.random.uniform(k_test, (s["num_test"], d), bounds.dtype)
+    f_test = np.asarray(jax.vmap(f)(zt))
+    nu = math.sqrt(2) * s["norm"] + s["noise"] / math.sqrt(lam) * math.sqrt(2 * math.log(1 / s["alpha"]))
+    kscale = 0.01 if s["fault"] == "wrong_kernel_scale" else 1.0
+    kernel = lambda a, b: kscale * ntk_embedded(a, b)  # noqa: E731
+    checkpoints = sorted({max(2, s["budget"] // 4), s["budget"] // 2, s["budget"]})
+    coverage, worst_primal = [], 0.0
+    for i in range(s["seeds"]):
+        x = res.x[i]
+        z = NB.embed(to_unit(x, bounds), input_map)
+        params0 = jax.tree_util.tree_map(lambda v: v[i], res.state.params0)
+        g = feats(z, params0)
+        gt = feats(NB.embed(zt[:64], input_map), params0)
+        mask = jnp.ones(g.shape[0], bool)
+        r0 = (1.0 if s["fault"] == "wrong_lam_primal" else math.sqrt(lam)) * jnp.eye(g.shape[1])
+        r = NB.cholesky_update(r0, g)
+        primal = np.asarray(NB.variance_primal(gt, r, lam))
+        dual = np.asarray(NB.variance_dual(gt, g, mask, NB.dual_factor(g, mask, lam)))
+        worst_primal = max(worst_primal, float(np.max(np.abs(primal - dual) / np.abs(dual))))
+        a = _potential_rows(rep, g, lam, s["c"], f"seed {i}, lam={lam}", False)
+        _potential_rows(rep, g, 1.0, s["c"], f"seed {i}, lam=1", True)
+        if i == 0:
+            rep.curve("elliptical potential along run 0", "sum log(1+a_t)",
+                      np.arange(1, len(a) + 1), np.cumsum(np.log1p(a)))
+            rep.curve("elliptical potential along run 0", "sum min(sigma_t^2, c)",
+                      np.arange(1, len(a) + 1), np.cumsum(np.minimum(lam * a, s["c"])))
+        for t in checkpoints:
+            data = D.append(D.empty(t, d, x.dtype), to_unit(x[:t], bounds), res.y[i, :t])
+            post = G.fit(kernel, data, lam)
+            mu, var = G.predict(kernel, post, zt)
+            inside = np.abs(f_test - np.asarray(mu)) <= nu * np.sqrt(np.asarray(var))
+            coverage.append((i, t, float(inside.mean())))
+    rep.add("max relative |primal - dual| variance", worst_primal, f"<= {IDENTITY_RTOL:g}",
+            worst_primal <= IDENTITY_RTOL, "0 (identity)")
+    mean_cov = float(np.mean([c for _, _, c in coverage]))
+    rep.add(f"coverage of nu sigma_t bands (nu={nu:.3g}), mean over runs/t", mean_cov,
+            f">= {1 - s['alpha']:g}", mean_cov >= 1 - s["alpha"], f">= 1 - alpha = {1 - s['alpha']:g}")
+    for i in range(s["seeds"]):
+        rows = [(t, c) for j, t, c in coverage if j == i]
+        rep.curve("coverage of nu sigma_t bands", f"run {i}", [t for t, _ in rows],
+                  [c for _, c in rows], log=False)
+    regret = np.asarray(res.f) - min(float(f_min), float(np.min(res.f)))
+    rep.curve("cumulative regret (NeuralBO)", "mean over runs", np.arange(1, s["budget"] + 1),
+              np.cumsum(regret, axis=1).mean(0))
+    rep.notes = f"f_min = {float(f_min):.4g}; checkpoints t = {checkpoints}"
+    return rep

@@ -1,0 +1,167 @@
+r"""PINN-BO: PDE data lower the information gain that enters the regret bound.
+
+Claims (thesis ch. 5; seed-001 digest sections 2.4 and 5.3 (b), (c)), for a GP with the NTK-PINN
+kernel of Definition 5.3.1 (``ntkbo.algorithms.pinn_bo.pinn_kernels``: the blocks ``K_uu``, ``K_ur``,
+``K_rr`` by automatic differentiation of the kernel in its inputs) and a linear operator ``N``
+(here the Laplacian in 2-D, the heat benchmark's operator), observations ``Y_t`` of ``f`` at ``t``
+points (noise ``lam1``) and PDE data ``U_r`` of ``N[f]`` at ``N_r`` points (noise ``lam2``):
+
+1. Lemma 5.3.6 / C.2.2: the feature-space form of the interaction information
+   ``1/2 log det(Phi^T Phi/lam1 + I) det(Omega^T Omega/lam2 + I) / det(Phi^T Phi/lam1 +
+   Omega^T Omega/lam2 + I)`` (``p x p`` determinants, with ``phi = grad_theta h``, ``omega =
+   grad_theta N[h]`` of a finite network at ``theta_0``) equals the kernel-space form
+   (``pinn_bo.interaction_information`` on the Gram blocks of the same features);
+2. Remark 5.3.7: ``I(f; Y_t; U_r) >= 0`` at every ``t`` of a sequence of points, i.e. the term
+   ``gamma_t - I(f; Y_t; U_r)`` of Lemma 5.3.8 / Theorem 5.3.11 is at most ``gamma_t``: conditioning
+   on the PDE data lowers the information gain ``I(f; Y_t | U_r) = I(f; Y_t) - I(f; Y_t; U_r)``;
+3. the reduction grows with the PDE data: ``I(f; Y_T; U_r)`` is non-decreasing along nested PDE
+   data sets ``N_r = 0, n_1, n_2, ...`` (conditioning on more Gaussian data lowers
+   ``I(f; Y_T | U_r)``);
+4. and is strictly positive for the Laplacian: the PDE data carry information about ``f``;
+5. digest 5.3 (c): the posterior variance of ``f`` given ``Y_t`` and ``U_r``
+   (``pinn_bo.joint_predict``) is at most the variance given ``Y_t`` alone (``ntkbo.gp``), at every
+   test point.
+
+Tolerances (fixed in advance; reasons): 1 to a relative ``1e-6`` (``p x p`` and ``(t + N_r)``-square
+log-determinants of matrices with condition numbers up to ``~1e8`` in float64); 2 and 3 to
+``-1e-8`` nats (exact inequalities; rounding of the log-determinants); 4 above ``1e-3`` nats (a
+PDE that constrains ``f`` gives an interaction information of order one; ``0`` means the cross
+blocks are lost); 5 to ``1e-9`` times the prior variance (an exact inequality; the jitter of the
+Cholesky factors is ``1e-10`` relative).
+
+Faults (tests only): ``"zero_cross_block"`` drops ``K_ur`` (treats the PDE data as independent of
+``f``: rows 1 and 4 fail); ``"swapped_noise"`` uses ``lam1`` for the PDE data in the kernel form
+(row 1 fails).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ntkbo import data as D
+from ntkbo import gp as G
+from ntkbo.benchmarks import pde as P
+from ntkbo.kernels import as_kernel, grad_features, mlp
+from theory_checks.report import Report
+
+PB = importlib.import_module("ntkbo.algorithms.pinn_bo")
+
+NAME = "pinn_information_gain"
+CLAIM = ("PINN-BO: I(f;Y_t;U_r) >= 0 (feature = kernel form), growing with the PDE data, so PDE "
+         "data lower the information gain I(f;Y_t|U_r) and the posterior variance")
+SOURCE = "thesis Def. 5.3.1, 5.3.5, Lemmas 5.3.4, 5.3.6, Remark 5.3.7; seed-001 digest 2.4, 5.3"
+
+FORM_RTOL = 1e-6
+INEQ_ATOL = 1e-8
+POSITIVE_MIN = 1e-3
+VAR_RTOL = 1e-9
+
+SCALES = {
+    "smoke": dict(width=32, depth=1, num_points=8, num_residuals=(4, 8, 16), num_test=32,
+                  lam1=1e-2, lam2=1e-3, fault=None),
+    "cpu": dict(width=128, depth=2, num_points=24, num_residuals=(8, 16, 32, 48), num_test=256,
+                lam1=1e-2, lam2=1e-3, fault=None),
+    "gpu": dict(width=512, depth=2, num_points=48, num_residuals=(16, 32, 64, 128), num_test=1024,
+                lam1=1e-2, lam2=1e-3, fault=None),
+}
+FAULTS = {
+    "zero_cross_block": "K_ur = 0 in the kernel forms: the PDE data look independent of f",
+    "swapped_noise": "the kernel form uses lam1 as the PDE data's noise",
+}
+
+_D = 2  # the Laplacian on [0, 1]^2
+
+
+def _blocks(k, k_ur, k_rr, x, z, fault):
+    kuu = jax.vmap(lambda a: jax.vmap(lambda b: k(a, b))(x))(x)
+    kur = jax.vmap(lambda a: jax.vmap(lambda b: k_ur(a, b))(z).reshape(-1))(x)
+    krr = jax.vmap(lambda a: jax.vmap(lambda b: k_rr(a, b)[0, 0])(z))(z)
+    if fault == "zero_cross_block":
+        kur = jnp.zeros_like(kur)
+    return kuu, kur, krr
+
+
+def _feature_form(phi, omega, lam1, lam2):
+    p = phi.shape[1]
+    a, b = phi.T @ phi / lam1, omega.T @ omega / lam2
+    eye = jnp.eye(p, dtype=phi.dtype)
+    ld = lambda m: jnp.linalg.slogdet(eye + m)[1]  # noqa: E731
+    return 0.5 * (ld(a) + ld(b) - ld(a + b))
+
+
+def run(key, settings) -> Report:
+    """Runs the check with ``settings`` (one of ``SCALES``, possibly with ``"fault"``)."""
+    s = dict(settings)
+    rep = Report(NAME, CLAIM, SOURCE, s)
+    fault, lam1, lam2 = s["fault"], s["lam1"], s["lam2"]
+    lam2_kernel = lam1 if fault == "swapped_noise" else lam2
+    pde = P.LAPLACE
+    init_fn, apply_fn, kernel_fn = mlp(s["depth"], s["width"], "erf", W_std=1.5, b_std=0.1)
+    k_x, k_z, k_t, k_net = jax.random.split(key, 4)
+    x = jax.random.uniform(k_x, (s["num_points"], _D))
+    n_max = max(s["num_residuals"])
+    z_all = jax.random.uniform(k_z, (n_max, _D))
+    xt = jax.random.uniform(k_t, (s["num_test"], _D))
+
+    # 1. feature form = kernel form, with the empirical NTK of a finite network at theta_0
+    _, params = init_fn(k_net, (-1, _D))
+    phi = grad_features(apply_fn)(x, params)
+    h = lambda prm: (lambda p: apply_fn(prm, p[None, :])[0, 0])  # noqa: E731
+    op_apply = lambda prm, pts: jax.vmap(pde.operator(h(prm)))(pts)[:, None]  # noqa: E731
+    omega = grad_features(op_apply)(z_all, params)
+    emp_k = lambda a, b: grad_features(apply_fn)(a, params) @ grad_features(apply_fn)(b, params).T  # noqa: E731,E501
+    ek, ek_ur, ek_rr = PB.pinn_kernels(emp_k, pde)
+    kuu, kur, krr = _blocks(ek, ek_ur, ek_rr, x, z_all, fault)
+    feat = float(_feature_form(phi, omega, lam1, lam2))
+    kern = float(PB.interaction_information(kuu, kur, krr, lam1, lam2_kernel))
+    rel = abs(feat - kern) / max(abs(feat), 1e-12)
+    rep.add("|feature form - kernel form| / |feature form| (empirical NTK, Lemma 5.3.6)", rel,
+            f"<= {FORM_RTOL:g}", rel <= FORM_RTOL, "0 (identity)")
+    # the autodiff operator kernels of the empirical NTK equal the feature inner products
+    gram_err = float(jnp.max(jnp.abs(krr - omega @ omega.T)) / jnp.max(jnp.abs(omega @ omega.T)))
+    rep.add("max |N_z N_z' Theta - omega omega^T| / max |omega omega^T| (Def. 5.3.1)", gram_err,
+            f"<= {FORM_RTOL:g}", gram_err <= FORM_RTOL, "0 (identity)")
+
+    # 2-4. the analytic NTK (infinite width)
+    kernel = as_kernel(kernel_fn, "ntk")
+    k, k_ur, k_rr = PB.pinn_kernels(kernel, pde)
+    kuu, kur, krr = _blocks(k, k_ur, k_rr, x, z_all, fault)
+    ts = np.arange(1, s["num_points"] + 1)
+    info_t = np.array([float(PB.interaction_information(kuu[:t, :t], kur[:t], krr, lam1,
+                                                        lam2_kernel)) for t in ts])
+    gain_t = np.array([0.5 * float(jnp.linalg.slogdet(jnp.eye(t) + kuu[:t, :t] / lam1)[1])
+                       for t in ts])
+    worst = float(info_t.min())
+    rep.add("min_t I(f; Y_t; U_r) (nats)", worst, f">= {-INEQ_ATOL:g}", worst >= -INEQ_ATOL,
+            ">= 0 (Remark 5.3.7)")
+    rep.curve("information gain (nats)", "I(f; Y_t)", ts, gain_t)
+    rep.curve("information gain (nats)", "I(f; Y_t | U_r) = I(f; Y_t) - I(f; Y_t; U_r)", ts,
+              gain_t - info_t)
+    sizes = (0,) + tuple(s["num_residuals"])
+    by_size = [0.0] + [float(PB.interaction_information(kuu, kur[:, :n], krr[:n, :n], lam1,
+                                                         lam2_kernel)) for n in sizes[1:]]
+    steps = float(np.min(np.diff(by_size)))
+    rep.add("min increment of I(f; Y_T; U_r) along nested PDE data sets", steps,
+            f">= {-INEQ_ATOL:g}", steps >= -INEQ_ATOL, ">= 0")
+    rep.curve("I(f; Y_T; U_r) vs N_r", "I(f; Y_T; U_r)", list(sizes), by_size, log=False)
+    rep.add(f"I(f; Y_T; U_r) with N_r = {n_max} (nats)", by_size[-1], f"> {POSITIVE_MIN:g}",
+            by_size[-1] > POSITIVE_MIN, "> 0: the PDE data inform f")
+
+    # 5. posterior variance with and without the PDE data
+    y = jnp.zeros(x.shape[0])  # the variance does not depend on the targets
+    post = PB.joint_fit(k, k_ur, k_rr, z_all, jnp.zeros(n_max), x, y,
+                        jnp.ones(x.shape[0], bool), lam1, lam2)
+    _, var_pde = PB.joint_predict(k, k_ur, post, z_all, x, xt)
+    data = D.append(D.empty(x.shape[0], _D, x.dtype), x, y)
+    _, var_data = G.predict(kernel, G.fit(kernel, data, lam1), xt)
+    prior = G.kernel_diag(kernel, xt)
+    excess = float(jnp.max((var_pde - var_data) / prior))
+    rep.add("max (var with PDE data - var without) / prior var", excess, f"<= {VAR_RTOL:g}",
+            excess <= VAR_RTOL, "<= 0")
+    rep.notes = (f"I(f; Y_T) = {gain_t[-1]:.4g}, I(f; Y_T; U_r) = {info_t[-1]:.4g} nats; mean "
+                 f"variance ratio with/without PDE data {float(jnp.mean(var_pde / var_data)):.3g}")
+    return rep
