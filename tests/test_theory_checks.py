@@ -27,9 +27,8 @@ KEY = jax.random.PRNGKey(0)
 #: GO-UCB's within-run regret slope on the teacher network was 0.73 > 0.7 at CPU scale (T = 40;
 #: the regret per round stays about constant after Phase I). The row must be computed (finite);
 #: its verdict is the check's, and the command line exits 1 on it.
-# One xdist worker runs this whole file (`--dist loadgroup` in the test command), so each smoke run
-# in the module-scoped fixture is computed once, not once per worker.
-pytestmark = pytest.mark.xdist_group("theory_checks")
+# One xdist worker runs this whole file (`--dist loadfile` in the test command), so each smoke run
+# in the fixture is computed once, not once per worker.
 
 KNOWN_FAILING = {"regret_scaling": ("go_ucb: regret slope on the teacher network",)}
 
