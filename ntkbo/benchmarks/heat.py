@@ -146,9 +146,11 @@ def solve(case: int, num_terms: int = NUM_TERMS, quad_nodes: int = QUAD_NODES) -
 
 @functools.lru_cache(maxsize=None)
 def _solve(case, num_terms, quad_nodes, _x64):
-    # compiled once (op-by-op dispatch of the quadrature takes ~10 s); numpy arrays out, so the
-    # solution is a constant even when first requested under a trace
-    sol = _solve_series(case, num_terms, quad_nodes)
+    # compiled once (op-by-op dispatch of the quadrature takes ~10 s); evaluated eagerly and
+    # returned as numpy arrays, so the solution is a constant even when first requested under a
+    # trace (the objective solves on its first call, not when the registry is imported)
+    with jax.ensure_compile_time_eval():
+        sol = _solve_series(case, num_terms, quad_nodes)
     return jax.tree_util.tree_map(np.asarray, sol)
 
 
@@ -230,9 +232,8 @@ def objective(case: int) -> Callable[[Array], Array]:
 
 @functools.lru_cache(maxsize=None)
 def _objective(case, _x64):
-    sol = solve(case)  # numpy arrays, computed once, outside any trace
-
     def neg_temperature(x: Array) -> Array:
+        sol = solve(case)  # numpy arrays, computed on the first call and cached
         x = jnp.asarray(x)
         if not jnp.issubdtype(x.dtype, jnp.floating):
             x = x.astype(jnp.result_type(float))
