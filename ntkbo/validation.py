@@ -29,3 +29,17 @@ def check_positive(name: str, value, allow_zero: bool = False) -> float:
         op = ">=" if allow_zero else ">"
         raise ValueError(f"{name} must be finite and {op} 0, got {value!r}")
     return v
+
+
+def check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
+                              methods) -> None:
+    """The options of ``ntkbo.optimize.maximize_acquisition`` as the algorithm factories name them:
+    ``num_candidates`` and ``num_restarts`` ints ``>= 1`` with ``num_restarts <= num_candidates``,
+    ``num_acq_steps`` an int ``>= 0`` and ``acq_method`` one of the strings ``methods``."""
+    check_int("num_candidates", num_candidates, 1)
+    check_int("num_restarts", num_restarts, 1)
+    if num_restarts > num_candidates:
+        raise ValueError(f"num_restarts must be <= num_candidates={num_candidates}, "
+                         f"got {num_restarts}")
+    check_int("num_acq_steps", num_acq_steps, 0)
+    check_choice("acq_method", acq_method, methods)

@@ -36,6 +36,9 @@ from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize, qmc
+# to_unit, from_unit, to_sphere, standardize live in observations; gp_bo.<name> still works.
+from ntkbo.algorithms.observations import (best_points, from_unit, standardize, to_sphere,
+                                          to_unit, unit_box)
 from ntkbo.base import Algorithm
 from ntkbo.kernels.stationary import STATIONARY
 
@@ -50,32 +53,6 @@ class KernelBOState(NamedTuple):
     data: D.Data
     bounds: Array
     params: Any
-
-
-def to_unit(x: Array, bounds: Array) -> Array:
-    return (x - bounds[0]) / (bounds[1] - bounds[0])
-
-
-def to_sphere(z: Array) -> Array:
-    """Unit-cube points ``z`` ``(n, d)`` onto the unit sphere of ``R^(d+1)``: ``u / |u|`` with
-    ``u = (2 z - 1, 1)``, ``(n, d + 1)``. The box centre is the pole and no point maps to the origin,
-    the input domain of the NTK theory (unit-norm inputs); used by the neural models, whose bias-free
-    ReLU networks are positively homogeneous in their raw input."""
-    u = jnp.concatenate([2.0 * z - 1.0, jnp.ones_like(z[..., :1])], axis=-1)
-    return u / jnp.linalg.norm(u, axis=-1, keepdims=True)
-
-
-def from_unit(z: Array, bounds: Array) -> Array:
-    return jnp.clip(bounds[0] + z * (bounds[1] - bounds[0]), bounds[0], bounds[1])
-
-
-def standardize(y: Array, mask: Array) -> tuple[Array, Array, Array]:
-    """``(y - mean) / std`` over the valid rows (std 1 with fewer than 2 rows); padding set to 0."""
-    n = jnp.maximum(jnp.sum(mask), 1)
-    mean = jnp.sum(jnp.where(mask, y, 0.0)) / n
-    var = jnp.sum(jnp.where(mask, (y - mean) ** 2, 0.0)) / jnp.maximum(n - 1, 1)
-    std = jnp.where((jnp.sum(mask) > 1) & (var > 0), jnp.sqrt(var), 1.0)
-    return jnp.where(mask, (y - mean) / std, 0.0), mean, std
 
 
 def _lognormal_logpdf(log_x, loc, scale):
@@ -109,14 +86,6 @@ def _acquisition_fn(name, post, kernel, best, beta, xi):
         return acq.posterior_mean(mu)
 
     return fn
-
-
-def _best_points(z: Array, ys: Array, mask: Array, k: int) -> Array:
-    """The ``k`` best observed points (NaN rows where fewer are valid), for the optimiser's starts."""
-    k = min(k, z.shape[0])
-    score = jnp.where(mask, ys, jnp.inf)
-    idx = jnp.argsort(score)[:k]
-    return jnp.where(mask[idx][:, None], z[idx], jnp.nan)
 
 
 def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int, fit: bool,
@@ -161,9 +130,9 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     def suggest(key, state):
         data, m = _standardised(state)
         d = data.dim
-        unit = jnp.stack([jnp.zeros(d, data.x.dtype), jnp.ones(d, data.x.dtype)])
+        unit = unit_box(d, data.x.dtype)
         kernel, post = _posterior(state.params, data)
-        starts = _best_points(data.x, data.y, m, 4)
+        starts = best_points(data.x, data.y, m, 4)
         if acquisition == "ts":
             k_cand, k_pert, k_draw = jax.random.split(key, 3)
             sobol = qmc.sobol(k_cand, num_ts_candidates, unit)

@@ -86,7 +86,7 @@ import jax.numpy as jnp
 from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import qmc
-from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
+from ntkbo.algorithms.observations import from_unit, standardize, to_unit, unit_box
 from ntkbo.algorithms.neural_bo import (dual_factor, embed, gd_learning_rate, input_dim,
                                         paper_W_std, train, variance_dual)
 from ntkbo.base import Algorithm
@@ -322,7 +322,7 @@ def neural_cbo(
 
         # candidates: Sobol points, the best observed(-feasible) points and their perturbations
         k_cand, k_pert = jax.random.split(key)
-        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
+        unit = unit_box(d, dtype)
         sampler = qmc.sobol if d <= qmc.SOBOL_MAX_DIM else qmc.kronecker
         cand = sampler(k_cand, num_candidates, unit)
         if num_best:

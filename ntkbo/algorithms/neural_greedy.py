@@ -104,13 +104,14 @@ import jax.numpy as jnp
 from ntkbo import data as D
 from ntkbo import optimize
 from ntkbo.algorithms.neural_bo import train as _nbo_train
-from ntkbo.algorithms.sto_bnts import (_best_points, draw_params, embed_inputs, jvp_term,
-                                       member_fn, prior_variances, target_noise, train_member,
+from ntkbo.algorithms.observations import best_points, from_unit, unit_view
+from ntkbo.algorithms.sto_bnts import (draw_params, embed_inputs, jvp_term, member_fn,
+                                       prior_variances, target_noise, train_member,
                                        zero_last_layer)
-from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
 from ntkbo.base import Algorithm
 from ntkbo.kernels import mlp, mlp_spec
-from ntkbo.validation import check_choice, check_int, check_positive
+from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
+                              check_positive)
 
 Array = jax.Array
 Params = Any
@@ -310,13 +311,8 @@ def neural_greedy(
     check_int("num_explore", num_explore, 0)
     check_int("q", q, 1)
     check_choice("input_map", input_map, INPUT_MAPS)
-    check_int("num_candidates", num_candidates, 1)
-    check_int("num_restarts", num_restarts, 1)
-    if num_restarts > num_candidates:
-        raise ValueError(f"num_restarts must be <= num_candidates={num_candidates}, "
-                         f"got {num_restarts}")
-    check_int("num_acq_steps", num_acq_steps, 0)
-    check_choice("acq_method", acq_method, optimize.METHODS)
+    check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
+                              optimize.METHODS)
     check_choice("sampler", sampler, optimize.SAMPLERS)
     check_int("num_best", num_best, 0)
     if jitter is not None:
@@ -346,11 +342,8 @@ def neural_greedy(
         dtype = state.bounds.dtype
         apply_fn, shapes = network(d + 1 if input_map == "sphere" else d)
         prior_var = prior_variances(shapes, mlp_spec(depth, width, activation, gamma, gamma))
-        mask = D.mask(data)
-        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
-        ys = standardize(data.y, mask)[0]
-        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
-        starts = _best_points(z, ys, mask, num_best) if num_best else None
+        mask, z, ys, unit = unit_view(data, state.bounds)
+        starts = best_points(z, ys, mask, num_best) if num_best else None
         k_rand, k_net, k_opt = jax.random.split(key, 3)
 
         def one(k_member, k_acq):

@@ -70,12 +70,12 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from ntkbo import acquisition as A
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
+from ntkbo.algorithms.observations import best_points, from_unit, unit_view
 from ntkbo.algorithms.neural_bo import train
-from ntkbo.algorithms.sto_bnts import _best_points
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
-from ntkbo.validation import check_choice, check_int, check_positive
+from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
+                              check_positive)
 
 Array = jax.Array
 Params = Any
@@ -251,13 +251,8 @@ def neural_linear(
     check_positive("learning_rate", learning_rate)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_int("q", q, 1)
-    check_int("num_candidates", num_candidates, 1)
-    check_int("num_restarts", num_restarts, 1)
-    if num_restarts > num_candidates:
-        raise ValueError(f"num_restarts must be <= num_candidates={num_candidates}, "
-                         f"got {num_restarts}")
-    check_int("num_acq_steps", num_acq_steps, 0)
-    check_choice("acq_method", acq_method, optimize.METHODS)
+    check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
+                              optimize.METHODS)
     mlp_spec(depth, width, activation, W_std, b_std)  # validates the network arguments
     init_fn, apply_fn, _ = mlp(depth, width, activation, W_std=W_std, b_std=b_std)
 
@@ -277,9 +272,7 @@ def neural_linear(
 
     def update(state, x, y):
         data = D.append(state.data, x, y)
-        mask = D.mask(data)
-        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
-        ys = standardize(data.y, mask)[0]
+        mask, z, ys, _ = unit_view(data, state.bounds)
         zero = jax.tree_util.tree_map(jnp.zeros_like, state.params0)
         params, l0, l1, ok = train(apply_fn, state.params0, zero, z, ys, mask, weight_decay,
                                    learning_rate, num_steps, optimizer="adam")
@@ -288,15 +281,10 @@ def neural_linear(
                               train_loss=jnp.stack([l0, l1]), train_ok=ok)
 
     def suggest(key, state):
-        data = state.data
-        d = state.bounds.shape[-1]
         dtype = state.bounds.dtype
-        mask = D.mask(data)
-        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
-        ys = standardize(data.y, mask)[0]
-        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
+        mask, z, ys, unit = unit_view(state.data, state.bounds)
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts,
-                   x_best=_best_points(z, ys, mask, NUM_BEST), num_steps=num_acq_steps,
+                   x_best=best_points(z, ys, mask, NUM_BEST), num_steps=num_acq_steps,
                    method=acq_method)
         post = state.blr
 

@@ -82,13 +82,14 @@ from jax.flatten_util import ravel_pytree
 
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
+from ntkbo.algorithms.observations import best_points, from_unit, to_unit, unit_view
 from ntkbo.algorithms.neural_bo import (dual_factor, gd_learning_rate, train, variance_diag,
                                         variance_dual)
-from ntkbo.algorithms.sto_bnts import _best_points, embed_inputs
+from ntkbo.algorithms.sto_bnts import embed_inputs
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
-from ntkbo.validation import check_choice, check_int, check_positive
+from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
+                              check_positive)
 
 Array = jax.Array
 Params = Any
@@ -153,13 +154,8 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         check_positive("learning_rate", learning_rate)
     check_int("q", q, 1)
     check_choice("input_map", input_map, INPUT_MAPS)
-    check_int("num_candidates", num_candidates, 1)
-    check_int("num_restarts", num_restarts, 1)
-    if num_restarts > num_candidates:
-        raise ValueError(f"num_restarts must be <= num_candidates={num_candidates}, "
-                         f"got {num_restarts}")
-    check_int("num_acq_steps", num_acq_steps, 0)
-    check_choice("acq_method", acq_method, optimize.METHODS)
+    check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
+                              optimize.METHODS)
     if jitter is not None:
         check_positive("jitter", jitter, allow_zero=True)
     mlp_spec(depth, width, activation, W_std, b_std)  # validates the network arguments
@@ -198,10 +194,8 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         else:
             g_obs = D.append(state.g_obs, jnp.zeros((x.shape[0], 1), dtype), jnp.zeros_like(y))
             u_diag = state.u_diag + jnp.sum(g * g, axis=0)
-        mask = D.mask(data)
-        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
+        mask, z, ys, _ = unit_view(data, state.bounds)
         xs = embed(z)
-        ys = standardize(data.y, mask)[0]
         lr = (gd_learning_rate(feats(xs, state.params0), mask, lam)
               if learning_rate is None else learning_rate)
         params, l0, l1, ok = train(apply_fn, state.params0, state.params0, xs, ys, mask, lam, lr,
@@ -210,14 +204,9 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
                               train_loss=jnp.stack([l0, l1]), train_ok=ok)
 
     def suggest(key, state):
-        data = state.data
-        d = state.bounds.shape[-1]
         dtype = state.bounds.dtype
-        mask = D.mask(data)
-        z = jnp.where(mask[:, None], to_unit(data.x, state.bounds), 0.0)
-        ys = standardize(data.y, mask)[0]
-        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
-        starts = _best_points(z, ys, mask, NUM_BEST)
+        mask, z, ys, unit = unit_view(state.data, state.bounds)
+        starts = best_points(z, ys, mask, NUM_BEST)
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts, x_best=starts,
                    num_steps=num_acq_steps, method=acq_method)
         nu_t = jnp.asarray(nu, dtype)

@@ -88,7 +88,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 
 from ntkbo import data as D
 from ntkbo import gp as G
-from ntkbo.algorithms.gp_bo import standardize
+from ntkbo.algorithms.observations import best_points, standardize
 from ntkbo.algorithms.neural_bo import train
 from ntkbo.base import Algorithm
 from ntkbo.benchmarks.problem import Pde
@@ -317,14 +317,6 @@ def _check_common(pde, width, depth, activation, W_std, b_std, num_residuals, rh
     return pde
 
 
-def _best_points(data: D.Data, k: int) -> Array:
-    """The ``k`` best observed points ``(k, d)`` (NaN rows where fewer are observed)."""
-    m = D.mask(data)
-    k = min(k, data.capacity)
-    _, idx = jax.lax.top_k(-jnp.where(m, data.y, jnp.inf), k)
-    return jnp.where(m[idx][:, None], data.x[idx], jnp.nan)
-
-
 # ---------------------------------------------------------------------------------------------
 # PINN-BO: the network.
 
@@ -477,7 +469,8 @@ def pinn_bo(
 
         x, value, _ = maximize_acquisition(
             key, acq, bounds, num_candidates=num_candidates, num_restarts=num_restarts,
-            x_best=_best_points(state.data, num_restarts), num_steps=acq_steps, method=method)
+            x_best=best_points(state.data.x, state.data.y, D.mask(state.data), num_restarts),
+            num_steps=acq_steps, method=method)
         info = {"mean": -value, "train_loss": state.train_loss, "train_ok": state.train_ok}
         return x[None, :], info
 
@@ -604,7 +597,8 @@ def pinn_ntk_gp(
 
         x, _, _ = maximize_acquisition(
             k_acq, acq, bounds, num_candidates=num_candidates, num_restarts=num_restarts,
-            x_best=_best_points(data, num_restarts), num_steps=acq_steps, method=method)
+            x_best=best_points(data.x, data.y, D.mask(data), num_restarts), num_steps=acq_steps,
+            method=method)
         mu, s = moments(x[None, :])
         info = {"mean": mu[0], "std": s[0], "nu": nu_t, "interaction_gain": gain}
         return x[None, :], info

@@ -154,10 +154,11 @@ from jax.scipy.linalg import cho_solve
 from ntkbo.validation import check_choice as _check_choice
 from ntkbo.validation import check_int as _check_int
 from ntkbo.validation import check_positive as _check_positive
+from ntkbo.validation import check_acquisition_options
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize
-from ntkbo.algorithms.gp_bo import from_unit, standardize, to_sphere, to_unit
+from ntkbo.algorithms.observations import best_points, from_unit, to_sphere, unit_view
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 
@@ -531,13 +532,6 @@ def member_keys(key, seed, q: int, fixed_key: bool = False):
     return jax.random.split(k_net, q), jax.random.split(k_opt, q)
 
 
-def _best_points(z: Array, ys: Array, mask: Array, k: int) -> Array:
-    """The ``k`` best observed points (NaN rows where fewer are valid: ignored by the optimiser)."""
-    k = min(k, z.shape[0])
-    _, idx = jax.lax.top_k(-jnp.where(mask, ys, jnp.inf), k)
-    return jnp.where(mask[idx][:, None], z[idx], jnp.nan)
-
-
 def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targets, activation,
           W_std, b_std, parameterization, optimizer, num_steps, learning_rate, loss_reduction,
           fixed_key, num_candidates, num_restarts, num_acq_steps, acq_method, jitter) -> Algorithm:
@@ -559,13 +553,8 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
     _check_int("num_steps", num_steps, 1 if optimizer == "levenberg_marquardt" else 0)
     if learning_rate is not None:
         _check_positive("learning_rate", learning_rate)
-    _check_int("num_candidates", num_candidates, 1)
-    _check_int("num_restarts", num_restarts, 1)
-    if num_restarts > num_candidates:
-        raise ValueError(f"num_restarts must be <= num_candidates={num_candidates}, "
-                         f"got {num_restarts}")
-    _check_int("num_acq_steps", num_acq_steps, 0)
-    _check_choice("acq_method", acq_method, ACQ_METHODS)
+    check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
+                              ACQ_METHODS)
     if jitter is not None and not (isinstance(jitter, (int, float)) and jitter >= 0):
         raise ValueError(f"jitter must be None or a number >= 0, got {jitter!r}")
     if isinstance(W_std, str):
@@ -600,14 +589,10 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
         data = state.data
         d = state.bounds.shape[-1]
         dtype = state.bounds.dtype
-        mask = D.mask(data)
-        z = to_unit(data.x, state.bounds)
-        ys, _, _ = standardize(data.y, mask)
-        z = jnp.where(mask[:, None], z, 0.0)
+        mask, z, ys, unit = unit_view(data, state.bounds)
         beta_t = jnp.asarray(beta_fn(data.count), dtype)
         lam = beta_t**2 * jnp.asarray(sigma, dtype) ** 2
-        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
-        starts = _best_points(z, ys, mask, NUM_BEST)
+        starts = best_points(z, ys, mask, NUM_BEST)
         d_in = d + 1 if input_map == "sphere" else d
         prior_var = prior_variances(param_shapes(d_in), spec)
         x = embed(z)
