@@ -14,8 +14,6 @@ by ``ntkbo.kernels.native``, equal to neural-tangents' ``stax`` kernels to round
 
 from __future__ import annotations
 
-import functools
-
 from typing import Sequence
 
 import jax
@@ -74,17 +72,24 @@ def mlp(
     if backend != "native":
         raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}.")
 
-    module = _module(spec)
+    from ntkbo import nets  # imported here: ntkbo.nets itself imports ntkbo.kernels.activations
 
-    init_params = _compiled_init(spec)
+    module = nets.MLP(
+        depth=spec.depth,
+        width=spec.width,
+        activation=spec.activation,
+        W_std=spec.W_std,
+        b_std=spec.b_std,
+        parameterization=spec.parameterization,
+    )
 
     def init_fn(key: jax.Array, input_shape: Sequence[int]):
         """``(output_shape, params)``; ``input_shape = (n, d)`` (``n`` may be ``-1``)."""
         input_shape = tuple(input_shape)
         if len(input_shape) != 2:
             raise ValueError(f"input_shape: expected (n, d), got {input_shape}.")
-        dummy = jnp.zeros((1, input_shape[1]), jnp.result_type(float))
-        params = init_params(key, dummy)
+        dummy = jnp.zeros((1, input_shape[1]), nets._default_float())
+        params = module.init(key, dummy)
         return input_shape[:-1] + (1,), params
 
     def apply_fn(params, x: jax.Array) -> jax.Array:
@@ -93,17 +98,3 @@ def mlp(
 
     init_fn.module = apply_fn.module = module
     return init_fn, apply_fn, kernel_fn_from_spec(spec)
-
-
-def _module(spec):
-    from ntkbo import nets  # imported here: ntkbo.nets itself imports ntkbo.kernels.activations
-
-    return nets.MLP(depth=spec.depth, width=spec.width, activation=spec.activation,
-                    W_std=spec.W_std, b_std=spec.b_std, parameterization=spec.parameterization)
-
-
-@functools.lru_cache(maxsize=64)
-def _compiled_init(spec):
-    """``module.init`` compiled once per network (and input width) in the process: flax's init
-    dispatched op by op costs about a second per call."""
-    return jax.jit(_module(spec).init)
