@@ -145,7 +145,7 @@ from ntkbo.validation import check_int as _check_int
 from ntkbo.validation import check_positive as _check_positive
 from ntkbo import data as D
 from ntkbo import optimize, qmc
-from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
+from ntkbo.algorithms.observations import best_points, from_unit, standardize, to_unit
 from ntkbo.base import Algorithm
 
 Array = jax.Array
@@ -618,11 +618,8 @@ def go_ucb(
 
     def _best_points(state):
         """The ``num_best`` best observed points in the unit cube (NaN rows where fewer exist)."""
-        m = D.mask(state.data)
-        k = min(num_best, state.data.capacity)
-        _, idx = jax.lax.top_k(-jnp.where(m, state.data.y, jnp.inf), k)
-        z = to_unit(state.data.x[idx], state.bounds)
-        return jnp.where(m[idx][:, None], z, jnp.nan)
+        return best_points(to_unit(state.data.x, state.bounds), state.data.y,
+                           D.mask(state.data), num_best)
 
     def _phase2(key, state):
         d = state.bounds.shape[-1]
