@@ -64,7 +64,7 @@ VAR_RTOL = 1e-9
 SCALES = {
     "smoke": dict(width=32, depth=1, num_points=8, num_residuals=(4, 8, 16), num_test=32,
                   lam1=1e-2, lam2=1e-3, fault=None),
-    "cpu": dict(width=128, depth=2, num_points=24, num_residuals=(8, 16, 32, 48), num_test=256,
+    "cpu": dict(width=64, depth=2, num_points=24, num_residuals=(8, 16, 24, 32), num_test=256,
                 lam1=1e-2, lam2=1e-3, fault=None),
     "gpu": dict(width=512, depth=2, num_points=48, num_residuals=(16, 32, 64, 128), num_test=1024,
                 lam1=1e-2, lam2=1e-3, fault=None),
