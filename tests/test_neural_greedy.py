@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ntkbo
+from algo_checks import assert_in_box_and_deterministic, vmapped_twice
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.kernels import as_kernel
@@ -148,22 +149,15 @@ def branin():
 @pytest.fixture(scope="module")
 def vmapped(branin):
     algo = NG.neural_greedy("posterior", sigma=0.1, num_explore=5, **SMALL)
-    run = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, branin, 8, k, n_init=3)))
-    keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    return run(keys), run(keys)
+    return vmapped_twice(algo, branin, 8)
 
 
 def test_runs_vmapped_and_deterministic(vmapped, branin):
     res, again = vmapped
-    b = np.asarray(branin.bounds)
-    assert res.x.shape == (2, 8, 2)
-    assert np.all((np.asarray(res.x) >= b[0]) & (np.asarray(res.x) <= b[1]))
-    for a, c in zip(jax.tree_util.tree_leaves(res), jax.tree_util.tree_leaves(again)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+    assert_in_box_and_deterministic(res, again, branin.bounds, 8)
     # Rounds while count < num_explore = 5 (counts 3, 4) explore; the rest are greedy.
     np.testing.assert_array_equal(np.asarray(res.info["explore"][0]), [1, 1, 0, 0, 0])
     assert bool(np.all(res.info["train_ok"][:, 2:]))
-    assert not np.array_equal(np.asarray(res.x[0]), np.asarray(res.x[1]))
 
 
 def test_batch_suggestions_distinct_and_inside(branin):

@@ -12,6 +12,7 @@ import scipy.stats
 from jax.flatten_util import ravel_pytree
 
 import ntkbo
+from algo_checks import assert_in_box_and_deterministic, vmapped_twice
 from ntkbo.kernels import mlp
 
 NL = importlib.import_module("ntkbo.algorithms.neural_linear")
@@ -117,20 +118,13 @@ def test_ts_batch_distinct_and_inside(branin):
 @pytest.fixture(scope="module")
 def vmapped(branin):
     algo = NL.neural_linear(**SMALL)
-    run = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, branin, 7, k, n_init=3)))
-    keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    return run(keys), run(keys)
+    return vmapped_twice(algo, branin, 7)
 
 
 def test_runs_vmapped_and_deterministic(vmapped, branin):
     res, again = vmapped
-    b = np.asarray(branin.bounds)
-    assert res.x.shape == (2, 7, 2)
-    assert np.all((np.asarray(res.x) >= b[0]) & (np.asarray(res.x) <= b[1]))
-    for a, c in zip(jax.tree_util.tree_leaves(res), jax.tree_util.tree_leaves(again)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+    assert_in_box_and_deterministic(res, again, branin.bounds, 7)
     assert bool(np.all(res.info["train_ok"]))
-    assert not np.array_equal(np.asarray(res.x[0]), np.asarray(res.x[1]))
 
 
 @pytest.mark.parametrize("kwargs, match", [
