@@ -36,16 +36,18 @@ slope ``<= 0.7`` (the digest's "about 0.5, up to logs, say below 0.6-0.7"); ``ga
 interval below 1; NTK-GP-UCB's regret slope ``<= (1 + slope(gamma_hat)) / 2 + 0.15`` (0.15:
 the bootstrap half-width of the slopes at CPU scale, plus log factors).
 
-Measured at CPU scale (README.md): every sublinearity row passes, but GO-UCB's slope on the
-teacher was 0.73 (95% CI [0.45, 0.88]) > 0.7: after Phase I its regret per round stays about
-constant (0.077) over ``t = 10 .. 40``, i.e. the run has not reached the ``sqrt T`` regime at this
-horizon. The theorem's exponent is a statement across horizons with ``n``, ``lam`` and ``beta``
-re-tuned per ``T`` (digest 5.1); the within-run slope measured here is only its proxy. The GPU
-scale (``T = 400``) is where the claim should be judged; the check exits 1 at CPU scale. Also
-tried (2026-11-22, not adopted): a width-4 teacher built as a bump with an interior minimum (two
-sigmoid ridges per axis) and a width-4 student, ``lam`` in {paper, 1, 0.1}, Phase-I points in
-``Sigma`` (``sigma_phase1``): slopes 1.01-1.09, Phase II settles on the box edge nearest the bump
-(``x1 = 1``), where the sigmoid model's linearised optimum lies.
+Seeds: GO-UCB runs ``go_ucb_seeds`` (24 at CPU scale) instead of ``seeds`` (6). Its row compares
+a point estimate with 0.7, and over 6 seeds that estimate is too noisy for the comparison: at CPU
+scale, with 6 seeds, the slope was 0.73 with 95% CI [0.45, 0.88] (a fail); on 6 other keys it was
+0.44. GO-UCB runs are cheap (about 25 s for 24 seeds), so the precision is bought with seeds, not
+with a looser tolerance. Measured at CPU scale (README.md), seed 0: 0.56, 95% CI [0.41, 0.69]. With
+seed 1 every run sits at the teacher's minimum from before ``t = T / 4`` on: the cumulative regret
+is flat over the window and the slope is 0.
+
+Also tried (2026-11-22, not adopted): a width-4 teacher built as a bump with an interior minimum
+(two sigmoid ridges per axis) and a width-4 student, with ``lam`` in {paper, 1, 0.1} and the
+Phase-I points in ``Sigma`` (``sigma_phase1``). Slopes were 1.01-1.09: Phase II settles on the box
+edge nearest the bump (``x1 = 1``), where the sigmoid model's linearised optimum lies.
 
 Faults (tests only): ``"linear_regret"`` replaces every algorithm by random search (linear
 regret: the sublinearity rows must fail); ``"wrong_exponent"`` checks the slopes against exponent
@@ -89,9 +91,10 @@ ALGORITHMS = ("ntk_gp_ucb", "ntk_gp_ts", "neural_bo", "sto_bnts", "go_ucb")
 _BASE = dict(d=2, norm=1.0, centres=8, teacher_scale=8.0, noise=0.01, lam=1e-2, teacher_width=25,
              algorithms=list(ALGORITHMS), fault=None)
 SCALES = {
-    "smoke": dict(_BASE, budget=24, seeds=3, width=32, algorithms=["ntk_gp_ucb", "go_ucb"]),
-    "cpu": dict(_BASE, budget=40, seeds=6, width=64),
-    "gpu": dict(_BASE, budget=400, seeds=32, width=512),
+    "smoke": dict(_BASE, budget=24, seeds=3, go_ucb_seeds=3, width=32,
+                  algorithms=["ntk_gp_ucb", "go_ucb"]),
+    "cpu": dict(_BASE, budget=40, seeds=6, go_ucb_seeds=24, width=64),
+    "gpu": dict(_BASE, budget=400, seeds=32, go_ucb_seeds=64, width=512),
 }
 
 
@@ -147,7 +150,8 @@ def _runs(key_data: tuple, frozen: str):
         n_init = 2 if name != "go_ucb" else GO.n_explore_paper(s["budget"])
         run_name = "random_search" if s["fault"] == "linear_regret" else name
         algo = _algorithm(run_name, s, s["budget"] - n_init)
-        keys = jax.random.split(jax.random.fold_in(k_run, len(out)), s["seeds"])
+        seeds = s["go_ucb_seeds"] if name == "go_ucb" else s["seeds"]
+        keys = jax.random.split(jax.random.fold_in(k_run, len(out)), seeds)
         res = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, s["budget"], k,
                                                         n_init=n_init)))(keys)
         out[name] = (np.asarray(res.x), np.asarray(res.f), f_min)
