@@ -17,8 +17,8 @@ jax.config.update("jax_enable_x64", True)
 #: collected last runs alone at the end while the other worker idles; longest-first keeps the
 #: short files for the end, where they fill both workers.
 LONGEST_FIRST = ("test_theory_checks.py", "test_sto_bnts.py", "test_neural_greedy.py",
-                 "test_beats_random.py", "test_pinn_bo.py", "test_neural_cbo.py",
-                 "test_pde_benchmarks.py", "test_neural_ucb.py", "test_neural_linear.py",
+                 "test_beats_random.py", "test_neural_linear.py", "test_pinn_bo.py",
+                 "test_neural_cbo.py", "test_pde_benchmarks.py", "test_neural_ucb.py",
                  "test_gp_bo.py")
 
 

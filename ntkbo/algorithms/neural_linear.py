@@ -55,6 +55,11 @@ initialisation ``theta_0`` (drawn in ``init`` from its key) with full-batch Adam
 ``1/2 sum (h - y)^2 + 1/2 weight_decay |theta|^2`` (``ntkbo.algorithms.neural_bo.train``).
 Inputs are mapped to the unit cube, outputs standardised.
 
+**Measured** (8 seeds, ``tests/test_neural_linear.py``, README "Status"): NeuralLinTS with erf
+layers of scale 2 (``acquisition="ts", W_std=2, b_std=2``) beats random search on Branin and
+Hartmann-6; DNGO's EI does not on Branin, where two of 8 seeds keep querying the edge ``x1 = 10``
+near its local minimum (1.94), and neither does NeuralLinTS at unit scales (one seed there).
+
 Building blocks: :func:`last_layer_features`, :func:`blr_posterior`, :func:`blr_evidence`,
 :func:`blr_predict`.
 """
