@@ -57,8 +57,8 @@ Inputs are mapped to the unit cube, outputs standardised.
 
 **Measured** (8 seeds, ``tests/test_neural_linear.py``, README "Status"): NeuralLinTS with erf
 layers of scale 2 (``acquisition="ts", W_std=2, b_std=2``) beats random search on Branin and
-Hartmann-6; DNGO's EI does not on Branin, where two of 8 seeds keep querying the edge ``x1 = 10``
-near its local minimum (1.94), and neither does NeuralLinTS at unit scales (one seed there).
+Hartmann-6. DNGO's EI does not on Branin: two of 8 seeds stall, at 1.94 (the local minimum of
+the edge ``x1 = 10``) and 5.04. Neither does NeuralLinTS at unit scales (one seed at 1.94).
 
 Building blocks: :func:`last_layer_features`, :func:`blr_posterior`, :func:`blr_evidence`,
 :func:`blr_predict`.
