@@ -12,6 +12,7 @@ from jax.flatten_util import ravel_pytree
 
 import ntkbo
 from algo_checks import assert_in_box_and_deterministic, vmapped_twice
+from beats_random import PROBLEMS, assert_beats_random
 from ntkbo.kernels import mlp
 
 NU_MOD = importlib.import_module("ntkbo.algorithms.neural_ucb")
@@ -133,8 +134,54 @@ def test_neural_ts_runs_with_batch(branin):
     (dict(lam=0.0), "lam"), (dict(nu=-1.0), "nu"), (dict(u="primal"), "u"),
     (dict(q=0), "q"), (dict(width=0), "width"), (dict(input_map="ball"), "input_map"),
     (dict(num_steps=-1), "num_steps"), (dict(activation="nope"), "activation"),
+    (dict(y_transform="box-cox"), "y_transform"),
 ])
 def test_bad_arguments(factory, kwargs, match):
     with pytest.raises(ValueError, match=match):
         getattr(NU_MOD, factory)(**kwargs)
 
+
+
+@pytest.mark.parametrize("factory", ["neural_ucb", "neural_ts"])
+def test_y_transform_log_is_the_default_on_log_warped_observations(factory, branin):
+    """``y_transform="log"`` on ``y`` is the untransformed algorithm on
+    ``log((y - min) / (max - min) + 0.01)`` computed here with numpy: the same trained network
+    and the same suggestion."""
+    x = np.concatenate(BATCHES)
+    y = np.asarray(jax.vmap(branin.fn)(jnp.asarray(x)))
+    warped = np.log((y - y.min()) / (y.max() - y.min()) + 0.01)
+    key = jax.random.PRNGKey(8)
+    states = []
+    for kwargs, obs in ((dict(y_transform="log"), y), ({}, warped)):
+        algo = getattr(NU_MOD, factory)(**SMALL, **kwargs)
+        state = algo.update(algo.init(key, branin.bounds, 8), jnp.asarray(x), jnp.asarray(obs))
+        states.append((state, algo.suggest(key, state)[0]))
+    (s_log, x_log), (s_ref, x_ref) = states
+    # Both runs see the same standardised targets up to float64 rounding (~1e-15); 5 GD steps
+    # and one argmax over the same candidates keep the difference at that level.
+    np.testing.assert_allclose(ravel_pytree(s_log.params)[0], ravel_pytree(s_ref.params)[0],
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(x_log, x_ref, rtol=0, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Beats random search (issue 4; protocol in ``beats_random``; measured values in README "Status").
+# Two hidden layers of 64 ReLU units with small biases (the baselines' depth 2 in the Greedy and
+# STO-BNTS papers) and the log output warp: without it both fail on Branin (NeuralUCB 1.24,
+# NeuralTS 0.76, p = 0.065). NeuralUCB's bonus is maximised over candidates only
+# (``acq_method="none"``, as NeuralTS; the papers' arm sets are finite): with the projected-gradient
+# refinement the same settings end at Branin's edge x1 = 10 on several seeds.
+NEURAL_UCB = dict(depth=2, width=64, b_std=0.1, nu=0.3, acq_method="none", y_transform="log")
+NEURAL_TS = dict(depth=2, width=64, b_std=0.1, nu=1.0, y_transform="log")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem_name", PROBLEMS)
+def test_neural_ucb_beats_random_search(problem_name):
+    assert_beats_random(NU_MOD.neural_ucb(**NEURAL_UCB), problem_name, "neural_ucb")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem_name", PROBLEMS)
+def test_neural_ts_beats_random_search(problem_name):
+    assert_beats_random(NU_MOD.neural_ts(**NEURAL_TS), problem_name, "neural_ts")

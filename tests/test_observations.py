@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.stats
 
 from ntkbo import data as D
 from ntkbo import optimize
@@ -79,6 +80,62 @@ def test_unit_view_matches_numpy():
     assert view.unit.dtype == bounds.dtype
     # The padding rows are zero whatever the buffer holds there.
     assert np.all(np.asarray(view.z)[n:] == 0) and np.all(np.asarray(view.ys)[n:] == 0)
+
+
+def naive_transform(y, method):
+    """The output warps written out with numpy/scipy on the valid values only."""
+    if method == "log":
+        return np.log((y - y.min()) / (y.max() - y.min()) + 0.01)
+    # scipy's 1-based average ranks r1: the 0-based mid-rank plus 1/2 is r1 - 1/2.
+    return scipy.stats.norm.ppf((scipy.stats.rankdata(y) - 0.5) / len(y))
+
+
+@pytest.mark.parametrize("method", ["log", "rank"])
+def test_transform_outputs_matches_numpy_and_ignores_padding(method):
+    rng = np.random.default_rng(3)
+    n, C = 9, 13
+    y = np.concatenate([rng.lognormal(0.0, 2.0, n - 2), [0.5, 0.5]])  # heavy tail and one tie
+    # Padding rows hold values below the valid minimum: they must not enter min, max or ranks.
+    y_buf = np.concatenate([y, np.full(C - n, -1e3)])
+    mask = np.arange(C) < n
+    out = np.asarray(jax.jit(OBS.transform_outputs, static_argnums=2)(
+        jnp.asarray(y_buf), jnp.asarray(mask), method))
+    # float64 logs and ndtri of O(1) numbers: errors ~1e-15, 1e-12 is a wide margin.
+    np.testing.assert_allclose(out[:n], naive_transform(y, method), rtol=0, atol=1e-12)
+    assert np.all(out[n:] == 0)
+    assert out[n - 1] == out[n - 2]  # a tie stays a tie
+    order = np.argsort(y)
+    assert np.all(np.diff(out[:n][order]) >= 0)  # increasing in y
+
+
+def test_transform_outputs_invariances():
+    """``log`` is invariant under ``y -> a y + b`` (``a > 0``); ``rank`` under any strictly
+    increasing map; ``standardize`` leaves ``y`` unchanged on the valid rows."""
+    rng = np.random.default_rng(4)
+    y = jnp.asarray(rng.normal(size=10))
+    mask = jnp.arange(10) < 8
+    t = OBS.transform_outputs
+    np.testing.assert_allclose(t(3.0 * y - 7.0, mask, "log"), t(y, mask, "log"), atol=1e-12)
+    np.testing.assert_allclose(t(jnp.exp(2.0 * y), mask, "rank"), t(y, mask, "rank"),
+                               atol=1e-12)
+    np.testing.assert_array_equal(t(y, mask, "standardize"), jnp.where(mask, y, 0.0))
+    # A constant sample: every value is the minimum, log c; no division by zero.
+    np.testing.assert_allclose(t(jnp.ones(10), mask, "log")[:8], np.log(OBS.LOG_OFFSET))
+    with pytest.raises(ValueError, match="y_transform"):
+        t(y, mask, "box-cox")
+
+
+def test_unit_view_applies_the_transform_before_standardising():
+    rng = np.random.default_rng(5)
+    n, C = 6, 8
+    x = rng.uniform(size=(n, 2))
+    y = rng.lognormal(0.0, 1.5, n)
+    data = D.append(D.empty(C, 2, jnp.float64), x, y)
+    view = OBS.unit_view(data, OBS.unit_box(2, jnp.float64), "log")
+    w = naive_transform(y, "log")
+    # As test_unit_view_matches_numpy: O(1) numbers in float64.
+    np.testing.assert_allclose(np.asarray(view.ys)[:n], (w - w.mean()) / w.std(ddof=1),
+                               rtol=0, atol=1e-12)
 
 
 def test_unit_box_keeps_the_bounds_dtype():

@@ -75,7 +75,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from ntkbo import acquisition as A
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import best_points, from_unit, unit_view
+from ntkbo.algorithms.observations import Y_TRANSFORMS, best_points, from_unit, unit_view
 from ntkbo.algorithms.neural_bo import train
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
@@ -221,6 +221,7 @@ def neural_linear(
     num_restarts: int = 4,
     num_acq_steps: int = 30,
     acq_method: str = "pgd",
+    y_transform: str = "standardize",
 ) -> Algorithm:
     """DNGO / NeuralLinTS (module docstring).
 
@@ -233,6 +234,9 @@ def neural_linear(
       num_steps, learning_rate, weight_decay: full-batch Adam training from the initialisation.
       q: points per suggest (module docstring).
       num_candidates, num_restarts, num_acq_steps, acq_method: ``maximize_acquisition``'s.
+      y_transform: the output warp before standardisation
+        (``ntkbo.algorithms.observations.transform_outputs``): ``"standardize"`` (none, DNGO),
+        ``"log"`` or ``"rank"``.
 
     Returns:
       An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
@@ -256,6 +260,7 @@ def neural_linear(
     check_positive("learning_rate", learning_rate)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_int("q", q, 1)
+    check_choice("y_transform", y_transform, Y_TRANSFORMS)
     check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
                               optimize.METHODS)
     mlp_spec(depth, width, activation, W_std, b_std)  # validates the network arguments
@@ -277,7 +282,7 @@ def neural_linear(
 
     def update(state, x, y):
         data = D.append(state.data, x, y)
-        mask, z, ys, _ = unit_view(data, state.bounds)
+        mask, z, ys, _ = unit_view(data, state.bounds, y_transform)
         zero = jax.tree_util.tree_map(jnp.zeros_like, state.params0)
         params, l0, l1, ok = train(apply_fn, state.params0, zero, z, ys, mask, weight_decay,
                                    learning_rate, num_steps, optimizer="adam")
@@ -287,7 +292,7 @@ def neural_linear(
 
     def suggest(key, state):
         dtype = state.bounds.dtype
-        mask, z, ys, unit = unit_view(state.data, state.bounds)
+        mask, z, ys, unit = unit_view(state.data, state.bounds, y_transform)
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts,
                    x_best=best_points(z, ys, mask, NUM_BEST), num_steps=num_acq_steps,
                    method=acq_method)

@@ -82,7 +82,8 @@ from jax.flatten_util import ravel_pytree
 
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import best_points, from_unit, to_unit, unit_view
+from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, from_unit, to_unit,
+                                          unit_view)
 from ntkbo.algorithms.neural_bo import (dual_factor, gd_learning_rate, train, variance_diag,
                                         variance_dual)
 from ntkbo.algorithms.sto_bnts import embed_inputs
@@ -143,7 +144,8 @@ def ts_std(g: Array, nu, lam, **kwargs) -> Array:
 
 
 def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_steps, learning_rate,
-          q, input_map, num_candidates, num_restarts, num_acq_steps, acq_method, jitter):
+          q, input_map, num_candidates, num_restarts, num_acq_steps, acq_method, jitter,
+          y_transform):
     check_int("width", width, 1)
     check_int("depth", depth, 1)
     check_positive("lam", lam)
@@ -154,6 +156,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         check_positive("learning_rate", learning_rate)
     check_int("q", q, 1)
     check_choice("input_map", input_map, INPUT_MAPS)
+    check_choice("y_transform", y_transform, Y_TRANSFORMS)
     check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
                               optimize.METHODS)
     if jitter is not None:
@@ -194,7 +197,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         else:
             g_obs = D.append(state.g_obs, jnp.zeros((x.shape[0], 1), dtype), jnp.zeros_like(y))
             u_diag = state.u_diag + jnp.sum(g * g, axis=0)
-        mask, z, ys, _ = unit_view(data, state.bounds)
+        mask, z, ys, _ = unit_view(data, state.bounds, y_transform)
         xs = embed(z)
         lr = (gd_learning_rate(feats(xs, state.params0), mask, lam)
               if learning_rate is None else learning_rate)
@@ -205,7 +208,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
 
     def suggest(key, state):
         dtype = state.bounds.dtype
-        mask, z, ys, unit = unit_view(state.data, state.bounds)
+        mask, z, ys, unit = unit_view(state.data, state.bounds, y_transform)
         starts = best_points(z, ys, mask, NUM_BEST)
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts, x_best=starts,
                    num_steps=num_acq_steps, method=acq_method)
@@ -284,6 +287,7 @@ def neural_ucb(
     num_acq_steps: int = 30,
     acq_method: str = "pgd",
     jitter: float | None = None,
+    y_transform: str = "standardize",
 ) -> Algorithm:
     """NeuralUCB (Zhou et al. 2020, Algorithm 1; formulas, conventions and defaults in the module
     docstring).
@@ -301,6 +305,9 @@ def neural_ucb(
       num_candidates, num_restarts, num_acq_steps, acq_method: ``maximize_acquisition``'s
         ``num_candidates``, ``num_restarts``, ``num_steps`` and ``method``.
       jitter: relative Cholesky jitter of the dual form.
+      y_transform: the output warp before standardisation
+        (``ntkbo.algorithms.observations.transform_outputs``): ``"standardize"`` (none, the
+        papers), ``"log"`` or ``"rank"``.
 
     Returns:
       An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
@@ -314,7 +321,8 @@ def neural_ucb(
                  W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
                  learning_rate=learning_rate, q=q, input_map=input_map,
                  num_candidates=num_candidates, num_restarts=num_restarts,
-                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter)
+                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter,
+                 y_transform=y_transform)
 
 
 def neural_ts(
@@ -334,6 +342,7 @@ def neural_ts(
     num_candidates: int = 2048,
     num_restarts: int = 1,
     jitter: float | None = None,
+    y_transform: str = "standardize",
 ) -> Algorithm:
     """NeuralTS (Zhang et al. 2021, Algorithm 1): the Thompson draw ``N(h, nu^2 lam g^T U^-1 g)``
     independently per candidate, minimised by candidate search; ``q`` independent draws per batch.
@@ -344,4 +353,4 @@ def neural_ts(
                  W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
                  learning_rate=learning_rate, q=q, input_map=input_map,
                  num_candidates=num_candidates, num_restarts=num_restarts, num_acq_steps=0,
-                 acq_method="none", jitter=jitter)
+                 acq_method="none", jitter=jitter, y_transform=y_transform)
