@@ -166,13 +166,12 @@ def test_y_transform_rank_is_the_default_on_normal_scores(branin):
 
 # NeuralLinTS (Thompson sampling on the Bayesian last layer) with scale-2 erf layers (W_std = b_std
 # = 2) and 250 Adam steps at learning rate 0.02 (the default 500 at 0.01: the same Branin mean to
-# within 0.05, 74 s instead of 55 s for 8 seeds). DNGO's EI with its defaults does not pass on
-# Branin (mean 1.29; with W_std = b_std = 2: median 0.40 but two of 8 seeds stuck at 1.94 and 5.04,
-# mean 1.17); NeuralLinTS with the default unit scales has mean 0.75 (p = 0.12), one seed stuck at
-# 1.94. Measured values in README "Status".
+# within 0.05, 74 s instead of 55 s for 8 seeds). NeuralLinTS with the default unit scales has mean
+# 0.75 (p = 0.12), one seed stuck at 1.94. Measured values in README "Status".
 NEURAL_LIN_TS = dict(acquisition="ts", W_std=2.0, b_std=2.0, num_steps=250, learning_rate=0.02)
 # DNGO (EI) passes with the same network and the log output warp
-# (``ntkbo.algorithms.observations.transform_outputs``).
+# (``ntkbo.algorithms.observations.transform_outputs``); without the warp it does not on Branin
+# (mean 1.17, median 0.40: two of 8 seeds stuck at 1.94 and 5.04; with unit scales 1.29).
 DNGO = dict(acquisition="ei", W_std=2.0, b_std=2.0, num_steps=250, learning_rate=0.02,
             y_transform="log")
 
