@@ -23,6 +23,9 @@ from theory_checks.__main__ import main
 
 KEY = jax.random.PRNGKey(0)
 
+# Many small programs: compiled with XLA's optimisations off, although slow (tests/conftest.py).
+pytestmark = pytest.mark.compile_bound
+
 #: Rows whose claim is not reached at these short horizons, measured and reported (README.md):
 #: GO-UCB's within-run regret slope on the teacher network was 0.73 > 0.7 at CPU scale (T = 40;
 #: the regret per round stays about constant after Phase I). The row must be computed (finite);
