@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import ndtri
 
 from ntkbo import data as D
 
@@ -112,7 +113,7 @@ def transform_outputs(y: Array, mask: Array, method: str = "standardize") -> Arr
         below = jnp.sum(both & (y[None, :] < y[:, None]), axis=1)
         ties = jnp.sum(both & (y[None, :] == y[:, None]), axis=1)
         rank = below + 0.5 * (ties - 1)  # 0-based mid-rank
-        return jnp.where(mask, jax.scipy.special.ndtri((rank + 0.5) / n), 0.0)
+        return jnp.where(mask, ndtri((rank + 0.5) / n), 0.0)
     raise ValueError(f"y_transform must be one of {Y_TRANSFORMS}, got {method!r}")
 
 
