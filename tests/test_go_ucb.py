@@ -42,6 +42,15 @@ def np_net(w, z, d=2, m=WIDTH):
     return float(h @ W2 + b2), grad
 
 
+def np_sums_at(w0, z, u, lam):
+    """``Sigma = lam I + G^T G`` and ``b = lam w0 + G^T (G w0 + u - f)`` with every point of ``z``
+    linearised at ``w0`` by the numpy network (eqs. 3 and 5, all points at one estimate)."""
+    fg = [np_net(w0, zi) for zi in z]
+    g0 = np.stack([g for _, g in fg])
+    f0 = np.array([f for f, _ in fg])
+    return lam * np.eye(w0.size) + g0.T @ g0, lam * w0 + g0.T @ (g0 @ w0 + u - f0)
+
+
 def in_box(x):
     x = np.asarray(x)
     return np.all(x >= PROBLEM.bounds[0]) and np.all(x <= PROBLEM.bounds[1])
@@ -283,12 +292,8 @@ def test_sigma_phase1_folds_phase1_into_the_sums(linearized):
     z = (np.asarray(x) - lo) / (hi - lo)
     yn = np.asarray(y)
     u = -(yn - yn.mean()) / yn.std(ddof=1)
-    w0, lam = np.asarray(s.w0), G.lam_paper(HORIZON)
-    fg = [np_net(w0, zi) for zi in z]
-    g0 = np.stack([g for _, g in fg])
-    f0 = np.array([f for f, _ in fg])
-    sigma = lam * np.eye(w0.size) + g0.T @ g0
-    b = lam * w0 + g0.T @ (g0 @ w0 + u - f0)
+    w0 = np.asarray(s.w0)
+    sigma, b = np_sums_at(w0, z, u, G.lam_paper(HORIZON))
     # Float64 sums and one solve with cond(Sigma) <= 1 + |G0|^2 / lam ~ 1: rounding only.
     np.testing.assert_allclose(s.sigma, sigma, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(s.w_hat, np.linalg.solve(sigma, b), rtol=1e-9, atol=1e-12)
@@ -345,13 +350,7 @@ def test_refit_rebuilds_w0_sigma_and_b(linearized):
     np.testing.assert_allclose(s2.oracle_loss, loss, rtol=1e-7)
     assert not np.allclose(s2.w0, s.w0)  # the refit moved w0
     # Sigma and b: every observation linearised at the new w0 (numpy network), lam I + G^T G.
-    w0 = np.asarray(s2.w0)
-    lam = G.lam_paper(HORIZON)
-    fg = [np_net(w0, zi) for zi in z]
-    g0 = np.stack([gi for _, gi in fg])
-    f0 = np.array([fi for fi, _ in fg])
-    sigma = lam * np.eye(w0.size) + g0.T @ g0
-    b = lam * w0 + g0.T @ (g0 @ w0 + u - f0)
+    sigma, b = np_sums_at(np.asarray(s2.w0), z, u, G.lam_paper(HORIZON))
     np.testing.assert_allclose(s2.sigma, sigma, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(s2.b, b, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(s2.w_hat, np.linalg.solve(sigma, b), rtol=1e-9, atol=1e-12)
