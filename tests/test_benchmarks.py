@@ -342,10 +342,12 @@ CONSTRAINED = {"ackley_constrained", "branin_constrained", "gas_transmission",
 PHYSICS = {"cosine_mixture_pde", "dropwave_pde", "euler_beam", "heat_equation_1",
            "heat_equation_2", "heat_equation_3", "michalewicz_pde", "rastrigin_pde",
            "styblinski_tang_pde"}
+# Problems tested in a file of their own: the GP sample path (tests/test_gp_sample.py).
+OWN_FILE = {"gp_sample_1d"}
 
 
 def test_names_are_the_documented_problems():
-    assert B.names() == sorted(set(REFERENCES) | CONSTRAINED | PHYSICS)
+    assert B.names() == sorted(set(REFERENCES) | CONSTRAINED | PHYSICS | OWN_FILE)
 
 
 @pytest.mark.parametrize("name,dim", CASES, ids=IDS)

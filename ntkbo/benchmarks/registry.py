@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkbo.benchmarks import constrained as C
+from ntkbo.benchmarks import gp_sample as G
 from ntkbo.benchmarks import heat as H
 from ntkbo.benchmarks import pde as P
 from ntkbo.benchmarks import synthetic as S
@@ -81,6 +82,16 @@ class _Corners(NamedTuple):
         values = _values(self.fn, corners)
         best = values.min()
         return float(best), corners[values == best]
+
+
+class _GridMin(NamedTuple):
+    """For the interpolated GP sample path (``gp_sample.grid_minimum``; 1-D)."""
+
+    fn: G.GpSample
+
+    def __call__(self, dim, lower, upper, in_standard_box):
+        value, x = G.grid_minimum(self.fn, float(lower[0]), float(upper[0]))
+        return value, np.array([[x]])
 
 
 def _values(fn, xs: np.ndarray) -> np.ndarray:
@@ -269,6 +280,8 @@ _ENTRIES: dict[str, _Entry] = {
     "beam_deflection": _Entry(
         S.beam_deflection, _box(0.0, 1.0), _Separable(S.beam_deflection_terms), dims=(1,)
     ),
+    # STO-BNTS's synthetic objective (seed-003 §3.2): a fixed SE-kernel GP sample path
+    "gp_sample_1d": _Entry(G.GpSample(), _box(0.0, 1.0), _GridMin(G.GpSample()), dims=(1,)),
 }
 
 # constrained problems (ntkbo.benchmarks.constrained); the optima are of the constrained problems
