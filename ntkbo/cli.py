@@ -91,16 +91,12 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     from ntkbo import loop
 
     problem = ntkbo.benchmarks.get(problem_name, dim=dim, **problem_options)
-    extra = {}
-    if ntkbo.algorithms.uses_pde(algo_name) and "pde" not in options:  # PINN-BO: the problem's PDE
-        if problem.pde is None:
-            raise ValueError(f"--algo {algo_name} needs a problem with a PDE (e.g. heat_equation, "
-                             f"dropwave_pde, euler_beam); {problem.name!r} has none")
-        extra["pde"] = problem.pde
+    # PINN-BO gets the problem's PDE, constrained algorithms its number of constraints (the same
+    # function builds the algorithms of ``ntkbo bench``).
+    built = ntkbo.algorithms.problem_options(algo_name, problem, **options)
+    options = {k: v for k, v in built.items() if k != "pde" or "pde" in options}
     k = problem.n_constraints
-    if k and ntkbo.algorithms.models_constraints(algo_name, **options):
-        options = {**options, "n_constraints": options.get("n_constraints", k)}
-    algo = ntkbo.algorithms.get(algo_name, **options, **extra)
+    algo = ntkbo.algorithms.get(algo_name, **built)
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
     t0 = time.time()
     bar = tqdm(total=budget, desc=f"{algo_name} on {problem.name}-{problem.dim}d x{seeds}",

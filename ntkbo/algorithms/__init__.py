@@ -7,6 +7,7 @@ with an acquisition suffix (``gp_ucb``, ``ntk_gp_ts``, ...) fix the ``acquisitio
 from __future__ import annotations
 
 import functools
+import inspect
 
 from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
@@ -65,6 +66,50 @@ def uses_pde(name: str) -> bool:
     return name in PHYSICS_INFORMED
 
 
+def problem_options(name: str, problem, **options) -> dict:
+    """``options`` plus what ``get(name, ...)`` needs from ``problem``: ``pde=problem.pde`` for
+    PINN-BO (``uses_pde``) and ``n_constraints=problem.n_constraints`` for an algorithm that models
+    constraints (``models_constraints``), unless given. ``ValueError`` if PINN-BO gets a problem
+    without a PDE. Shared by ``ntkbo run`` and ``ntkbo.experiments`` so both build the same thing."""
+    options = dict(options)
+    if uses_pde(name) and "pde" not in options:
+        if getattr(problem, "pde", None) is None:
+            raise ValueError(f"algorithm {name!r} needs a problem with a PDE (e.g. heat_equation, "
+                             f"dropwave_pde, euler_beam); {problem.name!r} has none")
+        options["pde"] = problem.pde
+    k = int(getattr(problem, "n_constraints", 0) or 0)
+    if k and models_constraints(name, **options):
+        options.setdefault("n_constraints", k)
+    return options
+
+
+def for_problem(name: str, problem, **options) -> Algorithm:
+    """``get(name, **problem_options(name, problem, **options))``: the algorithm ``name`` set up
+    for ``problem`` (its PDE, its number of constraints)."""
+    return get(name, **problem_options(name, problem, **options))
+
+
+def resolved_options(name: str, **options) -> dict:
+    """Every option of ``get(name, **options)``: the factory's signature defaults merged with
+    ``options`` (keyword arguments its ``**kwargs`` takes are kept as given). ``ValueError`` naming
+    the option if the factory does not take it."""
+    if name not in _FACTORIES:
+        raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
+    sig = inspect.signature(_FACTORIES[name])
+    try:
+        bound = sig.bind(**options)
+    except TypeError as err:
+        raise ValueError(f"algorithm {name!r}: {err}; it takes {', '.join(sig.parameters)}") from None
+    bound.apply_defaults()
+    out = {}
+    for k, v in bound.arguments.items():
+        if sig.parameters[k].kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(v)
+        else:
+            out[k] = v
+    return out
+
+
 def names() -> list[str]:
     """The names ``get`` accepts."""
     return sorted(_FACTORIES)
@@ -78,7 +123,8 @@ def get(name: str, **options) -> Algorithm:
 
 
 __all__ = [
-    "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo", "neural_cbo",
+    "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo", "neural_cbo",
     "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
-    "pinn_ntk_gp", "random_search", "sto_bnts", "sto_bnts_linear", "uses_pde",
+    "pinn_ntk_gp", "problem_options", "random_search", "resolved_options", "sto_bnts",
+    "sto_bnts_linear", "uses_pde",
 ]
