@@ -1,0 +1,187 @@
+"""ntkbo.experiments.stats against scipy, and ``ntkbo report`` on synthetic cell files.
+
+Every statistic is compared with scipy's on random inputs (scipy is a test dependency; the package
+computes the distributions itself). Each test names the mutation of the code it catches.
+"""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+import scipy.special
+import scipy.stats
+
+from ntkbo.experiments import stats
+
+
+def _samples(rng, n_pairs=40):
+    """Pairs of samples with unequal sizes (3..15) and sds (0.1..10), shifted means."""
+    for _ in range(n_pairs):
+        na, nb = rng.integers(3, 16, size=2)
+        a = rng.normal(rng.normal(), rng.uniform(0.1, 10), size=na)
+        b = rng.normal(rng.normal(), rng.uniform(0.1, 10), size=nb)
+        yield a, b
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+def test_welch_equals_scipy(alternative):
+    """Catches: pooled variance (equal_var=True: another t and df = na+nb-2), a two-sided p where a
+    one-sided one is asked (x2), the wrong tail (1-p), ddof=0 variances.
+
+    Tolerance: t and df are the same closed forms up to rounding (1e-12 relative); the p-value's
+    incomplete-beta continued fraction stops at a relative step of 1e-16 and scipy's stdtr is
+    accurate to ~1e-15, so 1e-10 relative (or 1e-15 absolute near 0/1) is a safe margin."""
+    rng = np.random.default_rng(14)
+    for a, b in _samples(rng):
+        ours = stats.welch(a, b, alternative)
+        ref = scipy.stats.ttest_ind(a, b, equal_var=False, alternative=alternative)
+        np.testing.assert_allclose(ours.statistic, ref.statistic, rtol=1e-12)
+        np.testing.assert_allclose(ours.df, ref.df, rtol=1e-12)
+        np.testing.assert_allclose(ours.pvalue, ref.pvalue, rtol=1e-10, atol=1e-15)
+
+
+def test_welch_small_p_keeps_relative_accuracy():
+    """Catches: the tail computed as 1 - cdf (a p-value like 1e-20 would become 0)."""
+    a = np.array([10.0, 10.1, 9.9, 10.05, 9.95, 10.02])
+    b = np.array([0.0, 0.1, -0.1, 0.05, -0.05])
+    ours = stats.welch(a, b, "greater")
+    ref = scipy.stats.ttest_ind(a, b, equal_var=False, alternative="greater")
+    assert 0 < ref.pvalue < 1e-8
+    np.testing.assert_allclose(ours.pvalue, ref.pvalue, rtol=1e-9)  # relative, as above
+
+
+def test_welch_against_is_table2_direction():
+    """NeuralBO's Table 2: p = P(baseline's mean > reference's mean), small when the reference is
+    lower. Catches: the reference and the baseline swapped (p -> 1 - p)."""
+    rng = np.random.default_rng(3)
+    ref, worse = rng.normal(0, 1, 10), rng.normal(3, 1, 10)
+    res = stats.welch_against({"ref": ref, "worse": worse}, "ref")
+    assert set(res) == {"worse"}
+    expect = scipy.stats.ttest_ind(worse, ref, equal_var=False, alternative="greater").pvalue
+    np.testing.assert_allclose(res["worse"].pvalue, expect, rtol=1e-10)
+    assert res["worse"].pvalue < 0.01
+    with pytest.raises(ValueError, match="reference 'nope'"):
+        stats.welch_against({"ref": ref}, "nope")
+
+
+def test_t_distribution_equals_scipy():
+    """Catches: a wrong incomplete-beta branch (the symmetry switch), half-integer df mishandled,
+    and a ppf bisection that stops early. Tolerances as in test_welch_equals_scipy; the ppf is
+    compared at 1e-10 relative (the bisection runs to adjacent doubles of our own CDF)."""
+    for df in [1.0, 1.5, 2.0, 3.7, 9.0, 47.3, 1e4]:
+        for t in [-30.0, -4.0, -1.0, -0.1, 0.0, 0.5, 2.0, 6.0, 25.0]:
+            np.testing.assert_allclose(stats.t_sf(t, df), scipy.stats.t.sf(t, df),
+                                       rtol=1e-10, atol=1e-15)
+        for p in [0.025, 0.6, 0.975, 0.999]:
+            np.testing.assert_allclose(stats.t_ppf(p, df), scipy.stats.t.ppf(p, df), rtol=1e-10)
+    for a, b, x in [(0.5, 0.5, 0.3), (5.0, 0.5, 0.99), (30.0, 2.5, 0.9), (2.0, 40.0, 0.01)]:
+        np.testing.assert_allclose(stats.betainc(a, b, x), scipy.special.betainc(a, b, x),
+                                   rtol=1e-12)
+
+
+def test_bh_equals_scipy():
+    """Catches: BH without the monotone step-up (raw m p_(i) / i is not monotone in i: checked to
+    happen here), a missing cap at 1, results returned in sorted instead of input order, and
+    Bonferroni (m p). Same arithmetic as scipy: 1e-13 relative."""
+    rng = np.random.default_rng(7)
+    stepup_mattered = False
+    for m in [1, 2, 5, 12, 72]:
+        for _ in range(10):
+            p = rng.uniform(size=m) ** 3
+            p[rng.integers(m)] = p[0]  # a tie
+            ref = scipy.stats.false_discovery_control(p, method="bh")
+            np.testing.assert_allclose(stats.bh_adjust(p), ref, rtol=1e-13)
+            ps = np.sort(p)
+            raw = np.minimum(ps * m / np.arange(1, m + 1), 1)
+            stepup_mattered |= not np.allclose(raw, np.sort(ref))
+    assert stepup_mattered
+    with_nan = np.array([0.01, np.nan, 0.04, 0.03])
+    out = stats.bh_adjust(with_nan)
+    assert np.isnan(out[1])  # NaN stays NaN and is not counted in m
+    np.testing.assert_allclose(out[[0, 2, 3]],
+                               scipy.stats.false_discovery_control(with_nan[[0, 2, 3]]), rtol=1e-13)
+
+
+def test_kolmogorov_sf_equals_scipy_kstwo():
+    """Every branch of the exact two-sided law (Ruben-Gambino at both ends, 2 x Smirnov for d>=1/2
+    and large n d^2, Durbin's matrix) against scipy's kstwo.sf for n <= 140, where both are exact
+    (or the same approximation): 1e-10 absolute (Durbin's matrix power in float64 loses ~1e-13).
+    Catches: the asymptotic law in place of the exact one (off by up to 0.05 at n=10)."""
+    worst_asymp = 0.0
+    for n in [1, 2, 3, 5, 8, 10, 20, 50, 140]:
+        for d in np.linspace(0.002, 0.998, 120):
+            ref = scipy.stats.kstwo.sf(d, n)
+            assert abs(stats.kolmogorov_sf(n, d) - ref) < 1e-10, (n, d)
+            worst_asymp = max(worst_asymp, abs(stats.kolmogorov_asymp_sf(math.sqrt(n) * d) - ref))
+    assert worst_asymp > 1e-2
+    # n > 140: scipy switches to Pelz-Good's approximation where we stay exact: 1e-5 agreement
+    for d in [0.03, 0.06, 0.1, 0.2]:
+        assert abs(stats.kolmogorov_sf(300, d) - scipy.stats.kstwo.sf(d, 300)) < 1e-5
+    for x in [0.2, 0.5, 0.9, 1.3, 2.5]:  # the limit law itself: two series, ~1e-15
+        np.testing.assert_allclose(stats.kolmogorov_asymp_sf(x), scipy.stats.kstwobign.sf(x),
+                                   rtol=1e-12, atol=1e-15)
+
+
+def test_ks_normal_equals_scipy_kstest_on_standardised_data():
+    """Table 1's test: kstest((x - mean) / sd(ddof=1), 'norm') with scipy's default (exact).
+    Samples: normal, skewed (exponential) and heavy-tailed, n = 3..60, so small p-values and every
+    branch occur. Catches: sd with ddof=0, a one-sided statistic (D+ only), the asymptotic p-value.
+    Tolerance: D is the same max of erfc-based CDF differences (1e-12); p as the test above."""
+    rng = np.random.default_rng(11)
+    smallest = 1.0
+    for n in [3, 4, 5, 7, 10, 16, 30, 60]:
+        for draw in (rng.normal, rng.exponential, lambda size: rng.standard_t(1.5, size=size)):
+            x = draw(size=n) * 3.0 + 1.0
+            z = (x - x.mean()) / x.std(ddof=1)
+            ref = scipy.stats.kstest(z, "norm")
+            ours = stats.ks_normal(x)
+            np.testing.assert_allclose(ours.statistic, ref.statistic, rtol=1e-12)
+            assert abs(ours.pvalue - ref.pvalue) < 1e-10, (n, ours, ref)
+            asy = scipy.stats.kstest(z, "norm", method="asymp").pvalue
+            assert abs(stats.ks_normal(x, method="asymp").pvalue - asy) < 1e-12
+            smallest = min(smallest, ref.pvalue)
+    assert smallest < 0.05  # the skewed samples exercised the lower tail
+    assert math.isnan(stats.ks_normal([1.0, 1.0, 1.0]).pvalue)  # zero sd: no test
+
+
+def test_describe_interval_and_ranks_equal_scipy():
+    """Catches: sd with ddof=0, a normal (1.96) instead of a t quantile, ranks of ties not averaged
+    (ordinal ranks), ranking descending, and NaN cells counted in the average."""
+    rng = np.random.default_rng(5)
+    curves = rng.normal(size=(6, 30)).cumsum(1)
+    mean, lo, hi = stats.t_interval(curves)
+    ref_lo, ref_hi = scipy.stats.t.interval(0.95, 5, loc=curves.mean(0),
+                                            scale=scipy.stats.sem(curves, axis=0))
+    np.testing.assert_allclose(lo, ref_lo, rtol=1e-10)
+    np.testing.assert_allclose(hi, ref_hi, rtol=1e-10)
+    d = stats.describe(curves[:, -1])
+    np.testing.assert_allclose([d["mean"], d["sd"], d["median"]],
+                               [curves[:, -1].mean(), curves[:, -1].std(ddof=1),
+                                np.median(curves[:, -1])], rtol=1e-14)
+    for _ in range(20):
+        v = rng.integers(0, 5, size=9).astype(float)  # many ties
+        np.testing.assert_array_equal(stats.rankdata(v), scipy.stats.rankdata(v))
+    table = rng.integers(0, 4, size=(7, 5)).astype(float)
+    table[2, 1] = np.nan
+    expect = []
+    for j in range(5):
+        r = [scipy.stats.rankdata(row[np.isfinite(row)])[np.flatnonzero(np.isfinite(row)) == j]
+             for row in table]
+        expect.append(np.mean(np.concatenate(r)))
+    np.testing.assert_allclose(stats.average_ranks(table), expect, rtol=1e-14)
+
+
+def test_table2_rows_correct_over_the_whole_family():
+    """BH runs over every (problem, baseline) test at once, as the digest reads Table 2's family.
+    Catches: BH applied per problem instead."""
+    rng = np.random.default_rng(2)
+    fam = {f"p{i}": {"ref": rng.normal(0, 1, 8), "a": rng.normal(0.8, 1, 8),
+                     "b": rng.normal(0.3, 2, 8)} for i in range(4)}
+    rows = stats.table2_rows(fam, "ref")
+    raw = [scipy.stats.ttest_ind(fam[p][l], fam[p]["ref"], equal_var=False,
+                                 alternative="greater").pvalue for p, l, *_ in rows]
+    np.testing.assert_allclose([r[3] for r in rows],
+                               scipy.stats.false_discovery_control(raw), rtol=1e-10)
+    assert [r[4] for r in rows] == [r[3] <= 0.05 for r in rows]
