@@ -18,6 +18,7 @@ from ntkbo.benchmarks import synthetic
 from ntkbo.benchmarks.optima import separable_minimum
 from ntkbo.benchmarks.problem import Problem, relative_noise_std, uniform
 from ntkbo.benchmarks.registry import get, names
+from ntkbo.benchmarks.suites import suite, suite_names
 
 __all__ = [
     "Problem",
@@ -25,6 +26,8 @@ __all__ = [
     "names",
     "relative_noise_std",
     "separable_minimum",
+    "suite",
+    "suite_names",
     "synthetic",
     "uniform",
 ]
