@@ -156,6 +156,21 @@ def _print_summary(rec: dict, out: str | None) -> None:
               + (f", plot: {os.path.join(out, 'best_so_far.png')}" if rec.get("plot") else ""))
 
 
+def _report(out: str, reference: str | None, plots: bool) -> int:
+    """``ntkbo report DIR``: writes DIR/report.md (ntkbo.experiments.report) and says where."""
+    from ntkbo.experiments import report
+
+    try:
+        rep = report.write_report(out, reference=reference, plots=plots)
+    except ValueError as err:
+        print(f"ntkbo report: error: {err}", file=sys.stderr)
+        return 2
+    print(f"report: {rep['report']} ({len(rep['problems'])} problems, "
+          f"{len(rep['algorithms'])} algorithms, reference {rep['reference']}; "
+          f"{len(rep['figures'])} figures)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkbo", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,7 +191,15 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("demo", help="the README's main job: NeuralBO vs random search on Branin")
     d.add_argument("--out", default="runs/demo")
     sub.add_parser("list", help="list algorithms and problems")
+    rp = sub.add_parser("report", help="report.md and plots from a study's stored cells "
+                        "(never re-runs anything)")
+    rp.add_argument("dir", metavar="DIR", help="the experiment folder (DIR/cells/*.npz)")
+    rp.add_argument("--reference", default=None, metavar="LABEL",
+                    help="algorithm the others are tested against (default: spec.json's)")
+    rp.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    if args.command == "report":
+        return _report(args.dir, args.reference, not args.no_plot)
 
     import ntkbo
 

@@ -185,3 +185,137 @@ def test_table2_rows_correct_over_the_whole_family():
     np.testing.assert_allclose([r[3] for r in rows],
                                scipy.stats.false_discovery_control(raw), rtol=1e-10)
     assert [r[4] for r in rows] == [r[3] <= 0.05 for r in rows]
+
+
+# ----------------------------------------------------------------------------------------------
+# The report, on synthetic cell files written with the runner's store (no optimisation is run)
+
+from ntkbo.experiments import report as report_mod  # noqa: E402
+from ntkbo.experiments import store  # noqa: E402
+
+
+def _write_cell(out, rng, algo, problem, *, dim=2, seeds=6, budget=12, optimum=0.0, k=0,
+                shift=0.0):
+    """A cell file as the runner writes it: f >= optimum, metric = best regret (+ violation)."""
+    f = (optimum or 0.0) + shift + rng.gamma(2.0, 1.0, size=(seeds, budget)) * rng.uniform(0.5, 2, (seeds, 1))
+    c = rng.normal(0.3, 1.0, size=(seeds, budget, k))
+    feasible = np.all(c <= 0, axis=-1)
+    if optimum is None:
+        metric = np.full((seeds, budget), np.nan)
+    else:
+        metric = np.minimum.accumulate(np.maximum(f - optimum, 0)
+                                       + np.maximum(c, 0).sum(-1), axis=1)
+    arrays = dict(x=rng.uniform(size=(seeds, budget, dim)), y=f + 0.1, f=f, c=c, c_obs=c,
+                  feasible=feasible, metric=metric,
+                  keys=rng.integers(0, 2**32, size=(seeds, 2), dtype=np.uint32),
+                  seeds=np.arange(seeds), wall_time=np.full(seeds, 1.5))
+    meta = {"algorithm": {"label": algo, "name": algo, "options": {}},
+            "problem": {"label": problem, "name": problem, "dim": dim, "noise_std": 0.0,
+                        "optimum": optimum, "bounds": [[0] * dim, [1] * dim], "options": {}},
+            "budget": budget, "n_init": 3, "q": 1, "dtype": "float32",
+            "versions": {"ntkbo": "0.1.0", "jax": "x"}, "device_kind": "cpu", "n_devices": 4,
+            "n_processes": 1, "command": "ntkbo bench spec.toml --out DIR", "git_revision": "abc",
+            "started": "2026-11-23T20:00:00Z", "finished": "2026-11-23T20:01:00Z"}
+    store.write_cell(str(out), f"{algo}-{problem}", arrays, meta)
+    return arrays
+
+
+def _study(out):
+    rng = np.random.default_rng(21)
+    cells = {}
+    for p, k in (("branin", 0), ("gardner", 1), ("hartmann6", 0)):
+        for a, shift in (("neural_bo", 0.0), ("gp_ei", 0.7), ("random_search", 2.0)):
+            cells[(p, a)] = _write_cell(out, rng, a, p, k=k, shift=shift)
+    store.write_spec(str(out), {"name": "toy", "scale": "smoke", "reference": "neural_bo"})
+    return cells
+
+
+def test_report_numbers_equal_scipy_on_stored_cells(tmp_path):
+    """Every number of report.json recomputed from the cell arrays with scipy: final-value table,
+    Welch p (baseline 'greater' than reference), BH over the whole table, KS p, average ranks,
+    feasible fraction. Catches: the reference's direction swapped, BH per problem, the wrong
+    column (f instead of metric), the KS on unstandardised data, ranks from medians.
+    Tolerances: 1e-9 relative (our distributions vs scipy's, see the tests above)."""
+    cells = _study(tmp_path)
+    rep = report_mod.write_report(str(tmp_path))
+    assert rep["reference"] == "neural_bo" and rep["reference_source"] == "spec.json"
+    raw, keys = [], []
+    for p in ("branin", "gardner", "hartmann6"):
+        e = rep["problems"][p]
+        assert e["kind"] == ("regret+violation" if p == "gardner" else "regret")
+        ref_final = cells[(p, "neural_bo")]["metric"][:, -1]
+        for a in ("neural_bo", "gp_ei", "random_search"):
+            fin = cells[(p, a)]["metric"][:, -1]
+            d = e["algorithms"][a]
+            np.testing.assert_allclose([d["mean"], d["sd"], d["median"]],
+                                       [fin.mean(), fin.std(ddof=1), np.median(fin)], rtol=1e-12)
+            z = (fin - fin.mean()) / fin.std(ddof=1)
+            assert abs(d["ks"]["pvalue"] - scipy.stats.kstest(z, "norm").pvalue) < 1e-10
+            if p == "gardner":
+                np.testing.assert_allclose(d["feasible_fraction"],
+                                           cells[(p, a)]["feasible"].any(1).mean())
+            if a == "neural_bo":
+                assert d["welch_vs_reference"] is None
+                continue
+            w = scipy.stats.ttest_ind(fin, ref_final, equal_var=False, alternative="greater")
+            np.testing.assert_allclose(d["welch_vs_reference"]["p"], w.pvalue, rtol=1e-9)
+            raw.append(w.pvalue)
+            keys.append((p, a))
+    bh = scipy.stats.false_discovery_control(raw)
+    for (p, a), q in zip(keys, bh):
+        got = rep["problems"][p]["algorithms"][a]["welch_vs_reference"]
+        np.testing.assert_allclose(got["p_bh"], q, rtol=1e-9)
+        assert got["rejected"] == (q <= 0.05)
+    means = np.array([[cells[(p, a)]["metric"][:, -1].mean()
+                       for a in ("neural_bo", "gp_ei", "random_search")]
+                      for p in ("branin", "gardner", "hartmann6")])
+    expect = np.mean([scipy.stats.rankdata(r) for r in means], axis=0)
+    np.testing.assert_allclose([rep["average_ranks"][a] for a in ("neural_bo", "gp_ei",
+                                                                  "random_search")], expect)
+    # the markdown: header from the cells' meta, Table 2's (p, T/F) cells, one figure per problem
+    md = (tmp_path / "report.md").read_text()
+    assert "`ntkbo bench spec.toml --out DIR`" in md and "scale `smoke`" in md and "cpu x 4" in md
+    w = rep["problems"]["branin"]["algorithms"]["random_search"]["welch_vs_reference"]
+    assert f"({w['p']:.3g}, {'T' if w['rejected'] else 'F'})" in md
+    for p in ("branin", "gardner", "hartmann6"):
+        assert (tmp_path / f"curves_{p}.png").stat().st_size > 5000
+        assert f"![{p}](curves_{p}.png)" in md
+    assert json.loads((tmp_path / "report.json").read_text())["reference"] == "neural_bo"
+
+
+def test_report_without_matplotlib_and_unknown_optimum(tmp_path, monkeypatch):
+    """Without the plot extra the report is still written, without figures, and says so; a problem
+    with no known optimum reports the best f so far. Catches: an ImportError escaping, a figure
+    link to a file that was not written, NaN metric used as the value."""
+    rng = np.random.default_rng(4)
+    arrays = {a: _write_cell(tmp_path, rng, a, "mystery", optimum=None, shift=s)
+              for a, s in (("a", 0.0), ("b", 1.0))}
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # import fails
+    rep = report_mod.write_report(str(tmp_path), reference="b")
+    md = (tmp_path / "report.md").read_text()
+    assert "matplotlib is not installed" in md and "![" not in md
+    assert not list(tmp_path.glob("*.png"))
+    d = rep["problems"]["mystery"]["algorithms"]["a"]
+    assert rep["problems"]["mystery"]["kind"] == "f"
+    np.testing.assert_allclose(d["mean"], arrays["a"]["f"].min(1).mean(), rtol=1e-12)
+    w = scipy.stats.ttest_ind(arrays["a"]["f"].min(1), arrays["b"]["f"].min(1), equal_var=False,
+                              alternative="greater")
+    np.testing.assert_allclose(d["welch_vs_reference"]["p"], w.pvalue, rtol=1e-9)
+
+
+def test_report_cli_and_errors(tmp_path, capsys):
+    """`ntkbo report DIR --reference LABEL` writes report.md; an empty DIR and an unknown reference
+    exit 2 with the argument named. Catches: a silent empty report, a KeyError traceback."""
+    from ntkbo import cli
+
+    assert cli.main(["report", str(tmp_path)]) == 2
+    assert "DIR" in capsys.readouterr().err
+    _study(tmp_path)
+    assert cli.main(["report", str(tmp_path), "--reference", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "reference 'nope'" in err and "gp_ei" in err
+    assert cli.main(["report", str(tmp_path), "--reference", "gp_ei", "--no-plot"]) == 0
+    out = capsys.readouterr().out
+    assert str(tmp_path / "report.md") in out
+    md = (tmp_path / "report.md").read_text()
+    assert "against gp_ei" in md and "reference: **gp_ei** (--reference)" in md

@@ -1,0 +1,420 @@
+"""``ntkbo report DIR``: a study's report from its stored cell files, never by re-running anything.
+
+Reads ``DIR/spec.json`` (optional: its ``reference``, ``scale`` and ``name``) and every
+``DIR/cells/*.npz`` through ``ntkbo.experiments.store``, and writes
+
+- ``DIR/report.md``: header (spec, scale, seeds, budget, versions, device, command, git revision,
+  run times); per problem a figure and a final-value table (n, mean, sd, median, fraction of seeds
+  with a feasible point when constrained, seconds per seed); NeuralBO's Table 2 (one-sided Welch
+  tests of every algorithm against the reference, Benjamini-Hochberg over the whole table); its
+  Table 1 (KS normality p-values of the final values); average ranks across problems;
+- ``DIR/report.json``: the same numbers, machine-readable;
+- ``DIR/curves_<problem>.png`` per problem (matplotlib, the ``plot`` extra; without it the report
+  is written without figures and says so).
+
+The value compared is, per seed, the last point of a best-so-far curve to be minimised:
+
+- optimum known: the cell's ``metric``, best simple regret ``min_t f(x_t) - f*`` so far (plus the
+  constraint violation ``sum_k [c_k]^+`` when the problem is constrained: Neural-CBO's metric);
+  plotted as the mean over seeds of ``log10(max(regret, 1e-12))`` with a 95% t interval (the floor
+  keeps an exactly-found optimum finite; it is far below any regret a float32 run resolves);
+- optimum unknown: the best noise-free ``f`` so far (plus violation when constrained), plotted on a
+  linear scale with a 95% t interval of the mean.
+
+The tests (Welch, KS) take the raw final values, as NeuralBO's tables do; ranks use the mean final
+value per problem. A seed whose final value is not finite (every evaluation failed) is left out and
+counted in the final-value table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from typing import NamedTuple
+
+import numpy as np
+
+from ntkbo.experiments import stats, store
+
+LOG_FLOOR = 1e-12
+ALPHA = 0.05  # the FDR level of Table 2's T/F
+
+
+class Cell(NamedTuple):
+    """One cell reduced to what the report needs."""
+
+    algorithm: str  # the spec's algorithm label
+    problem: str  # the spec's problem label
+    dim: int
+    curve: np.ndarray  # (S, B) best-so-far values to minimise
+    kind: str  # 'regret' | 'regret+violation' | 'f' | 'f+violation'
+    feasible_found: np.ndarray | None  # (S,) bool when constrained, else None
+    wall_time: np.ndarray  # (S,)
+    n_init: int
+    meta: dict
+    path: str
+
+
+def _best_so_far(v: np.ndarray) -> np.ndarray:
+    v = np.where(np.isnan(v), np.inf, v)
+    return np.minimum.accumulate(v, axis=-1)
+
+
+def reduce_cell(rec: store.CellRecord) -> Cell:
+    """The curve of a cell (module docstring): ``metric`` where the optimum is known, else the best
+    ``f`` (plus violation) so far."""
+    meta = rec.meta
+    prob, alg = meta.get("problem", {}), meta.get("algorithm", {})
+    k = rec.c.shape[-1] if rec.c.ndim == 3 else 0
+    metric = np.asarray(rec.metric, dtype=float)
+    known = prob.get("optimum") is not None and not np.all(np.isnan(metric))
+    if known:
+        curve, kind = metric, ("regret+violation" if k else "regret")
+    else:
+        f = np.asarray(rec.f, dtype=float)
+        if k:
+            f = f + np.sum(np.maximum(np.asarray(rec.c, dtype=float), 0.0), axis=-1)
+        curve, kind = _best_so_far(f), ("f+violation" if k else "f")
+    return Cell(
+        algorithm=str(alg.get("label") or alg.get("name")),
+        problem=str(prob.get("label") or prob.get("name")),
+        dim=int(prob.get("dim", rec.x.shape[-1])),
+        curve=curve, kind=kind,
+        feasible_found=np.asarray(rec.feasible).any(axis=1) if k else None,
+        wall_time=np.asarray(rec.wall_time, dtype=float),
+        n_init=int(meta.get("n_init") or 0), meta=meta, path=rec.path)
+
+
+def load(out: str) -> tuple[dict | None, list[Cell]]:
+    """``(spec or None, cells)`` of an experiment folder; ``ValueError`` naming ``DIR`` if it holds
+    no cell file."""
+    if not os.path.isdir(out):
+        raise ValueError(f"DIR {out!r} is not a folder")
+    paths = store.list_cells(out)
+    if not paths:
+        raise ValueError(f"DIR {out!r} has no cell files (expected {store.cells_dir(out)}/*.npz, "
+                         "written by `ntkbo bench`)")
+    return store.read_spec(out), [reduce_cell(store.read_cell(p)) for p in paths]
+
+
+def _problem_keys(cells: list[Cell]) -> list[str]:
+    """A name per cell's problem: its label, with `` d=<dim>`` added when one label runs at several
+    dimensions (the tables also have a ``d`` column)."""
+    dims: dict = {}
+    for c in cells:
+        dims.setdefault(c.problem, set()).add(c.dim)
+    return [c.problem if len(dims[c.problem]) == 1 else f"{c.problem} d={c.dim}" for c in cells]
+
+
+def _ordered(labels, spec_order):
+    seen = []
+    for l in list(spec_order) + list(labels):
+        if l in labels and l not in seen:
+            seen.append(l)
+    return seen
+
+
+def _spec_labels(spec: dict | None, what: str) -> list:
+    out = []
+    for item in (spec or {}).get(what, []) or []:
+        if isinstance(item, dict):
+            out.append(item.get("label") or item.get("name"))
+        elif isinstance(item, str):
+            out.append(item)
+    return out
+
+
+def summarise(spec: dict | None, cells: list[Cell], reference: str | None = None) -> dict:
+    """Every number of the report as a JSON-able dict (module docstring)."""
+    algos = _ordered({c.algorithm for c in cells}, _spec_labels(spec, "algorithms"))
+    by_problem: dict[str, dict[str, Cell]] = {}
+    cells = sorted(cells, key=lambda c: (c.problem, c.dim))
+    for c, key in zip(cells, _problem_keys(cells)):
+        if c.algorithm in by_problem.setdefault(key, {}):
+            raise ValueError(f"two cells for {c.algorithm} on {key}: {by_problem[key][c.algorithm].path}"
+                             f" and {c.path}")
+        by_problem[key][c.algorithm] = c
+    problems = list(by_problem)
+
+    finals = {p: {a: c.curve[:, -1] for a, c in cs.items()} for p, cs in by_problem.items()}
+    finite = {p: {a: v[np.isfinite(v)] for a, v in fa.items()} for p, fa in finals.items()}
+    mean_table = np.array([[stats.describe(finite[p][a])["mean"] if a in finite[p] else np.nan
+                            for a in algos] for p in problems])
+    ranks = stats.average_ranks(mean_table)
+
+    ref_source = "--reference"
+    if reference is None and (spec or {}).get("reference"):
+        reference, ref_source = spec["reference"], "spec.json"
+    if reference is None:  # nothing named: the best average rank
+        reference, ref_source = algos[int(np.nanargmin(ranks))], "best average rank (none named)"
+    if reference not in algos:
+        raise ValueError(f"reference {reference!r} (from {ref_source}) is not an algorithm of this "
+                         f"study: {', '.join(algos)}")
+    perm = [algos.index(reference)] + [i for i, a in enumerate(algos) if a != reference]
+    algos, ranks = [algos[i] for i in perm], ranks[perm]  # the reference first, as Table 1
+
+    rows = stats.table2_rows(finite, reference, q=ALPHA)
+    table2 = {p: {} for p in problems}
+    for p, a, res, p_adj, rejected in rows:
+        table2[p][a] = {"t": res.statistic, "df": res.df, "p": res.pvalue, "p_bh": p_adj,
+                        "rejected": rejected}
+
+    out_problems = {}
+    for p in problems:
+        cs = by_problem[p]
+        entry = {"dim": next(iter(cs.values())).dim, "kind": next(iter(cs.values())).kind,
+                 "algorithms": {}}
+        for a in algos:
+            if a not in cs:
+                continue
+            c = cs[a]
+            d = stats.describe(finite[p][a])
+            d["n_seeds"] = int(c.curve.shape[0])
+            d["n_not_finite"] = int(c.curve.shape[0] - finite[p][a].size)
+            d["ks"] = stats.ks_normal(finite[p][a])._asdict()
+            d["wall_time_per_seed"] = float(np.mean(c.wall_time))
+            d["budget"] = int(c.curve.shape[1])
+            if c.feasible_found is not None:
+                d["feasible_fraction"] = float(np.mean(c.feasible_found))
+            d["welch_vs_reference"] = table2[p].get(a)
+            entry["algorithms"][a] = d
+        out_problems[p] = entry
+
+    return {"reference": reference, "reference_source": ref_source, "algorithms": algos,
+            "problems": out_problems, "average_ranks": dict(zip(algos, map(float, ranks))),
+            "ranked_on": "mean final value per problem (1 = lowest; ties averaged)",
+            "alpha": ALPHA, "header": _header(spec, cells)}
+
+
+def _distinct(values):
+    out = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _header(spec: dict | None, cells: list[Cell]) -> dict:
+    metas = [c.meta for c in cells]
+    get = lambda k: _distinct([m.get(k) for m in metas if m.get(k) is not None])
+    seeds = _distinct([int(c.curve.shape[0]) for c in cells])
+    return {
+        "spec": (spec or {}).get("name"), "scale": (spec or {}).get("scale"),
+        "seeds": seeds, "budget": get("budget"), "n_init": get("n_init"), "q": get("q"),
+        "dtype": get("dtype"), "versions": get("versions"), "device_kind": get("device_kind"),
+        "n_devices": get("n_devices"), "n_processes": get("n_processes"),
+        "command": get("command"), "git_revision": get("git_revision"),
+        "started": min(get("started"), default=None), "finished": max(get("finished"), default=None),
+        "cells": len(cells),
+        "wall_time_total_s": float(sum(np.sum(c.wall_time) for c in cells)),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Figures
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_")
+
+
+def plot_problem(path: str, title: str, cells: dict, order: list, plt=None) -> bool:
+    """Overlaid best-so-far curves of every algorithm on one problem, mean and 95% t interval over
+    seeds (log10 regret when the optimum is known, module docstring); False without matplotlib."""
+    plt = plt or _matplotlib()
+    if plt is None:
+        return False
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    kind = None
+    n_init = 0
+    for a in order:
+        if a not in cells:
+            continue
+        c = cells[a]
+        kind, n_init = c.kind, max(n_init, c.n_init)
+        v = c.curve
+        v = v[np.all(np.isfinite(v), axis=1)] if c.kind.startswith("f") else v
+        if c.kind.startswith("regret"):
+            v = np.log10(np.maximum(np.where(np.isfinite(v), v, np.nan), LOG_FLOOR))
+            v = v[np.all(np.isfinite(v), axis=1)]
+        if v.shape[0] == 0:
+            continue
+        mean, lo, hi = stats.t_interval(v)
+        n = np.arange(1, mean.size + 1)
+        (line,) = ax.plot(n, mean, lw=1.8, label=f"{a} ({v.shape[0]} seeds)")
+        ax.fill_between(n, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+    if n_init:
+        ax.axvline(n_init, color="0.6", ls=":", lw=1)
+    ylabel = {"regret": "log10 simple regret (best so far)",
+              "regret+violation": "log10 (best regret + violation)",
+              "f": "best f so far", "f+violation": "best f + violation so far"}.get(kind, "")
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("evaluations")
+    ax.set_title(title + "\nmean over seeds, 95% t interval", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+# ----------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _g(v, digits=4) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{v:.{digits}g}"
+
+
+def _p(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{v:.3g}"
+
+
+def render(summary: dict, figures: dict, plot_note: str | None) -> str:
+    """The markdown of ``report.md`` from ``summarise``'s dict and the written figures."""
+    h, ref, algos = summary["header"], summary["reference"], summary["algorithms"]
+    lines = [f"# Report: {h['spec'] or 'experiment'}", ""]
+    one = lambda xs: ", ".join(map(str, xs)) if xs else "—"
+    lines += [
+        f"- spec: `{h['spec']}`, scale `{h['scale']}`; {h['cells']} cells; seeds {one(h['seeds'])}; "
+        f"budget {one(h['budget'])}; n_init {one(h['n_init'])}; q {one(h['q'])}; "
+        f"dtype {one(h['dtype'])}",
+        f"- device: {one(h['device_kind'])} x {one(h['n_devices'])}, "
+        f"{one(h['n_processes'])} process(es); run {h['started']} .. {h['finished']} UTC; "
+        f"{h['wall_time_total_s']:.0f} s of cell time",
+        f"- command: {one(['`' + c + '`' for c in h['command']])}",
+        f"- git revision: {one(h['git_revision'])}",
+        f"- versions: " + one([", ".join(f"{k} {v}" for k, v in sorted(vs.items()))
+                               for vs in h["versions"]]),
+        f"- reference: **{ref}** ({summary['reference_source']})",
+        "",
+        "Values are to be minimised: the best simple regret so far (`metric`) where the optimum is "
+        "known (plus the constraint violation when constrained), else the best noise-free f so far. "
+        "Curves: mean over seeds (of log10 regret where the optimum is known) with a 95% t "
+        "interval; tables use the final values.",
+        "",
+    ]
+    if plot_note:
+        lines += [f"> {plot_note}", ""]
+
+    lines += ["## Per problem", ""]
+    for p, e in summary["problems"].items():
+        lines += [f"### {p}", ""]
+        if p in figures:
+            lines += [f"![{p}]({figures[p]})", ""]
+        constrained = any("feasible_fraction" in d for d in e["algorithms"].values())
+        head = "| algorithm | seeds | mean | sd | median |" + (" feasible |" if constrained else "") \
+            + " s/seed |"
+        lines += [f"Final {e['kind']} after {max(d['budget'] for d in e['algorithms'].values())} "
+                  "evaluations:", "", head,
+                  "|" + "---|" * (head.count("|") - 1)]
+        for a, d in e["algorithms"].items():
+            seeds = f"{d['n']}" + (f" (+{d['n_not_finite']} failed)" if d["n_not_finite"] else "")
+            row = f"| {a} | {seeds} | {_g(d['mean'])} | {_g(d['sd'])} | {_g(d['median'])} |"
+            if constrained:
+                row += f" {_g(d.get('feasible_fraction'), 3)} |"
+            lines.append(row + f" {_g(d['wall_time_per_seed'], 3)} |")
+        lines.append("")
+
+    others = [a for a in algos if a != ref]
+    lines += [
+        f"## One-sided Welch t-tests against {ref} (NeuralBO's Table 2)", "",
+        f"Each cell is (p, T/F): p of Welch's t-test of H0: mean(algorithm) <= mean({ref}) against "
+        f"Ha: mean(algorithm) > mean({ref}) on the final values (small p: {ref} is lower). "
+        f"T: H0 rejected after Benjamini-Hochberg over all {sum(len(e['algorithms']) - (ref in e['algorithms']) for e in summary['problems'].values() if ref in e['algorithms'])} "
+        f"tests of the table at FDR {summary['alpha']}.", "",
+    ]
+    head = "| problem | d | " + " | ".join(others) + " |"
+    lines += [head, "|" + "---|" * (len(others) + 2)]
+    adj_rows = []
+    for p, e in summary["problems"].items():
+        cells, adj = [], []
+        for a in others:
+            w = e["algorithms"].get(a, {}).get("welch_vs_reference")
+            if w is None:
+                cells.append("—")
+                adj.append("—")
+            else:
+                cells.append(f"({_p(w['p'])}, {'T' if w['rejected'] else 'F'})")
+                adj.append(f"{_p(w['p_bh'])}")
+        lines.append(f"| {p} | {e['dim']} | " + " | ".join(cells) + " |")
+        adj_rows.append(f"| {p} | {e['dim']} | " + " | ".join(adj) + " |")
+    lines += ["", "Benjamini-Hochberg adjusted p-values of the same tests:", "", head,
+              "|" + "---|" * (len(others) + 2)] + adj_rows + [""]
+
+    lines += [
+        "## KS normality p-values (NeuralBO's Table 1)", "",
+        "Kolmogorov-Smirnov test of each sample of final values against the normal with the "
+        "sample's own mean and sd (ddof=1), exact two-sided law (as `scipy.stats.kstest(z, 'norm')`"
+        " on standardised data). Estimating the mean and sd makes these p-values conservative "
+        "(it is not Lilliefors' test), as in the paper's table.", "",
+        "| problem | d | " + " | ".join(algos) + " |", "|" + "---|" * (len(algos) + 2)]
+    for p, e in summary["problems"].items():
+        vals = [_p(e["algorithms"][a]["ks"]["pvalue"]) if a in e["algorithms"] else "—"
+                for a in algos]
+        lines.append(f"| {p} | {e['dim']} | " + " | ".join(vals) + " |")
+    lines.append("")
+
+    lines += ["## Average ranks across problems", "",
+              f"Rank of each algorithm's {summary['ranked_on']}, averaged over the "
+              f"{len(summary['problems'])} problem(s).", "",
+              "| algorithm | average rank |", "|---|---|"]
+    for a, r in sorted(summary["average_ranks"].items(), key=lambda kv: (math.isnan(kv[1]), kv[1])):
+        lines.append(f"| {a} | {_g(r, 3)} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_report(out: str, reference: str | None = None, plots: bool = True) -> dict:
+    """Reads ``out``'s cells and writes ``out/report.md``, ``out/report.json`` and the figures;
+    returns the summary dict with ``report`` (the markdown's path) and ``figures`` added."""
+    spec, cells = load(out)
+    summary = summarise(spec, cells, reference)
+    figures, note = {}, None
+    plt = _matplotlib() if plots else None
+    if plots and plt is None:
+        note = ("matplotlib is not installed (the `plot` extra: `pip install ntkbo[plot]`), so this "
+                "report has no figures.")
+    elif not plots:
+        note = "Figures were not requested (--no-plot)."
+    if plt is not None:
+        by_problem: dict = {}
+        for c, key in zip(cells, _problem_keys(cells)):
+            by_problem.setdefault(key, {})[c.algorithm] = c
+        for p in summary["problems"]:
+            name = f"curves_{_slug(p)}.png"
+            if plot_problem(os.path.join(out, name), p, by_problem[p], summary["algorithms"], plt):
+                figures[p] = name
+    text = render(summary, figures, note)
+    path = os.path.join(out, "report.md")
+    store.atomic_write(path, lambda fh: fh.write(text.encode()))
+    summary = dict(summary, report=path, figures=figures)
+    js = json.dumps(summary, indent=1, default=_json_default)
+    store.atomic_write(os.path.join(out, "report.json"), lambda fh: fh.write(js.encode()))
+    return summary
+
+
+def _json_default(o):
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    if isinstance(o, np.bool_):
+        return bool(o)
+    raise TypeError(type(o))
