@@ -5,6 +5,7 @@ written from the formulas) evaluated at ``c + Q (x - c - s)`` computed here in n
 samples and L-BFGS-B runs on those references for the optima.
 """
 
+import chex
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -48,6 +49,8 @@ def test_values_optimum_and_off_centre_minimiser(label):
     scale = max(1.0, abs(p.optimum))
     np.testing.assert_allclose(np.asarray(p.fn_batch(jnp.asarray(x))), reference(p, x),
                                rtol=1e-9, atol=1e-9)
+    chex.assert_shape(p.optimizer, (None, p.dim))
+    chex.assert_type(p.fn_batch(p.optimizer), float)
     xs = np.asarray(p.optimizer)
     assert xs.shape[0] >= 1 and np.all((xs >= lo) & (xs <= hi))
     np.testing.assert_allclose(reference(p, xs), p.optimum, rtol=0, atol=1e-9 * scale)

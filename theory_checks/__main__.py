@@ -42,7 +42,8 @@ def main(argv=None) -> int:
         report = theory_checks.run_check(name, jax.random.PRNGKey(args.seed), args.scale)
         print(table(report), flush=True)
         json_path, png_path = write(report, args.out)
-        print(f"   wrote {json_path}, {png_path}\n", flush=True)
+        figure = png_path or "no figure (matplotlib missing: pip install ntkbo[plot])"
+        print(f"   wrote {json_path}, {figure}\n", flush=True)
         summary["checks"][name] = {"passed": report.passed, "seconds": report.seconds,
                                    "cpu_seconds": report.cpu_seconds}
         ok &= report.passed

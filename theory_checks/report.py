@@ -117,12 +117,17 @@ def table(report: Report) -> str:
     return "\n".join(out)
 
 
-def write(report: Report, out_dir: str) -> tuple[str, str]:
-    """Writes ``<out_dir>/<name>.json`` and ``<out_dir>/<name>.png``; returns their paths."""
+def write(report: Report, out_dir: str) -> tuple[str, str | None]:
+    """Writes ``<out_dir>/<name>.json`` and, when matplotlib (the ``plot`` extra) is installed,
+    ``<out_dir>/<name>.png``; returns their paths (``None`` for the figure without matplotlib)."""
     os.makedirs(out_dir, exist_ok=True)
     json_path = os.path.join(out_dir, f"{report.name}.json")
     with open(json_path, "w") as f:
         json.dump(_jsonable(report.to_dict()), f, indent=1)
+    try:
+        import matplotlib  # noqa: F401  (optional: the ``plot`` extra)
+    except ImportError:
+        return json_path, None
     png_path = os.path.join(out_dir, f"{report.name}.png")
     _plot(report, png_path)
     return json_path, png_path
