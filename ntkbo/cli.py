@@ -1,4 +1,4 @@
-"""The ``ntkbo`` command line: ``ntkbo run``, ``ntkbo demo``, ``ntkbo list``.
+"""The ``ntkbo`` command line: ``ntkbo run``, ``ntkbo demo``, ``ntkbo list``, ``ntkbo coco``.
 
 ``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds at once
 (``jax.vmap``), in chunks so that a progress bar can show the best value so far, then writes
@@ -171,6 +171,37 @@ def _report(out: str, reference: str | None, plots: bool) -> int:
     return 0
 
 
+def _coco(args) -> int:
+    """``ntkbo coco`` and ``ntkbo coco-report`` (``ntkbo.experiments.coco``)."""
+    from ntkbo.experiments import coco
+
+    try:
+        if args.command == "coco-report":
+            rep = coco.report(args.dirs, args.out)
+        else:
+            opts = _parse_options(args.set)
+            dims = coco.parse_ints(args.dims, "--dims", coco.BBOB_DIMS)
+            instances = coco.parse_ints(args.instances, "--instances")
+            functions = coco.parse_ints(args.functions, "--functions", coco.BBOB_FUNCTIONS)
+            if not args.float32:
+                import jax
+
+                jax.config.update("jax_enable_x64", True)
+            res = coco.run(args.algo, dims=dims, instances=instances, functions=functions,
+                           budget_multiplier=args.budget_multiplier, options=opts, seed=args.seed,
+                           out=args.out or os.path.join("runs", "coco", args.algo))
+            rep = res["report"]
+            print(f"\n{args.algo}: {res['problems']} bbob problems in {res['wall_time_s']:.1f} s; "
+                  "fraction of (function, instance, target) triples solved at the budget: "
+                  + ", ".join(f"{d}-D {v:.3f}" for d, v in res["solved"].items()))
+            print(f"  cocoex folder (python -m cocopp reads it): {res['cocoex_folder']}")
+    except (ValueError, TypeError, ImportError) as err:
+        print(f"ntkbo: error: {err}", file=sys.stderr)
+        return 2
+    print(f"  report: {rep['markdown']}" + (f", plot: {rep['png']}" if rep["png"] else ""))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkbo", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -191,6 +222,22 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("demo", help="the README's main job: NeuralBO vs random search on Branin")
     d.add_argument("--out", default="runs/demo")
     sub.add_parser("list", help="list algorithms and problems")
+    c = sub.add_parser("coco", help="an algorithm on the COCO/BBOB suite through cocoex (the coco "
+                       "extra); writes cocoex's folder, ntkbo_runs.npz and coco_report.md")
+    c.add_argument("--algo", required=True)
+    c.add_argument("--dims", default="2,3,5,10", help="bbob dimensions, e.g. 2,3,5,10")
+    c.add_argument("--instances", default="1-15", help="bbob instance ids, e.g. 1-15 or 1-5,7")
+    c.add_argument("--functions", default="1-24", help="bbob function ids, e.g. 1-24")
+    c.add_argument("--budget-multiplier", type=int, default=20, help="evaluations per problem / d")
+    c.add_argument("--out", default=None, help="a new output folder (default runs/coco/ALGO)")
+    c.add_argument("--seed", type=int, default=0, help="master seed of the per-problem keys")
+    c.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="algorithm options")
+    c.add_argument("--float32", action="store_true",
+                   help="keep JAX in float32 (default: float64, for targets down to 1e-8)")
+    cr = sub.add_parser("coco-report", help="coco_report.md and the ECDF plot comparing the "
+                        "folders of several `ntkbo coco` runs")
+    cr.add_argument("dirs", nargs="+", metavar="DIR")
+    cr.add_argument("--out", default=None, help="default: the folders' common parent")
     rp = sub.add_parser("report", help="report.md and plots from a study's stored cells "
                         "(never re-runs anything)")
     rp.add_argument("dir", metavar="DIR", help="the experiment folder (DIR/cells/*.npz)")
@@ -198,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="algorithm the others are tested against (default: spec.json's)")
     rp.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    if args.command in ("coco", "coco-report"):
+        return _coco(args)
     if args.command == "report":
         return _report(args.dir, args.reference, not args.no_plot)
 
