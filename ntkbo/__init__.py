@@ -8,7 +8,8 @@ The public surface::
     results = jax.vmap(lambda k: ntkbo.minimize(algo, problem, 200, k))(keys)
 """
 
-from ntkbo import acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc
+from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc,
+                   space)
 from ntkbo.base import Algorithm
 from ntkbo.loop import Result, best_so_far, maximize, minimize
 
@@ -29,4 +30,5 @@ __all__ = [
     "minimize",
     "optimize",
     "qmc",
+    "space",
 ]
