@@ -204,6 +204,9 @@ def _coco(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ntkbo", description=__doc__.split("\n")[0])
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not use JAX's persistent compilation cache (ntkbo.cache: "
+                        "$NTKBO_CACHE_DIR, default ~/.cache/ntkbo/jax)")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run an algorithm on a benchmark over several seeds")
     r.add_argument("--algo", required=True)
@@ -245,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="algorithm the others are tested against (default: spec.json's)")
     rp.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    if args.command in ("run", "demo", "bench", "coco") and not args.no_cache:
+        from ntkbo import cache
+
+        cache.enable()  # a second identical command loads its programs instead of compiling
     if args.command in ("coco", "coco-report"):
         return _coco(args)
     if args.command == "report":

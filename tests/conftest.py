@@ -7,6 +7,9 @@ os.environ.setdefault("JAX_ENABLE_X64", "1")
 # XLA's own on small matrices (a 256x256 Cholesky measured 238 ms with default threads, 0.8 ms
 # with one; benchmarks/README.md).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The command line turns on JAX's persistent compilation cache (ntkbo.cache); tests that call it
+# in-process must not write to the user's cache folder.
+os.environ.setdefault("NTKBO_CACHE_DIR", "off")
 
 import jax  # noqa: E402
 
