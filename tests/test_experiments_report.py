@@ -285,13 +285,14 @@ def test_report_numbers_equal_scipy_on_stored_cells(tmp_path):
 
 def test_report_without_matplotlib_and_unknown_optimum(tmp_path, monkeypatch):
     """Without the plot extra the report is still written, without figures, and says so; a problem
-    with no known optimum reports the best f so far. Catches: an ImportError escaping, a figure
-    link to a file that was not written, NaN metric used as the value."""
+    with no known optimum reports the best f so far; beats_reference asks Ha: mean(a) < mean(ref).
+    Catches: an ImportError escaping, a figure link to a file that was not written, NaN metric
+    used as the value, beats_reference ignored (the 'greater' p is 1 - this one)."""
     rng = np.random.default_rng(4)
     arrays = {a: _write_cell(tmp_path, rng, a, "mystery", optimum=None, shift=s)
               for a, s in (("a", 0.0), ("b", 1.0))}
     monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # import fails
-    rep = report_mod.write_report(str(tmp_path), reference="b")
+    rep = report_mod.write_report(str(tmp_path), reference="b", beats_reference=True)
     md = (tmp_path / "report.md").read_text()
     assert "matplotlib is not installed" in md and "![" not in md
     assert not list(tmp_path.glob("*.png"))
@@ -299,7 +300,8 @@ def test_report_without_matplotlib_and_unknown_optimum(tmp_path, monkeypatch):
     assert rep["problems"]["mystery"]["kind"] == "f"
     np.testing.assert_allclose(d["mean"], arrays["a"]["f"].min(1).mean(), rtol=1e-12)
     w = scipy.stats.ttest_ind(arrays["a"]["f"].min(1), arrays["b"]["f"].min(1), equal_var=False,
-                              alternative="greater")
+                              alternative="less")
+    assert w.pvalue < 0.5  # 'a' was drawn lower: the two alternatives' p-values differ
     np.testing.assert_allclose(d["welch_vs_reference"]["p"], w.pvalue, rtol=1e-9)
 
 

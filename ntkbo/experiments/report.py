@@ -126,8 +126,12 @@ def _spec_labels(spec: dict | None, what: str) -> list:
     return out
 
 
-def summarise(spec: dict | None, cells: list[Cell], reference: str | None = None) -> dict:
-    """Every number of the report as a JSON-able dict (module docstring)."""
+def summarise(spec: dict | None, cells: list[Cell], reference: str | None = None,
+              beats_reference: bool = False) -> dict:
+    """Every number of the report as a JSON-able dict (module docstring). ``beats_reference``
+    turns Table 2's question around: ``Ha: mean(algorithm) < mean(reference)`` (does each algorithm
+    beat a baseline such as random search?) instead of the paper's ``Ha: mean(algorithm) >
+    mean(reference)`` (is the reference better than each baseline?)."""
     algos = _ordered({c.algorithm for c in cells}, _spec_labels(spec, "algorithms"))
     by_problem: dict[str, dict[str, Cell]] = {}
     cells = sorted(cells, key=lambda c: (c.problem, c.dim))
@@ -155,7 +159,8 @@ def summarise(spec: dict | None, cells: list[Cell], reference: str | None = None
     perm = [algos.index(reference)] + [i for i, a in enumerate(algos) if a != reference]
     algos, ranks = [algos[i] for i in perm], ranks[perm]  # the reference first, as Table 1
 
-    rows = stats.table2_rows(finite, reference, q=ALPHA)
+    alternative = "less" if beats_reference else "greater"
+    rows = stats.table2_rows(finite, reference, q=ALPHA, alternative=alternative)
     table2 = {p: {} for p in problems}
     for p, a, res, p_adj, rejected in rows:
         table2[p][a] = {"t": res.statistic, "df": res.df, "p": res.pvalue, "p_bh": p_adj,
@@ -183,6 +188,7 @@ def summarise(spec: dict | None, cells: list[Cell], reference: str | None = None
         out_problems[p] = entry
 
     return {"reference": reference, "reference_source": ref_source, "algorithms": algos,
+            "alternative": alternative,
             "problems": out_problems, "average_ranks": dict(zip(algos, map(float, ranks))),
             "ranked_on": "mean final value per problem (1 = lowest; ties averaged)",
             "alpha": ALPHA, "header": _header(spec, cells)}
@@ -335,10 +341,15 @@ def render(summary: dict, figures: dict, plot_note: str | None) -> str:
         lines.append("")
 
     others = [a for a in algos if a != ref]
+    if summary["alternative"] == "greater":
+        question = (f"H0: mean(algorithm) <= mean({ref}) against Ha: mean(algorithm) > mean({ref})"
+                    f" on the final values (small p: {ref} is lower)")
+    else:
+        question = (f"H0: mean(algorithm) >= mean({ref}) against Ha: mean(algorithm) < mean({ref})"
+                    f" on the final values (small p: the algorithm is lower than {ref})")
     lines += [
         f"## One-sided Welch t-tests against {ref} (NeuralBO's Table 2)", "",
-        f"Each cell is (p, T/F): p of Welch's t-test of H0: mean(algorithm) <= mean({ref}) against "
-        f"Ha: mean(algorithm) > mean({ref}) on the final values (small p: {ref} is lower). "
+        f"Each cell is (p, T/F): p of Welch's t-test of {question}. "
         f"T: H0 rejected after Benjamini-Hochberg over all {sum(len(e['algorithms']) - (ref in e['algorithms']) for e in summary['problems'].values() if ref in e['algorithms'])} "
         f"tests of the table at FDR {summary['alpha']}.", "",
     ]
@@ -383,11 +394,13 @@ def render(summary: dict, figures: dict, plot_note: str | None) -> str:
     return "\n".join(lines)
 
 
-def write_report(out: str, reference: str | None = None, plots: bool = True) -> dict:
+def write_report(out: str, reference: str | None = None, plots: bool = True,
+                 beats_reference: bool = False) -> dict:
     """Reads ``out``'s cells and writes ``out/report.md``, ``out/report.json`` and the figures;
-    returns the summary dict with ``report`` (the markdown's path) and ``figures`` added."""
+    returns the summary dict with ``report`` (the markdown's path) and ``figures`` added
+    (``beats_reference`` as ``summarise``)."""
     spec, cells = load(out)
-    summary = summarise(spec, cells, reference)
+    summary = summarise(spec, cells, reference, beats_reference)
     figures, note = {}, None
     plt = _matplotlib() if plots else None
     if plots and plt is None:

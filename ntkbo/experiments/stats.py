@@ -290,15 +290,17 @@ def welch(a, b, alternative: str = "greater") -> WelchResult:
     return WelchResult(t, df, p)
 
 
-def welch_against(samples: dict, reference: str) -> dict:
+def welch_against(samples: dict, reference: str, alternative: str = "greater") -> dict:
     """NeuralBO's Table 2 for one problem: for every label in ``samples`` (final values to minimise,
-    one per seed) but ``reference``, ``welch(samples[label], samples[reference], 'greater')``: the
-    p-value of ``H0: mu_label <= mu_reference`` against ``Ha: mu_label > mu_reference`` (the
-    reference reaches lower values). Returns ``{label: WelchResult}``."""
+    one per seed) but ``reference``, ``welch(samples[label], samples[reference], alternative)``.
+    The default ``'greater'`` is the paper's: the p-value of ``H0: mu_label <= mu_reference``
+    against ``Ha: mu_label > mu_reference`` (the reference reaches lower values); ``'less'`` asks
+    whether each algorithm beats the reference (``Ha: mu_label < mu_reference``, the demo's test
+    against random search). Returns ``{label: WelchResult}``."""
     if reference not in samples:
         raise ValueError(f"reference {reference!r} is not one of the algorithms {sorted(samples)}")
     ref = samples[reference]
-    return {k: welch(v, ref, "greater") for k, v in samples.items() if k != reference}
+    return {k: welch(v, ref, alternative) for k, v in samples.items() if k != reference}
 
 
 def bh_adjust(p) -> np.ndarray:
@@ -415,16 +417,17 @@ def average_ranks(table) -> np.ndarray:
         return np.where(counts > 0, np.nansum(ranks, 0) / np.maximum(counts, 1), np.nan)
 
 
-def table2_rows(samples_by_problem: dict, reference: str, q: float = 0.05) -> list:
+def table2_rows(samples_by_problem: dict, reference: str, q: float = 0.05,
+                alternative: str = "greater") -> list:
     """NeuralBO's Table 2 over a family of problems: every (problem, algorithm != reference) Welch
-    test, with Benjamini-Hochberg adjusted p-values over the whole family (the digest's reading: all
-    tests of the table are one family). Returns rows ``(problem, label, WelchResult, p_adj,
+    test (``alternative`` as ``welch_against``), with Benjamini-Hochberg adjusted p-values over the
+    whole family (the digest's reading: all tests of the table are one family). Returns rows ``(problem, label, WelchResult, p_adj,
     rejected)`` where ``rejected`` is ``p_adj <= q`` (the table's T/F)."""
     rows = []
     for prob, samples in samples_by_problem.items():
         if reference not in samples:
             continue
-        for label, res in welch_against(samples, reference).items():
+        for label, res in welch_against(samples, reference, alternative).items():
             rows.append([prob, label, res])
     adj = bh_adjust([r[2].pvalue for r in rows])
     return [(p, l, r, float(a), bool(a <= q)) for (p, l, r), a in zip(rows, adj)]
