@@ -156,13 +156,12 @@ def _print_summary(rec: dict, out: str | None) -> None:
               + (f", plot: {os.path.join(out, 'best_so_far.png')}" if rec.get("plot") else ""))
 
 
-def _report(out: str, reference: str | None, plots: bool, beats_reference: bool = False) -> int:
+def _report(out: str, reference: str | None, plots: bool) -> int:
     """``ntkbo report DIR``: writes DIR/report.md (ntkbo.experiments.report) and says where."""
     from ntkbo.experiments import report
 
     try:
-        rep = report.write_report(out, reference=reference, plots=plots,
-                                  beats_reference=beats_reference)
+        rep = report.write_report(out, reference=reference, plots=plots)
     except ValueError as err:
         print(f"ntkbo report: error: {err}", file=sys.stderr)
         return 2
@@ -247,9 +246,6 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("dir", metavar="DIR", help="the experiment folder (DIR/cells/*.npz)")
     rp.add_argument("--reference", default=None, metavar="LABEL",
                     help="algorithm the others are tested against (default: spec.json's)")
-    rp.add_argument("--beats-reference", action="store_true",
-                    help="test whether each algorithm is lower than the reference (default: "
-                    "whether the reference is lower than each, as NeuralBO's Table 2)")
     rp.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     if args.command in ("run", "demo", "bench", "coco") and not args.no_cache:
@@ -259,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("coco", "coco-report"):
         return _coco(args)
     if args.command == "report":
-        return _report(args.dir, args.reference, not args.no_plot, args.beats_reference)
+        return _report(args.dir, args.reference, not args.no_plot)
 
     import ntkbo
 

@@ -239,7 +239,7 @@ def test_report_numbers_equal_scipy_on_stored_cells(tmp_path):
     cells = _study(tmp_path)
     rep = report_mod.write_report(str(tmp_path))
     assert rep["reference"] == "neural_bo" and rep["reference_source"] == "spec.json"
-    raw, keys = [], []
+    raw, keys = {}, []
     for p in ("branin", "gardner", "hartmann6"):
         e = rep["problems"][p]
         assert e["kind"] == ("regret+violation" if p == "gardner" else "regret")
@@ -255,17 +255,19 @@ def test_report_numbers_equal_scipy_on_stored_cells(tmp_path):
                 np.testing.assert_allclose(d["feasible_fraction"],
                                            cells[(p, a)]["feasible"].any(1).mean())
             if a == "neural_bo":
-                assert d["welch_vs_reference"] is None
+                assert d["vs_reference"] is None
                 continue
-            w = scipy.stats.ttest_ind(fin, ref_final, equal_var=False, alternative="greater")
-            np.testing.assert_allclose(d["welch_vs_reference"]["p"], w.pvalue, rtol=1e-9)
-            raw.append(w.pvalue)
+            for direction, alt in (("reference_lower", "greater"), ("algorithm_lower", "less")):
+                w = scipy.stats.ttest_ind(fin, ref_final, equal_var=False, alternative=alt)
+                np.testing.assert_allclose(d["vs_reference"][direction]["p"], w.pvalue, rtol=1e-9)
+                raw.setdefault(direction, []).append(w.pvalue)
             keys.append((p, a))
-    bh = scipy.stats.false_discovery_control(raw)
-    for (p, a), q in zip(keys, bh):
-        got = rep["problems"][p]["algorithms"][a]["welch_vs_reference"]
-        np.testing.assert_allclose(got["p_bh"], q, rtol=1e-9)
-        assert got["rejected"] == (q <= 0.05)
+    for direction in ("reference_lower", "algorithm_lower"):  # one BH family per direction
+        bh = scipy.stats.false_discovery_control(raw[direction])
+        for (p, a), q in zip(keys, bh):
+            got = rep["problems"][p]["algorithms"][a]["vs_reference"][direction]
+            np.testing.assert_allclose(got["p_bh"], q, rtol=1e-9)
+            assert got["rejected"] == (q <= 0.05)
     means = np.array([[cells[(p, a)]["metric"][:, -1].mean()
                        for a in ("neural_bo", "gp_ei", "random_search")]
                       for p in ("branin", "gardner", "hartmann6")])
@@ -275,8 +277,10 @@ def test_report_numbers_equal_scipy_on_stored_cells(tmp_path):
     # the markdown: header from the cells' meta, Table 2's (p, T/F) cells, one figure per problem
     md = (tmp_path / "report.md").read_text()
     assert "`ntkbo bench spec.toml --out DIR`" in md and "scale `smoke`" in md and "cpu x 4" in md
-    w = rep["problems"]["branin"]["algorithms"]["random_search"]["welch_vs_reference"]
-    assert f"({w['p']:.3g}, {'T' if w['rejected'] else 'F'})" in md
+    w = [rep["problems"]["branin"]["algorithms"][a]["vs_reference"]["reference_lower"]
+         for a in rep["algorithms"][1:]]  # Table 2's row, the paper's direction
+    assert ("| branin | 2 | " + " | ".join(f"({v['p']:.3g}, {'T' if v['rejected'] else 'F'})"
+                                           for v in w) + " |") in md
     for p in ("branin", "gardner", "hartmann6"):
         assert (tmp_path / f"curves_{p}.png").stat().st_size > 5000
         assert f"![{p}](curves_{p}.png)" in md
@@ -285,14 +289,14 @@ def test_report_numbers_equal_scipy_on_stored_cells(tmp_path):
 
 def test_report_without_matplotlib_and_unknown_optimum(tmp_path, monkeypatch):
     """Without the plot extra the report is still written, without figures, and says so; a problem
-    with no known optimum reports the best f so far; beats_reference asks Ha: mean(a) < mean(ref).
-    Catches: an ImportError escaping, a figure link to a file that was not written, NaN metric
-    used as the value, beats_reference ignored (the 'greater' p is 1 - this one)."""
+    with no known optimum reports the best f so far; the converse direction asks Ha: mean(a) <
+    mean(ref). Catches: an ImportError escaping, a figure link to a file that was not written, NaN
+    metric used as the value, the two directions swapped (one p is 1 - the other)."""
     rng = np.random.default_rng(4)
     arrays = {a: _write_cell(tmp_path, rng, a, "mystery", optimum=None, shift=s)
               for a, s in (("a", 0.0), ("b", 1.0))}
     monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # import fails
-    rep = report_mod.write_report(str(tmp_path), reference="b", beats_reference=True)
+    rep = report_mod.write_report(str(tmp_path), reference="b")
     md = (tmp_path / "report.md").read_text()
     assert "matplotlib is not installed" in md and "![" not in md
     assert not list(tmp_path.glob("*.png"))
@@ -302,7 +306,8 @@ def test_report_without_matplotlib_and_unknown_optimum(tmp_path, monkeypatch):
     w = scipy.stats.ttest_ind(arrays["a"]["f"].min(1), arrays["b"]["f"].min(1), equal_var=False,
                               alternative="less")
     assert w.pvalue < 0.5  # 'a' was drawn lower: the two alternatives' p-values differ
-    np.testing.assert_allclose(d["welch_vs_reference"]["p"], w.pvalue, rtol=1e-9)
+    np.testing.assert_allclose(d["vs_reference"]["algorithm_lower"]["p"], w.pvalue, rtol=1e-9)
+    np.testing.assert_allclose(d["vs_reference"]["reference_lower"]["p"], 1 - w.pvalue, rtol=1e-9)
 
 
 def test_report_cli_and_errors(tmp_path, capsys):
