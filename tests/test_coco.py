@@ -259,3 +259,34 @@ def test_an_existing_run_folder_is_refused(runs):
     with pytest.raises(ValueError, match="--out"):
         coco.run("random_search", dims=[DIM], instances=[1], functions=[1],
                  budget_multiplier=MULT, out=runs["random_search"], quiet=True)
+
+
+def test_a_stopped_run_keeps_its_finished_problems_marked_incomplete(runs, tmp_path, monkeypatch):
+    # Saving after every problem (SAVE_EVERY_S = 0) and stopping the run in its second problem
+    # (KeyboardInterrupt where f_opt is read) leaves the first problem's record, marked
+    # incomplete, and the report says so.
+    # Catches: a record written only at the end (a killed long run would lose everything), or a
+    # partial record reported as complete.
+    monkeypatch.setattr(coco, "SAVE_EVERY_S", 0.0)
+    read = coco._fopt_from_dat
+    calls = []
+
+    def stop_on_second(*args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return read(*args)
+
+    monkeypatch.setattr(coco, "_fopt_from_dat", stop_on_second)
+    out = str(tmp_path / "stopped")
+    with pytest.raises(KeyboardInterrupt):
+        coco.run("random_search", dims=[DIM], instances=[1], functions=FUNCTIONS,
+                 budget_multiplier=MULT, seed=SEED, out=out, quiet=True)
+    rec = coco.read_runs(out)
+    assert rec["meta"]["complete"] is False
+    assert list(rec["dims"][DIM]["function"]) == [FUNCTIONS[0]]
+    # The finished problem is the same run as in the complete record (same key, same points).
+    full = coco.read_runs(runs["random_search"])["dims"][DIM]
+    np.testing.assert_array_equal(rec["dims"][DIM]["x"][0], full["x"][0])
+    text = open(coco.report([out])["markdown"]).read()
+    assert f"1 of {len(FUNCTIONS)} (**incomplete**" in text

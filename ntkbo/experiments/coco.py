@@ -26,7 +26,10 @@ What ntkbo records, besides cocoex's folder: ``DIR/ntkbo_runs.npz`` (``read_runs
 ``d``: ``d{d}_function``, ``d{d}_instance`` ``(n,)``, ``d{d}_x`` ``(n, B, d)`` every evaluated point,
 ``d{d}_f`` ``(n, B)`` cocoex's value there, ``d{d}_fopt`` ``(n,)``, ``d{d}_gap`` ``(n, B)``
 ``f - f_opt``, ``d{d}_wall`` ``(n,)`` seconds, ``d{d}_key`` ``(n, 2)`` the raw keys, and ``meta``
-(a JSON string: algorithm, resolved options, seed, budget multiplier, versions, command).
+(a JSON string: algorithm, resolved options, seed, budget multiplier, versions, command, and
+``complete``). A long run rewrites the file about every minute, marked incomplete, so a killed
+run keeps the problems it finished (the report says so); it cannot be resumed: cocoex's observer
+starts a new folder, so a new run needs a new ``--out``.
 
 The report (``report``; ``ntkbo coco-report DIR [DIR ...]``) is computed from those records only:
 the runtime of a (run, target) pair is the first evaluation ``n`` (1-based) at which
@@ -60,6 +63,9 @@ BBOB_FUNCTIONS = tuple(range(1, 25))
 RUNS_FILE = "ntkbo_runs.npz"
 REPORT_FILE = "coco_report.md"
 COCOEX_FOLDER = "cocoex"
+#: While ``run`` runs, it rewrites its record (marked incomplete) after the first problem that
+#: finishes this many seconds or more after the last write, so a killed run keeps its problems.
+SAVE_EVERY_S = 60.0
 
 _EXTRA_MSG = ("COCO/BBOB needs the 'coco' extra (coco-experiment, cocopp): "
               "pip install 'ntkbo[coco]'")
@@ -207,6 +213,9 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
                          f"{', '.join(ntkbo.algorithms.names())}")
     if ntkbo.algorithms.uses_pde(algo_name):
         raise ValueError(f"--algo {algo_name} needs a PDE; the bbob problems have none")
+    if ntkbo.algorithms.models_constraints(algo_name, **options):
+        raise ValueError(f"--algo {algo_name} models black-box constraints; the bbob problems "
+                         "have none (use its unconstrained counterpart)")
     dims = parse_ints(",".join(map(str, dims)), "--dims", BBOB_DIMS)
     functions = parse_ints(",".join(map(str, functions)), "--functions", BBOB_FUNCTIONS)
     instances = parse_ints(",".join(map(str, instances)), "--instances")
@@ -242,6 +251,15 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
     bar = tqdm(total=n_problems, desc=f"{algo_name} on bbob", unit="problem", disable=quiet,
                file=sys.stderr)
     solved_so_far: list[np.ndarray] = []
+    meta = {
+        "format": 1, "algorithm": algo_name, "options": resolved, "seed": int(seed),
+        "budget_multiplier": budget_multiplier, "dims": dims, "functions": functions,
+        "instances": instances, "targets": TARGETS.tolist(),
+        "key": "fold_in(fold_in(fold_in(PRNGKey(seed), function), dim), instance)",
+        "cocoex_folder": os.path.relpath(folder, out), "command": " ".join(sys.argv),
+        "versions": _versions(), "problems": n_problems,
+    }
+    last_save = time.time()
     for problem in suite:
         fid, d, iid = int(problem.id_function), int(problem.dimension), int(problem.id_instance)
         pid = str(problem.id)
@@ -278,18 +296,25 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
         rec["key"].append(np.asarray(key_data(key)))
         solved_so_far.append(runtimes((f_arr - fopt)[None]) <= budget)
         bar.update(1)
-        bar.set_postfix(problem=pid,
-                        solved=f"{np.mean(solved_so_far):.3f}")
+        bar.set_postfix(problem=pid, solved=f"{np.mean(solved_so_far):.3f}")
+        if time.time() - last_save > SAVE_EVERY_S:  # a killed run keeps what it finished
+            _save_runs(out, {**meta, "complete": False, "wall_time_s": time.time() - t_start},
+                       per_dim)
+            last_save = time.time()
     bar.close()
     wall_total = time.time() - t_start
-    meta = {
-        "format": 1, "algorithm": algo_name, "options": resolved, "seed": int(seed),
-        "budget_multiplier": budget_multiplier, "dims": dims, "functions": functions,
-        "instances": instances, "targets": TARGETS.tolist(),
-        "key": "fold_in(fold_in(fold_in(PRNGKey(seed), function), dim), instance)",
-        "cocoex_folder": os.path.relpath(folder, out), "wall_time_s": wall_total,
-        "command": " ".join(sys.argv), "versions": _versions(),
-    }
+    arrays = _save_runs(out, {**meta, "complete": True, "wall_time_s": wall_total}, per_dim)
+    result = {"out": out, "cocoex_folder": folder, "problems": n_problems,
+              "wall_time_s": wall_total,
+              "solved": {d: float(np.mean(runtimes(arrays[f"d{d}_gap"]) <= budget_multiplier * d))
+                         for d in sorted(per_dim)}}
+    if write_report:
+        result["report"] = report([out], out)
+    return result
+
+
+def _save_runs(out: str, meta: dict, per_dim: dict) -> dict:
+    """Writes ``out/ntkbo_runs.npz`` atomically (see the module docstring); returns its arrays."""
     arrays = {"meta": np.asarray(json.dumps(meta))}
     for d, rec in per_dim.items():
         f = np.stack(rec["f"])
@@ -302,13 +327,7 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
             f"d{d}_key": np.stack(rec["key"]).astype(np.uint32),
         })
     _write_npz(os.path.join(out, RUNS_FILE), arrays)
-    result = {"out": out, "cocoex_folder": folder, "problems": n_problems,
-              "wall_time_s": wall_total,
-              "solved": {d: float(np.mean(runtimes(arrays[f"d{d}_gap"]) <= budget_multiplier * d))
-                         for d in sorted(per_dim)}}
-    if write_report:
-        result["report"] = report([out], out)
-    return result
+    return arrays
 
 
 def key_data(key):
@@ -441,13 +460,17 @@ def _markdown(runs, dims, curves, at_budget, per_function, png, csv_path, out) -
              "for the 11 targets 1e2, 1e1, ..., 1e-8 — computed by ntkbo from its records "
              f"(`{RUNS_FILE}`); each instance is one run, no simulated restarts. The cocoex "
              "folders can also be read by `python -m cocopp FOLDER`.", "",
-             "| algorithm | folder | functions | instances | budget | seed | cocoex folder |",
-             "|---|---|---|---|---|---|---|"]
+             "| algorithm | folder | functions | instances | budget | seed | problems run | "
+             "cocoex folder |",
+             "|---|---|---|---|---|---|---|---|"]
     for label, folder, r in runs:
         m = r["meta"]
+        done = sum(len(rec["function"]) for rec in r["dims"].values())
+        status = (f"{done}" if m.get("complete", True) else
+                  f"{done} of {m.get('problems', '?')} (**incomplete**: the run was stopped)")
         lines.append(f"| {label} | `{folder}` | {_ranges(m['functions'])} | "
                      f"{_ranges(m['instances'])} | {m['budget_multiplier']} d | {m['seed']} | "
-                     f"`{os.path.join(folder, m['cocoex_folder'])}` |")
+                     f"{status} | `{os.path.join(folder, m['cocoex_folder'])}` |")
     sets = {(tuple(r["meta"]["functions"]), tuple(r["meta"]["instances"])) for _, _, r in runs}
     if len(sets) > 1:
         lines += ["", "**Warning:** the folders ran different functions or instances; their "
