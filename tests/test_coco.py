@@ -160,16 +160,20 @@ def _folders(runs):
 
 
 def test_cocopp_reads_the_folder_with_one_run_per_problem(runs):
-    # Catches: the observer not attached (no data), a wrong budget, instances or dimensions.
+    # Catches: the observer not attached (no data), a wrong budget, instances or dimensions, a
+    # folder name shared by every algorithm (cocopp's plots could not tell them apart).
     pytest.importorskip("cocopp", reason="the coco extra (pip install 'ntkbo[coco]') is not "
                                          "installed")
     from cocopp import pproc
 
     for label, folder in _folders(runs):
         meta = coco.read_runs(folder)["meta"]
+        # cocoex's folder is named after --out's last part: cocopp labels algorithms by it.
+        assert meta["cocoex_folder"] == os.path.basename(folder)
         dsl = pproc.DataSetList(os.path.join(folder, meta["cocoex_folder"]))
         assert sorted(ds.funcId for ds in dsl) == sorted(FUNCTIONS)
         for ds in dsl:
+            assert ds.algId == label
             assert ds.dim == DIM
             assert sorted(ds.instancenumbers) == list(INSTANCES[label])
             assert list(ds.maxevals) == [BUDGET] * len(INSTANCES[label])

@@ -3,8 +3,9 @@
 ``ntkbo coco --algo NAME --dims 2,3,5,10 --instances 1-15 --budget-multiplier 20 --out DIR``
 (``run``) drives ``cocoex`` (the ``coco`` extra: ``pip install 'ntkbo[coco]'``): its
 ``Suite("bbob", "instances: ...", "dimensions: ... function_indices: ...")`` and its
-``Observer("bbob", ...)``, which writes ``DIR/cocoex/`` in the format ``cocopp`` reads
-(``python -m cocopp DIR/cocoex``). Every problem is evaluated on the host; the algorithm runs
+``Observer("bbob", ...)``, which writes ``DIR/NAME/`` (``NAME`` the last part of ``DIR``, which
+``cocopp`` uses as the algorithm's label in its plots) in the format ``cocopp`` reads
+(``python -m cocopp DIR1/NAME1 DIR2/NAME2``). Every problem is evaluated on the host; the algorithm runs
 unchanged through ``ntkbo.ask_tell`` (``start``/``ask``/``tell``: the same Sobol initial design of
 ``ntkbo.loop.default_n_init(d) = d + 1`` points as ``ntkbo.minimize``, then ``algo.suggest``,
 buffers grown by doubling). The budget of a problem in dimension ``d`` is
@@ -62,7 +63,6 @@ BBOB_DIMS = (2, 3, 5, 10, 20, 40)
 BBOB_FUNCTIONS = tuple(range(1, 25))
 RUNS_FILE = "ntkbo_runs.npz"
 REPORT_FILE = "coco_report.md"
-COCOEX_FOLDER = "cocoex"
 #: While ``run`` runs, it rewrites its record (marked incomplete) after the first problem that
 #: finishes this many seconds or more after the last write, so a killed run keeps its problems.
 SAVE_EVERY_S = 60.0
@@ -152,6 +152,13 @@ def ecdf(rt, evals) -> np.ndarray:
     return (r[None, :] <= n.reshape(-1, 1)).mean(axis=1).reshape(n.shape)
 
 
+def cocoex_folder_name(out: str) -> str:
+    """The name of cocoex's folder inside ``out``: ``out``'s last part (characters other than
+    letters, digits, ``_.-`` replaced by ``_``), which ``cocopp`` shows as the algorithm's label."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(os.path.normpath(out)))
+    return name.strip(".") or "cocoex"
+
+
 def _fopt_from_dat(folder: str, function: int, dim: int) -> float:
     """The ``Fopt`` of the last run cocoex logged for (function, dim): its ``.dat`` header."""
     paths = glob.glob(os.path.join(folder, f"data_f{function}", f"*_f{function}_DIM{dim}.dat"))
@@ -196,7 +203,8 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
         functions=BBOB_FUNCTIONS, budget_multiplier: int = 20, out: str, options=None,
         seed: int = 0, quiet: bool = False, write_report: bool = True) -> dict:
     """Runs ``algo_name`` (``ntkbo.algorithms.get(algo_name, **options)``) on every selected
-    ``bbob`` problem under cocoex's observer; writes ``out/cocoex/``, ``out/ntkbo_runs.npz`` and
+    ``bbob`` problem under cocoex's observer; writes ``out/NAME/`` (cocoex's folder, ``NAME`` the
+    last part of ``out``), ``out/ntkbo_runs.npz`` and
     (``write_report``) ``out/coco_report.md`` with ``out/coco_ecdf.png`` and ``.csv``.
 
     Returns ``{"out", "cocoex_folder", "problems", "wall_time_s", "solved"}`` (``solved``: per
@@ -225,8 +233,9 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
     out = os.path.abspath(out)
     if re.search(r"\s", out):
         raise ValueError(f"--out {out!r}: cocoex's option string cannot hold whitespace")
+    cocoex_name = cocoex_folder_name(out)
     if os.path.exists(os.path.join(out, RUNS_FILE)) or os.path.exists(
-            os.path.join(out, COCOEX_FOLDER)):
+            os.path.join(out, cocoex_name)):
         raise ValueError(f"--out {out!r} already holds a COCO run; choose a new folder")
     algo = ntkbo.algorithms.get(algo_name, **options)  # ValueError/TypeError on a bad --set
     try:
@@ -242,7 +251,7 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
     suite = cocoex.Suite("bbob", f"instances: {_ranges(instances)}",
                          f"dimensions: {','.join(map(str, dims))} "
                          f"function_indices: {_ranges(functions)}")
-    observer = cocoex.Observer("bbob", f"outer_folder: {out} result_folder: {COCOEX_FOLDER} "
+    observer = cocoex.Observer("bbob", f"outer_folder: {out} result_folder: {cocoex_name} "
                                        f"algorithm_name: {algo_name}")
     folder = observer.result_folder
     per_dim: dict[int, dict[str, list]] = {}
