@@ -9,12 +9,26 @@ The study is an immutable value, threaded by the caller::
         study = ntkbo.ask_tell.tell(algo, study, x, y)     # validates, grows capacity, refits
         ntkbo.ask_tell.save("study.msgpack", study)        # resume later with ``load``
 
-Every input is validated here, outside ``jit``: points must have shape ``(q, d)`` and lie in the
-bounds, observations must be finite and one per point.
+Every input is validated here, outside ``jit``: points must have shape ``(q, d)``, be finite and
+lie in the bounds, and there must be one observation per point.
+
+**Failed evaluations** (Optuna's failed trials): a NaN or infinite observation (or constraint
+value) is accepted and recorded as failed: ``observations`` returns it, ``failed`` marks it, and
+no model is fit to it and no best point is chosen among failures (``ntkbo.data``). An evaluation
+that crashed can be told as ``y = nan``.
+
+**Precision**: the study keeps the exact record of what was told, in float64 (``observations``,
+``constraint_observations``; ``save`` writes it), while the algorithm's buffers hold the values in
+the state's dtype (float32 unless ``jax_enable_x64`` is on). Validation happens in that dtype: a
+finite value that overflows it (``1e39`` in float32) is refused with an error instead of becoming
+``inf``; a point that is inside the box once rounded to the dtype is accepted (and clipped to the
+box); observations that the dtype cannot tell apart (``1e8 + 0.4`` and ``1e8 + 3`` in float32) stay
+distinct in the record, though the model sees them rounded (enable ``jax_enable_x64`` to model them
+apart).
 
 Black-box constraints ``c_k(x) <= 0`` (feasible iff every ``c_k(x) <= 0``): an algorithm with
 ``algo.n_constraints = K > 0`` (e.g. ``neural_cbo``) needs the constraint values at every point,
-``tell(algo, study, x, y, c)`` with ``c`` of shape ``(q, K)``, finite; ``constraint_observations``
+``tell(algo, study, x, y, c)`` with ``c`` of shape ``(q, K)``; ``constraint_observations``
 reads them back. An algorithm with ``n_constraints = 0`` does not model constraints and refuses
 ``c`` (rather than silently dropping it). A rejected ``tell`` raises and leaves the study
 as it was, so nothing already observed is lost. The buffers grow by doubling when full.
@@ -39,8 +53,10 @@ from flax import serialization
 from ntkbo import data as D
 from ntkbo.base import Algorithm
 from ntkbo.loop import MIN_CAPACITY, grow_state, initial_design
+from ntkbo.validation import check_bounds, check_int
 
-FORMAT_VERSION = 1
+#: The save format: 2 adds the float64 record and the bounds; files of format 1 still load.
+FORMAT_VERSION = 2
 
 
 class Study(NamedTuple):
@@ -51,12 +67,17 @@ class Study(NamedTuple):
       key: the key the next ``ask`` splits.
       design: ``(n_init, d)`` the initial design, asked first.
       asked: how many design points have been asked (int32 scalar).
+      told_x: ``(n, d)`` float64 numpy, every point told, as told (module docstring, "Precision").
+      told_y: ``(n, 1 + K)`` float64 numpy, the observations (then the ``K`` constraint values)
+        told, NaN or inf for a failed evaluation.
     """
 
     state: Any
     key: jax.Array
     design: jax.Array
     asked: jax.Array
+    told_x: Any
+    told_y: Any
 
 
 @functools.lru_cache(maxsize=64)
@@ -76,42 +97,59 @@ def _buffer(state) -> D.Data:
     return _buffers(state)[0]
 
 
-def _check_bounds(bounds) -> jax.Array:
-    b = np.asarray(bounds, dtype=float)
-    if b.ndim != 2 or b.shape[0] != 2 or not np.all(np.isfinite(b)) or not np.all(b[0] < b[1]):
-        raise ValueError(f"bounds must be a finite array (2, d) with lower < upper, got {b!r}")
-    return jnp.asarray(b, jnp.result_type(float))
+def _state_bounds(state) -> np.ndarray:
+    """The box ``(2, d)`` an algorithm's state was initialised with."""
+    for node in (state, getattr(state, "objective", None)):
+        if node is not None and hasattr(node, "bounds"):
+            return np.asarray(node.bounds)
+    raise ValueError("the algorithm's state has no bounds field")
 
 
 def start(algo: Algorithm, bounds, key, *, n_init: int = 5, capacity: int = MIN_CAPACITY
           ) -> Study:
     """A new study on the box ``bounds`` ``(2, d)``; ``n_init`` Sobol points are asked first."""
-    bounds = _check_bounds(bounds)
-    if n_init < 0:
-        raise ValueError(f"n_init must be >= 0, got {n_init}")
+    bounds = check_bounds(bounds)
+    check_int("n_init", n_init, 0)
+    check_int("capacity", capacity, 1)
     if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)  # raw uint32 keys serialise with msgpack
     k_design, _, k_algo, k_loop = jax.random.split(key, 4)  # the same split as ntkbo.minimize
     design = initial_design(k_design, bounds, n_init) if n_init else jnp.zeros((0, bounds.shape[1]))
     state = algo.init(k_algo, bounds, D.next_capacity(max(capacity, n_init), MIN_CAPACITY))
-    return Study(state, k_loop, design, jnp.zeros((), jnp.int32))
+    k = int(getattr(algo, "n_constraints", 0))
+    return Study(state, k_loop, design, jnp.zeros((), jnp.int32),
+                 np.zeros((0, bounds.shape[1])), np.zeros((0, 1 + k)))
 
 
 def observations(study: Study) -> tuple[np.ndarray, np.ndarray]:
-    """The told points and observations ``(n, d)``, ``(n,)`` as numpy arrays."""
-    return D.valid(_buffer(study.state))
+    """The told points and observations ``(n, d)``, ``(n,)``, float64 numpy arrays exactly as told;
+    a failed evaluation's observation is NaN or inf (``failed``)."""
+    return np.array(study.told_x), np.array(study.told_y[:, 0])
+
+
+def failed(study: Study) -> np.ndarray:
+    """``(n,)`` bool: the told evaluations that failed (a NaN or infinite observation or
+    constraint value). ``failed(study).sum()`` counts them."""
+    return ~np.all(np.isfinite(study.told_y), axis=1)
+
+
+def best(study: Study) -> tuple[np.ndarray, float] | None:
+    """``(x, y)`` of the smallest observation among the evaluations that did not fail and whose
+    constraint values (if any) are all ``<= 0``; ``None`` if there is none."""
+    ok = ~failed(study) & np.all(study.told_y[:, 1:] <= 0, axis=1)
+    if not ok.any():
+        return None
+    i = np.flatnonzero(ok)[np.argmin(study.told_y[ok, 0])]
+    return np.array(study.told_x[i]), float(study.told_y[i, 0])
 
 
 def constraint_observations(algo: Algorithm, study: Study) -> np.ndarray:
-    """The told constraint values ``(n, K)`` of a constrained algorithm (``ntkbo.base``: the
-    buffers after the objective's hold one constraint each)."""
+    """The told constraint values ``(n, K)`` of a constrained algorithm (float64, as told)."""
     k = int(getattr(algo, "n_constraints", 0))
-    bufs = _buffers(study.state)
-    if len(bufs) < 1 + k:
-        raise ValueError(f"the algorithm's state holds {len(bufs)} data buffers; "
-                         f"n_constraints={k} needs {1 + k}")
-    n = int(bufs[0].count)
-    return np.stack([np.asarray(b.y[:n]) for b in bufs[1:1 + k]], axis=-1).reshape(n, k)
+    if study.told_y.shape[1] != 1 + k:
+        raise ValueError(f"the study holds {study.told_y.shape[1] - 1} constraint values per "
+                         f"point; n_constraints={k}")
+    return np.array(study.told_y[:, 1:])
 
 
 def ask(algo: Algorithm, study: Study) -> tuple[np.ndarray, Study]:
@@ -126,14 +164,31 @@ def ask(algo: Algorithm, study: Study) -> tuple[np.ndarray, Study]:
     return np.asarray(x), study._replace(key=key)
 
 
+def _fits_dtype(name: str, v: np.ndarray, dtype) -> None:
+    """Finite values of ``v`` must stay finite in ``dtype`` (no silent overflow to inf)."""
+    with np.errstate(over="ignore"):
+        lost = np.isfinite(v) & ~np.isfinite(v.astype(dtype))
+    if np.any(lost):
+        where = np.argwhere(lost).tolist()
+        raise ValueError(
+            f"{name} at {where} ({v[lost].tolist()}) overflows the state's dtype {np.dtype(dtype)} "
+            f"(largest finite value {float(np.finfo(dtype).max):.4g}): rescale the objective or "
+            "enable jax_enable_x64; nothing was recorded")
+
+
 def tell(algo: Algorithm, study: Study, x, y, c=None) -> Study:
     """Adds observations ``y`` ``(q,)`` at ``x`` ``(q, d)`` and, for an algorithm with
     ``n_constraints = K > 0``, the constraint values ``c`` ``(q, K)``; raises ``ValueError`` on bad
-    input and then leaves ``study`` unchanged."""
+    input and then leaves ``study`` unchanged. NaN or infinite ``y`` (or ``c``) values are failed
+    evaluations (module docstring)."""
     buf = _buffer(study.state)
     d = buf.dim
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    dtype = np.dtype(buf.x.dtype)
+    try:
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"x and y must be numeric arrays: {err}") from None
     if x.ndim == 1:
         x = x[None, :]
     y = y.reshape(-1) if y.ndim <= 1 else y
@@ -143,9 +198,6 @@ def tell(algo: Algorithm, study: Study, x, y, c=None) -> Study:
         raise ValueError(f"y must have shape ({x.shape[0]},) to match x, got {y.shape}")
     if not np.all(np.isfinite(x)):
         raise ValueError("x contains NaN or inf")
-    if not np.all(np.isfinite(y)):
-        bad = np.flatnonzero(~np.isfinite(y)).tolist()
-        raise ValueError(f"y contains NaN or inf at positions {bad}; nothing was recorded")
     k = int(getattr(algo, "n_constraints", 0))
     if k == 0 and c is not None:
         raise ValueError("c was given but the algorithm does not model constraints "
@@ -154,42 +206,51 @@ def tell(algo: Algorithm, study: Study, x, y, c=None) -> Study:
         if c is None:
             raise ValueError(f"c (the {k} constraint values at each point, shape ({x.shape[0]}, "
                              f"{k})) is required: the algorithm has n_constraints={k}")
-        c = np.asarray(c, dtype=float)
+        c = np.asarray(c, dtype=np.float64)
         if c.ndim == 1 and x.shape[0] == 1:
             c = c[None, :]
         if c.shape != (x.shape[0], k):
             raise ValueError(f"c must have shape ({x.shape[0]}, {k}) to match x and "
                              f"n_constraints={k}, got {c.shape}; nothing was recorded")
-        if not np.all(np.isfinite(c)):
-            bad = np.argwhere(~np.isfinite(c)).tolist()
-            raise ValueError(f"c contains NaN or inf at (row, constraint) {bad}; "
-                             "nothing was recorded")
-        y = np.concatenate([y[:, None], c], axis=1)
-    bounds = np.asarray(study.state.bounds)
-    span = bounds[1] - bounds[0]
-    tol = 1e-9 * span
-    outside = np.any((x < bounds[0] - tol) | (x > bounds[1] + tol), axis=1)
+        _fits_dtype("c", c, dtype)
+    _fits_dtype("y", y, dtype)
+    told = y[:, None] if not k else np.concatenate([y[:, None], c], axis=1)
+    # The bounds test in the state's dtype: a point that rounds into the box is inside.
+    bounds = _state_bounds(study.state).astype(dtype)
+    with np.errstate(over="ignore"):
+        xs = x.astype(dtype)
+    lo, hi = bounds[0].astype(np.float64), bounds[1].astype(np.float64)
+    tol = 1e-9 * (hi - lo)
+    outside = np.any((xs < lo - tol) | (xs > hi + tol), axis=1)
     if np.any(outside):
         raise ValueError(
             f"x rows {np.flatnonzero(outside).tolist()} lie outside the bounds "
             f"{bounds.tolist()}; nothing was recorded")
-    x = np.clip(x, bounds[0], bounds[1])
+    xs = np.clip(xs, bounds[0], bounds[1])
     state = study.state
     need = int(buf.count) + x.shape[0]
     if need > buf.capacity:
         state = grow_state(state, D.next_capacity(need, MIN_CAPACITY))
     _, update = _jitted(algo)
-    state = update(state, jnp.asarray(x, buf.x.dtype), jnp.asarray(y, buf.y.dtype))
-    return study._replace(state=state)
+    with np.errstate(over="ignore"):
+        ys = told.astype(dtype)
+    state = update(state, jnp.asarray(xs), jnp.asarray(ys if k else ys[:, 0]))
+    return study._replace(state=state, told_x=np.concatenate([study.told_x, x]),
+                          told_y=np.concatenate([study.told_y, told]))
 
 
 def save(path: str | os.PathLike, study: Study) -> None:
-    """Writes the study (state, key, design) with ``flax.serialization`` msgpack; atomic rename."""
+    """Writes the study (state, key, design, the float64 record, the bounds) with
+    ``flax.serialization`` msgpack; atomic rename."""
+    core = study._replace(told_x=None, told_y=None)
     payload = {
         "format": FORMAT_VERSION,
         "capacity": _buffer(study.state).capacity,
         "n_init": int(study.design.shape[0]),
-        "study": serialization.to_state_dict(jax.tree_util.tree_map(np.asarray, study)),
+        "bounds": np.asarray(_state_bounds(study.state), np.float64),
+        "told_x": np.asarray(study.told_x, np.float64),
+        "told_y": np.asarray(study.told_y, np.float64),
+        "study": serialization.to_state_dict(jax.tree_util.tree_map(np.asarray, core)),
     }
     tmp = f"{os.fspath(path)}.tmp"
     with open(tmp, "wb") as fh:
@@ -198,20 +259,44 @@ def save(path: str | os.PathLike, study: Study) -> None:
 
 
 def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
-    """Reads a study saved by ``save`` for the same algorithm and bounds."""
+    """Reads a study saved by ``save`` for the same algorithm and bounds; ``ValueError`` if
+    ``bounds`` differ from the saved ones (compared in the state's dtype) or the saved state does
+    not fit ``algo``."""
+    bounds = check_bounds(bounds)
     with open(path, "rb") as fh:
         payload = serialization.msgpack_restore(fh.read())
-    if payload.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{path}: not an ntkbo study file (format {payload.get('format')!r})")
+    fmt = payload.get("format")
+    if fmt not in (1, FORMAT_VERSION):
+        raise ValueError(f"{path}: not an ntkbo study file (format {fmt!r})")
     template = start(algo, bounds, jax.random.PRNGKey(0), n_init=int(payload["n_init"]),
                      capacity=int(payload["capacity"]))
-    restored = serialization.from_state_dict(template, payload["study"])
-    tmpl_leaves = jax.tree_util.tree_leaves(template)
-    new_leaves = jax.tree_util.tree_leaves(restored)
-    for a, b in zip(tmpl_leaves, new_leaves):
+    core = template._replace(told_x=None, told_y=None)
+    saved = dict(payload["study"])
+    saved.update(told_x=None, told_y=None)  # kept apart in the payload (float64)
+    restored = serialization.from_state_dict(core, saved)
+    for a, b in zip(jax.tree_util.tree_leaves(core), jax.tree_util.tree_leaves(restored)):
         if np.shape(a) != np.shape(b):
             raise ValueError(
                 f"{path}: saved state does not match this algorithm and bounds "
                 f"(array of shape {np.shape(b)} where {np.shape(a)} was expected)")
-    return jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
-                                  template, restored)
+    study = jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
+                                   core, restored)
+    saved_bounds = np.asarray(payload.get("bounds", _state_bounds(study.state)), np.float64)
+    given = np.asarray(bounds, np.float64)
+    dtype = np.dtype(bounds.dtype)
+    if saved_bounds.shape != given.shape or not np.array_equal(saved_bounds.astype(dtype),
+                                                               given.astype(dtype)):
+        raise ValueError(f"{path}: bounds {given.tolist()} differ from the saved study's bounds "
+                         f"{saved_bounds.tolist()}")
+    if "told_x" in payload:
+        told_x = np.asarray(payload["told_x"], np.float64).reshape(-1, given.shape[1])
+        told_y = np.asarray(payload["told_y"], np.float64).reshape(told_x.shape[0], -1)
+    else:  # format 1: the record is the buffers' (in the state's dtype)
+        n = int(_buffer(study.state).count)
+        told_x = np.asarray(_buffer(study.state).x[:n], np.float64)
+        told_y = np.asarray(_buffer(study.state).y[:n], np.float64)[:, None]
+        if getattr(algo, "n_constraints", 0):
+            bufs = _buffers(study.state)[1:1 + algo.n_constraints]
+            told_y = np.concatenate([told_y] + [np.asarray(b.y[:n], np.float64)[:, None]
+                                                for b in bufs], axis=1)
+    return study._replace(told_x=told_x, told_y=told_y)

@@ -5,6 +5,11 @@ function of the state is compiled once per capacity and can be ``jax.vmap``-ed o
 index ``>= count`` are padding: every consumer (``ntkbo.gp`` first of all) masks them so that the
 amount of padding cannot change any result.
 
+**Failed evaluations** (Optuna's failed trials): an observation ``y`` that is NaN or infinite is
+*failed*. It is written like any other (it occupies its row, counts in ``count`` and stays in the
+record: ``valid`` returns it), but :func:`mask` leaves it out, so no model fit, standardisation or
+choice of the best point ever sees it. :func:`failed` marks those rows.
+
 Capacity is grown outside ``jit`` in powers of two (``grow``, ``next_capacity``), so the cost of a step
 follows the number of observations, not the largest capacity a run will need.
 """
@@ -23,7 +28,8 @@ Array = jax.Array
 class Data(NamedTuple):
     """Observations ``x[:count]`` ``(capacity, d)`` and ``y[:count]`` ``(capacity,)``.
 
-    ``count`` is an int32 scalar array. Padding rows hold zeros.
+    ``count`` is an int32 scalar array: the rows written, failed ones (non-finite ``y``) included.
+    Padding rows hold zeros.
     """
 
     x: Array
@@ -53,21 +59,55 @@ def empty(capacity: int, dim: int, dtype=None) -> Data:
     )
 
 
-def mask(data: Data) -> Array:
-    """Boolean ``(capacity,)``: True on the ``count`` valid rows."""
+def written(data: Data) -> Array:
+    """Boolean ``(capacity,)``: True on the ``count`` rows written (failed ones included)."""
     return jnp.arange(data.capacity) < data.count
+
+
+def mask(data: Data) -> Array:
+    """Boolean ``(capacity,)``: True on the valid rows, the ``count`` rows written minus the failed
+    ones (non-finite ``y``). Every model fits, standardises and picks its best points on these."""
+    return written(data) & jnp.isfinite(data.y)
+
+
+def failed(data: Data) -> Array:
+    """Boolean ``(capacity,)``: True on the written rows whose ``y`` is NaN or infinite."""
+    return written(data) & ~jnp.isfinite(data.y)
 
 
 def append(data: Data, x: Array, y: Array) -> Data:
     """Writes ``x`` ``(q, d)`` and ``y`` ``(q,)`` after the valid rows.
 
-    Inside ``jit`` a full buffer cannot raise; if ``count + q > capacity`` the buffer is returned
-    unchanged, so nothing already observed is overwritten. The drivers check the capacity (and grow
-    it) before calling this, and raise a clear error in the ask/tell loop.
+    A non-finite ``y`` is written as it is: the row is *failed* (module docstring).
+
+    Shapes are checked when traced: ``x`` must hold whole rows of ``d`` values, ``y`` one value per
+    row, and ``q <= capacity``; otherwise ``ValueError``. Overflow (``count + q > capacity``) is
+    checked where ``count`` is concrete, i.e. outside ``jit`` (an ``algo.update`` called eagerly):
+    ``ValueError``. Inside ``jit`` it cannot raise: the buffer is returned unchanged (``count`` does
+    not move, which the caller can test), so nothing already observed is overwritten. The drivers
+    (``ntkbo.minimize``, ``ntkbo.ask_tell``) size or grow the buffers before calling this, outside
+    ``jit``, so in their runs it never happens.
     """
-    x = jnp.asarray(x, data.x.dtype).reshape(-1, data.dim)
-    y = jnp.asarray(y, data.y.dtype).reshape(-1)
+    x = jnp.asarray(x, data.x.dtype)
+    y = jnp.asarray(y, data.y.dtype)
+    if x.size % data.dim or (x.ndim > 1 and x.shape[-1] != data.dim):
+        raise ValueError(f"x must have shape (q, {data.dim}), got {x.shape}")
+    x = x.reshape(-1, data.dim)
     q = x.shape[0]
+    if y.size != q:
+        raise ValueError(f"y must hold one value per point: {q} points in x, got y of shape "
+                         f"{y.shape}")
+    y = y.reshape(-1)
+    if q > data.capacity:
+        raise ValueError(f"x holds {q} points, more than the buffer's capacity {data.capacity}")
+    try:
+        count = int(data.count)  # concrete outside jit: a batch that does not fit raises
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError, TypeError):
+        count = None
+    if count is not None and count + q > data.capacity:
+        raise ValueError(
+            f"the buffer holds {count} of {data.capacity} observations: {q} more do not fit "
+            "(grow it with ntkbo.data.grow, or let ntkbo.minimize / ntkbo.ask_tell size it)")
     fits = data.count + q <= data.capacity
     zero = jnp.zeros((), data.count.dtype)
     new_x = jax.lax.dynamic_update_slice(data.x, x, (data.count, zero))
@@ -100,6 +140,7 @@ def grow(data: Data, capacity: int) -> Data:
 
 
 def valid(data: Data) -> tuple[np.ndarray, np.ndarray]:
-    """The valid rows as numpy arrays (outside jit; unbatched buffers)."""
+    """The ``count`` rows written, failed ones included (their ``y`` is NaN or inf), as numpy
+    arrays (outside jit; unbatched buffers)."""
     n = int(data.count)
     return np.asarray(data.x[:n]), np.asarray(data.y[:n])

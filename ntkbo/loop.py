@@ -68,6 +68,10 @@ class Result(NamedTuple):
       metric: ``(budget,)`` best positive regret plus violation so far (module docstring), ``NaN``
         if the problem's optimum is unknown; for an unconstrained problem the best simple regret.
       best_feasible: ``()`` bool, ``best_x`` was observed feasible.
+      failed: ``(budget,)`` bool, the evaluation failed: its observation (or an observed
+        constraint value) is NaN or infinite. Failed evaluations stay in ``x``, ``y`` and the
+        algorithm's buffers, but no model is fit to them and ``best_*`` never picks one
+        (``ntkbo.data``); ``failed.sum()`` counts them.
     """
 
     x: Array
@@ -83,6 +87,7 @@ class Result(NamedTuple):
     feasible: Any = None
     metric: Any = None
     best_feasible: Any = None
+    failed: Any = None
 
 
 class Segment(NamedTuple):
@@ -226,21 +231,34 @@ def _scan_rounds(algo: Algorithm, problem, state, key, rounds: int):
     return jax.lax.scan(body, (state, key), None, length=rounds)
 
 
+def failed(y, c_obs):
+    """``(n,)`` bool: the evaluations that failed, a NaN or infinite observation ``y`` ``(n,)`` or
+    observed constraint value ``c_obs`` ``(n, K)`` (Optuna's failed trials; ``ntkbo.data``)."""
+    return ~(jnp.isfinite(y) & jnp.all(jnp.isfinite(c_obs), axis=-1))
+
+
 def _best(x, y, f, c_obs):
     """The best observation among the observed-feasible points, else the least violating point;
-    returns ``(x, y, f, observed_feasible)`` at it (``argmin(y)`` when unconstrained)."""
-    ok = jnp.all(c_obs <= 0, axis=-1)
-    i = jnp.where(jnp.any(ok), jnp.argmin(jnp.where(ok, y, jnp.inf)), jnp.argmin(violation(c_obs)))
+    returns ``(x, y, f, observed_feasible)`` at it (``argmin(y)`` when unconstrained). Failed
+    evaluations (``failed``) are never chosen; if every evaluation failed, the first is returned
+    (its ``y`` is then not finite)."""
+    done = ~failed(y, c_obs)
+    ok = jnp.all(c_obs <= 0, axis=-1) & done
+    least = jnp.argmin(jnp.where(done, violation(c_obs), jnp.inf))
+    i = jnp.where(jnp.any(ok), jnp.argmin(jnp.where(ok, y, jnp.inf)), least)
     return x[i], y[i], f[i], ok[i]
 
 
 def regret_plus_violation(f, c, optimum):
     """Per evaluation ``[f - f*]^+ + sum_k [c_k]^+`` (``(..., n)`` from ``f`` ``(..., n)`` and ``c``
-    ``(..., n, K)``); ``NaN`` if ``optimum`` is ``None``. Seed-001 digest section 1.6."""
+    ``(..., n, K)``); ``NaN`` if ``optimum`` is ``None``. Seed-001 digest section 1.6. A failed
+    evaluation (non-finite ``f`` or ``c``) found nothing: ``+inf``, so the running minimum skips it."""
     f = jnp.asarray(f)
     if optimum is None:
         return jnp.full(f.shape, jnp.nan, f.dtype)
-    return jnp.maximum(f - jnp.asarray(optimum, f.dtype), 0.0) + violation(c)
+    value = jnp.maximum(f - jnp.asarray(optimum, f.dtype), 0.0) + violation(c)
+    ok = jnp.isfinite(f) & jnp.all(jnp.isfinite(c), axis=-1)
+    return jnp.where(ok, value, jnp.inf)
 
 
 def best_regret_plus_violation(f, c, optimum):
@@ -270,7 +288,7 @@ def _minimize(algo, problem, key, budget, n_init, q, min_capacity):
     best_x, best_y, best_f, best_ok = _best(x, y, f, c_obs)
     return Result(x, y, f, best_x, best_y, best_f, state, info, c, c_obs,
                   jnp.all(c <= 0, axis=-1), best_regret_plus_violation(f, c, problem.optimum),
-                  best_ok)
+                  best_ok, failed(y, c_obs))
 
 
 def minimize(algo: Algorithm, problem, budget: int, key, *, n_init: int | None = None,

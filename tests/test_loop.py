@@ -100,7 +100,11 @@ def test_driver_rejects_bad_arguments(kwargs, match):
 def test_data_buffer_append_grow_and_full():
     d = D.empty(4, 2, jnp.float64)
     d = D.append(d, jnp.ones((3, 2)), jnp.arange(3.0))
-    full = D.append(d, jnp.zeros((2, 2)), jnp.zeros(2))  # does not fit: unchanged, nothing lost
+    # A batch that does not fit: eagerly (count concrete) it raises; under jit the buffer comes
+    # back unchanged (count does not move), so nothing already observed is lost.
+    with pytest.raises(ValueError, match="do not fit"):
+        D.append(d, jnp.zeros((2, 2)), jnp.zeros(2))
+    full = jax.jit(D.append)(d, jnp.zeros((2, 2)), jnp.zeros(2))
     np.testing.assert_array_equal(full.y, d.y)
     assert int(full.count) == 3
     g = D.grow(d, 8)
@@ -157,8 +161,8 @@ def test_tell_rejects_bad_input_and_keeps_observations():
     bad = [
         (np.zeros((1, 2)), [0.0], "shape"),
         (np.zeros((2, 3)), [0.0], "y must have shape"),
-        (np.zeros((1, 3)), [np.nan], "NaN or inf"),
-        (np.zeros((1, 3)), [np.inf], "NaN or inf"),
+        (np.full((1, 3), np.nan), [0.0], "NaN or inf"),  # a NaN y is a failed evaluation,
+        (np.full((1, 3), np.inf), [0.0], "NaN or inf"),  # a NaN x is an error
         (np.full((1, 3), 1.5), [0.0], "outside the bounds"),
     ]
     for x, y, match in bad:

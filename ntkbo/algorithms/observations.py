@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtri
 
 from ntkbo import data as D
@@ -75,18 +76,42 @@ def to_sphere(z: Array) -> Array:
 def standardize(y: Array, mask: Array) -> tuple[Array, Array, Array]:
     """``(y - mean) / std`` over the valid rows (std 1 with fewer than 2 rows); padding set to 0.
 
+    Safe for every finite ``y`` of its dtype: when the largest ``|y|`` of the valid rows, ``a``, is
+    so large that the squared deviations could overflow (``a > sqrt(max / C) / 2``, ``C`` the
+    capacity) or so small that they could underflow (``a < sqrt(tiny) / eps``: ``1e-12`` in
+    float32), the same formula is computed on ``y / a`` (exact: ``|y / a| <= 1``) and ``mean`` and
+    ``std`` are scaled back (``std`` saturates at the dtype's largest finite value). Elsewhere, the
+    usual path is taken, bit for bit the plain formula. Rows outside ``mask`` (padding, failed
+    observations with a non-finite ``y``) never enter the sums.
+
     Args:
       y: ``(C,)`` observations; mask: ``(C,)`` bool, the valid rows.
 
     Returns:
-      ``(ys (C,), mean (), std ())``: the standardised values (0 on padding rows), and the mean and
-      the (unbiased, ``n - 1``) standard deviation of the valid rows.
+      ``(ys (C,), mean (), std ())``: the standardised values (0 on rows outside ``mask``), and the
+      mean and the (unbiased, ``n - 1``) standard deviation of the valid rows.
     """
-    n = jnp.maximum(jnp.sum(mask), 1)
-    mean = jnp.sum(jnp.where(mask, y, 0.0)) / n
-    var = jnp.sum(jnp.where(mask, (y - mean) ** 2, 0.0)) / jnp.maximum(n - 1, 1)
-    std = jnp.where((jnp.sum(mask) > 1) & (var > 0), jnp.sqrt(var), 1.0)
-    return jnp.where(mask, (y - mean) / std, 0.0), mean, std
+    fin = jnp.finfo(jnp.result_type(y, float))
+    n_valid = jnp.sum(mask)
+    n = jnp.maximum(n_valid, 1)
+
+    def moments(v):
+        mean = jnp.sum(jnp.where(mask, v, 0.0)) / n
+        var = jnp.sum(jnp.where(mask, (v - mean) ** 2, 0.0)) / jnp.maximum(n - 1, 1)
+        spread = (n_valid > 1) & (var > 0)
+        return mean, jnp.where(spread, jnp.sqrt(var), 1.0), spread
+
+    mean, std, _ = moments(y)
+    a = jnp.max(jnp.where(mask, jnp.abs(y), 0.0))
+    low = float(np.sqrt(fin.tiny) / fin.eps)
+    high = float(np.sqrt(float(fin.max) / y.shape[-1]) / 2)
+    plain = (a == 0) | ((a >= low) & (a <= high))
+    a_safe = jnp.where(plain, 1.0, a).astype(mean.dtype)
+    mean_s, std_s, spread_s = moments(jnp.where(mask, y, 0.0) / a_safe)
+    ys = jnp.where(plain, (y - mean) / std, (y / a_safe - mean_s) / std_s)
+    mean = jnp.where(plain, mean, mean_s * a_safe)
+    std = jnp.where(plain | ~spread_s, std, jnp.minimum(std_s * a_safe, fin.max))
+    return jnp.where(mask, ys, 0.0), mean, std
 
 
 def transform_outputs(y: Array, mask: Array, method: str = "standardize") -> Array:
@@ -106,7 +131,11 @@ def transform_outputs(y: Array, mask: Array, method: str = "standardize") -> Arr
         hi = jnp.max(jnp.where(mask, y, -jnp.inf))
         span = jnp.where(hi > lo, hi - lo, 1.0)
         safe = jnp.where(mask, y, lo)  # padding rows would give the log of a negative number
-        return jnp.where(mask, jnp.log((safe - lo) / span + LOG_OFFSET), 0.0)
+        frac = (safe - lo) / span
+        # A range wider than the dtype's largest value (hi - lo = inf): the same ratio in halves.
+        half = (safe / 2 - lo / 2) / jnp.where(hi > lo, hi / 2 - lo / 2, 1.0)
+        frac = jnp.where(jnp.isfinite(span), frac, half)
+        return jnp.where(mask, jnp.log(frac + LOG_OFFSET), 0.0)
     if method == "rank":
         n = jnp.maximum(jnp.sum(mask), 1)
         both = mask[:, None] & mask[None, :]

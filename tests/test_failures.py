@@ -1,0 +1,134 @@
+"""Failed evaluations (Optuna's failed trials): a NaN or infinite observation is kept in the record,
+flagged, excluded from every model and never chosen as the best; ``minimize``, ``algo.update`` and
+``ask_tell`` agree (``ntkbo.data``, ``ntkbo.loop``, ``ntkbo.ask_tell``).
+
+Cheap by construction: tiny widths, candidate sets and budgets; each compiled run is shared through a
+module-scoped fixture.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ntkbo
+from ntkbo import ask_tell
+from ntkbo import data as D
+
+BRANIN = ntkbo.benchmarks.get("branin")
+MID = float(jnp.mean(BRANIN.bounds[:, 0]))  # x_0 > MID: the objective fails (half the box)
+
+
+class HalfNaN(NamedTuple):
+    """Branin on ``x_0 <= MID``, NaN on the other half (a NamedTuple: hashable for jit caches)."""
+
+    fn: Any
+
+    def __call__(self, x):
+        return jnp.where(x[0] > MID, jnp.nan, self.fn(x))
+
+
+PROBLEM = BRANIN.replace(fn=HalfNaN(BRANIN.fn))
+
+FAMILIES = {
+    "gp": lambda: ntkbo.algorithms.gp(acquisition="ei", fit=True, num_fit_steps=5,
+                                      num_candidates=64, num_restarts=2, num_steps=3),
+    "ntk_gp_ts": lambda: ntkbo.algorithms.ntk_gp(acquisition="ts", num_ts_candidates=64),
+    "neural_bo": lambda: ntkbo.algorithms.neural_bo(width=32, num_steps=20, num_candidates=64,
+                                                    num_perturbations=16),
+    "neural_linear": lambda: ntkbo.algorithms.neural_linear(width=8, depth=1, num_steps=20,
+                                                            num_candidates=64, num_restarts=2,
+                                                            num_acq_steps=2),
+}
+BUDGET, N_INIT = 12, 6
+
+
+@pytest.fixture(scope="module", params=["ntk_gp_ts", "neural_bo", "neural_linear"])
+def run(request):
+    algo = FAMILIES[request.param]()
+    return request.param, algo, ntkbo.minimize(algo, PROBLEM, BUDGET, jax.random.PRNGKey(3),
+                                               n_init=N_INIT)
+
+
+def test_minimize_records_failures_and_never_picks_one(run):
+    """Catches: best_y = NaN (argmin over NaN), NaN rows fit by the model (NaN or -inf acquisition
+    values in later rounds, NaN points), failures dropped from the record."""
+    name, _, r = run
+    y = np.asarray(r.y)
+    fails = ~np.isfinite(y)
+    np.testing.assert_array_equal(np.asarray(r.failed), fails)
+    assert fails.any() and (~fails).any(), name  # the design straddles x_0 = MID
+    assert np.all(np.isfinite(r.x)), name
+    assert np.isfinite(r.best_y) and r.best_y == y[~fails].min(), name
+    assert float(r.best_x[0]) <= MID
+    assert np.all(np.isfinite(np.asarray(r.info["acq_value"]))), name  # the model stays sighted
+    buf = r.state.data
+    assert int(buf.count) == BUDGET  # failed rows occupy their slots ...
+    np.testing.assert_array_equal(np.asarray(D.failed(buf))[:BUDGET], fails)  # ... flagged
+    np.testing.assert_array_equal(np.asarray(D.mask(buf))[:BUDGET], ~fails)
+    # the metric's running minimum skips failures: finite once a finite evaluation happened
+    first = int(np.argmax(~fails))
+    assert np.all(np.isfinite(np.asarray(r.metric)[first:])), name
+
+
+def test_update_with_a_failed_row_equals_update_without_it():
+    """``algo.update`` excludes a failed row from the model: the fitted GP hyper-parameters, and a
+    trained network, equal those fitted on the finite rows alone. Tolerance: the same sums in a
+    different order (float64), far below the change one extra data point makes (checked).
+    Catches: a NaN row entering the fit (NaN parameters) or a failed row fit as y = 0."""
+    x = np.asarray(ntkbo.loop.initial_design(jax.random.PRNGKey(0), BRANIN.bounds, 6))
+    y = np.asarray(jax.vmap(BRANIN.fn)(jnp.asarray(x)))
+    y_nan = y.copy()
+    y_nan[2] = np.nan
+    keep = np.arange(6) != 2
+    for name in ("gp", "neural_bo"):
+        algo = FAMILIES[name]()
+        s0 = algo.init(jax.random.PRNGKey(1), BRANIN.bounds, 16)
+        update = jax.jit(algo.update)
+        with_fail = update(s0, x, y_nan)
+        without = update(s0, x[keep], y[keep])
+        with_zero = update(s0, x, np.where(keep, y, 0.0))  # what a NaN must not become
+        a, b, c = (jax.tree_util.tree_leaves(s.params) for s in (with_fail, without, with_zero))
+        for u, v in zip(a, b):
+            np.testing.assert_allclose(u, v, rtol=1e-9, atol=1e-12, err_msg=name)
+        assert any(not np.allclose(u, w, rtol=1e-6) for u, w in zip(a, c)), name
+        assert int(with_fail.data.count) == 6 and np.isnan(with_fail.data.y[2])
+
+
+def test_ask_tell_agrees_with_minimize_on_failures():
+    """The same key gives ask/tell the points ``minimize`` evaluates, failures included, and the
+    same best point. Catches: tell rejecting NaN, or storing/fitting it differently from minimize.
+    (``fit=False``: with fitted hyper-parameters, telling the design one point at a time warm-starts
+    the fit differently from minimize's one update, by design.)"""
+    algo = ntkbo.algorithms.gp(acquisition="ei", fit=False, num_candidates=64, num_restarts=2,
+                               num_steps=3)
+    problem = PROBLEM.replace(noise_std=0.0)
+    r = ntkbo.minimize(algo, problem, 9, jax.random.PRNGKey(4), n_init=5)
+    study = ask_tell.start(algo, problem.bounds, jax.random.PRNGKey(4), n_init=5)
+    for _ in range(9):
+        x, study = ask_tell.ask(algo, study)
+        study = ask_tell.tell(algo, study, x, np.asarray(jax.vmap(problem.fn)(jnp.asarray(x))))
+    xs, ys = ask_tell.observations(study)
+    np.testing.assert_allclose(xs, r.x, rtol=1e-9)  # rounding of separately compiled programs
+    np.testing.assert_array_equal(np.isnan(ys), np.asarray(r.failed))
+    assert ask_tell.failed(study).sum() == int(np.asarray(r.failed).sum()) > 0
+    bx, by = ask_tell.best(study)
+    np.testing.assert_allclose(by, r.best_y, rtol=1e-12)
+    np.testing.assert_allclose(bx, r.best_x, rtol=1e-9)
+
+
+def test_best_and_metric_when_everything_fails():
+    """Catches: an exception or a silently finite best when no evaluation succeeded."""
+    x = jnp.zeros((3, 2))
+    y = jnp.array([jnp.nan, jnp.inf, -jnp.inf])
+    c = jnp.zeros((3, 0))
+    _, by, _, ok = ntkbo.loop._best(x, y, y, c)
+    assert not np.isfinite(by) and not bool(ok)
+    assert np.all(np.asarray(ntkbo.loop.best_regret_plus_violation(y, c, 0.0)) == np.inf)
+    # a -inf observation is a failure, not the best value
+    y2 = jnp.array([3.0, -jnp.inf, 1.0])
+    assert float(ntkbo.loop._best(x, y2, y2, c)[1]) == 1.0
