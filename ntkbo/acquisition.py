@@ -70,6 +70,7 @@ __all__ = [
     "posterior_mean",
     "thompson_independent",
     "thompson_joint",
+    "joint_normal_draws",
     "probability_of_feasibility",
     "log_probability_of_feasibility",
     "constrained_expected_improvement",
@@ -344,6 +345,63 @@ def thompson_independent(key, mu, sigma, nu=1.0) -> Array:
     shape = jnp.broadcast_shapes(mu.shape, sigma.shape, nu.shape)
     eps = jax.random.normal(key, shape, mu.dtype)
     return -(mu + nu * sigma * eps)
+
+
+#: ``joint_normal_draws``: how many times the jitter is multiplied by 100 before giving up.
+JOINT_MAX_RETRIES = 4
+
+
+def joint_normal_draws(key, mu, cov, num_samples: int | None = None, jitter=None,
+                       max_retries: int = JOINT_MAX_RETRIES) -> tuple[Array, Array]:
+    """Joint draws from ``N(mu, cov)`` by a Cholesky factor that does not fail silently.
+
+    ``L`` factors ``cov + jitter * s * I`` (``s`` the mean ``|diag(cov)|``; ``jitter`` defaults
+    to ``ntkbo.gp.default_jitter``: ``1e-10`` in float64, ``1e-6`` in float32), and the draws are
+    ``mu + L eps``. Over many close candidates in float32 that factorisation fails (``cov`` is
+    numerically rank-deficient; the factor comes back NaN); then the jitter is multiplied by 100
+    and the factorisation repeated, up to ``max_retries`` times (a ``lax.while_loop``: no cost
+    when the first one succeeds, and the draws are then exactly ``ntkbo.gp.sample_gaussian``'s).
+    If every factor fails, the draws are the independent marginals ``mu + sqrt(diag(cov)) eps``.
+    Non-finite draws (a non-finite ``mu`` or ``cov``) come back ``+inf``, never NaN, so an argmin or
+    argmax over them is not silently an arbitrary candidate.
+
+    Args:
+      key: PRNG key; mu: ``(n,)``; cov: ``(n, n)``; num_samples: ``None`` or ``S``.
+
+    Returns:
+      ``(draws, retries)``: ``(n,)`` or ``(S, n)``, and an int32 scalar, the number of jitter
+      increases used (``0`` normally; ``max_retries + 1`` means the marginal fallback). Report it
+      in ``info``: a non-zero value is a round whose draws were made less exact.
+    """
+    n = mu.shape[-1]
+    if jitter is None:
+        jitter = 1e-10 if cov.dtype == jnp.float64 else 1e-6
+    scale = jnp.maximum(jnp.mean(jnp.abs(jnp.diag(cov))), jnp.finfo(cov.dtype).tiny)
+    eye = jnp.eye(n, dtype=cov.dtype)
+
+    def factor(t):
+        return jnp.linalg.cholesky(cov + jitter * 100.0**t * scale * eye)
+
+    def failed(chol):
+        return ~jnp.all(jnp.isfinite(chol))
+
+    chol0 = factor(0)
+
+    def cond(carry):
+        t, chol = carry
+        return failed(chol) & (t <= max_retries)
+
+    def body(carry):
+        t, _ = carry
+        return t + 1, jnp.where(t + 1 <= max_retries, factor(t + 1), jnp.nan)
+
+    retries, chol = jax.lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), chol0))
+    shape = (n,) if num_samples is None else (num_samples, n)
+    z = jax.random.normal(key, shape, mu.dtype)
+    joint = mu + z @ chol.T
+    marginal = mu + z * jnp.sqrt(jnp.maximum(jnp.diag(cov), 0.0))
+    draws = jnp.where(failed(chol), marginal, joint)
+    return jnp.where(jnp.isfinite(draws), draws, jnp.inf), retries
 
 
 @jax.jit

@@ -1,9 +1,21 @@
-"""Argument checks made once, outside ``jit``: each raises ``ValueError`` naming the argument."""
+"""Argument checks made once, outside ``jit``: each raises ``ValueError`` naming the argument.
+
+The one validation layer of ntkbo. Used by the algorithm factories (their options), every
+algorithm's ``init`` (:func:`check_bounds`), ``ntkbo.data.append`` (the shapes ``update`` is
+given, and a batch that does not fit), the drivers (``ntkbo.loop``, ``ntkbo.ask_tell``) and the
+command line (``ntkbo run``). Checks of *values* need concrete arrays: under ``jit`` or ``vmap``
+only the shapes are checked (inside ``jit`` failures are values, not exceptions; ``ntkbo.data``).
+
+Observations are not validated for finiteness: a NaN or infinite ``y`` is a *failed evaluation*,
+kept and excluded from every model (``ntkbo.data``).
+"""
 
 from __future__ import annotations
 
 import math
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -43,3 +55,52 @@ def check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_m
                          f"got {num_restarts}")
     check_int("num_acq_steps", num_acq_steps, 0)
     check_choice("acq_method", acq_method, methods)
+
+
+def check_number(name: str, value, low: float | None = None, high: float | None = None,
+                 allow_low: bool = True) -> float:
+    """``value`` must be a finite real number (not a bool) in ``[low, high]`` (``(low, high]`` if
+    not ``allow_low``); returns it as float."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if low is not None and (v < low or (v == low and not allow_low)):
+        raise ValueError(f"{name} must be {'>=' if allow_low else '>'} {low}, got {value!r}")
+    if high is not None and v > high:
+        raise ValueError(f"{name} must be <= {high}, got {value!r}")
+    return v
+
+
+def concrete(x) -> np.ndarray | None:
+    """``x`` as a numpy array, or ``None`` if it is a tracer (under ``jit``/``vmap``)."""
+    try:
+        return np.asarray(x)
+    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        return None
+
+
+def check_bounds(bounds, name: str = "bounds") -> jax.Array:
+    """The box ``bounds`` ``(2, d)`` (lower row, upper row) as a float array of the default float
+    dtype, after checking its shape (``d >= 1``) and, when concrete, that every bound is finite
+    and every lower bound is strictly below its upper bound, *in that dtype* (a box that rounds to
+    zero width in float32 is degenerate there). ``ValueError`` naming ``name`` otherwise."""
+    b = jnp.asarray(bounds, jnp.result_type(float))
+    if b.ndim != 2 or b.shape[0] != 2 or b.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (2, d) with d >= 1 (lower row, upper row), "
+                         f"got shape {b.shape}")
+    v = concrete(b)
+    if v is not None:
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{name} must be finite, got {v.tolist()}")
+        bad = np.flatnonzero(~(v[0] < v[1]))
+        if bad.size:
+            raise ValueError(
+                f"{name}: every lower bound must be strictly below its upper bound; dimensions "
+                f"{bad.tolist()} have lower {v[0, bad].tolist()} >= upper {v[1, bad].tolist()} "
+                f"(in {v.dtype})")
+    return b

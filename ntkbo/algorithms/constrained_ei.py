@@ -76,6 +76,7 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
     def _posterior(s):
         m = D.mask(s.data)
         ys, mean, std = standardize(s.data.y, m)
+        ys = jnp.where(D.failed(s.data), jnp.nan, ys)  # failed rows stay out of G.fit's mask
         data = D.Data(to_unit(s.data.x, s.bounds), ys, s.data.count)
         kernel = lambda a, b: model.kernel(s.params, a, b)  # noqa: E731
         return kernel, G.fit(kernel, data, model.noise(s.params), jitter=jitter), mean, std, data

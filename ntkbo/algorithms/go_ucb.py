@@ -176,6 +176,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import solve_triangular
 
+from ntkbo.validation import check_bounds
 from ntkbo.validation import check_choice as _check_choice
 from ntkbo.validation import check_int as _check_int
 from ntkbo.validation import check_positive as _check_positive
@@ -611,7 +612,7 @@ def go_ucb(
                         in_axes=(None, 0))(w, z)
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         if bounds.ndim != 2 or bounds.shape[0] != 2:
             raise ValueError(f"bounds must have shape (2, d), got {bounds.shape}")
         d = bounds.shape[-1]
@@ -660,9 +661,10 @@ def go_ucb(
 
         def phase2(s):
             # g_i and z_i of the new points at the estimate w_t they were chosen with (digest 2.3).
-            u = -(y - s.y_mean) / s.y_std
+            ok = jnp.isfinite(y)  # a failed evaluation adds nothing to Sigma and b
+            u = jnp.where(ok, -(y - s.y_mean) / s.y_std, 0.0)
             f, g = _value_and_grad(apply_w, s.w_hat, to_unit(x, s.bounds))
-            sigma, b = ridge_update(s.sigma, s.b, s.w_hat, g, f, u)
+            sigma, b = ridge_update(s.sigma, s.b, s.w_hat, g, f, u, ok)
             w_hat, _ = ridge_estimate(sigma, b)
             t_new = s.t + x.shape[0]
             if refit_every == 0:  # the paper: no retraining in Phase II

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ntkbo.validation import check_bounds, check_choice, check_int, check_number
 from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import gp as G
@@ -93,10 +94,19 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
               num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
               n_constraints: int = 0) -> Algorithm:
     """The shared kernel-model algorithm (see the module docstring)."""
-    if acquisition not in ACQUISITIONS:
-        raise ValueError(f"acquisition must be one of {ACQUISITIONS}, got {acquisition!r}")
-    if q < 1:
-        raise ValueError(f"q must be >= 1, got {q}")
+    check_choice("acquisition", acquisition, ACQUISITIONS)
+    check_int("q", q, 1)
+    check_number("beta", beta, low=0.0)
+    check_number("xi", xi, low=0.0)
+    check_int("num_fit_steps", num_fit_steps, 0)
+    check_number("fit_learning_rate", fit_learning_rate, low=0.0, allow_low=False)
+    check_int("num_candidates", num_candidates, 1)
+    check_int("num_restarts", num_restarts, 1)
+    check_int("num_steps", num_steps, 0)
+    check_int("num_ts_candidates", num_ts_candidates, 1)
+    check_int("n_constraints", n_constraints, 0)
+    if jitter is not None:
+        check_number("jitter", jitter, low=0.0)
     if acquisition == "cei":
         from ntkbo.algorithms.constrained_ei import constrained_kernel_bo
 
@@ -113,7 +123,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
 
     def init(key, bounds, capacity):
         del key
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         return KernelBOState(D.empty(capacity, d, bounds.dtype), bounds,
                              model.init_params(d, bounds.dtype))
@@ -121,6 +131,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     def _standardised(state):
         m = D.mask(state.data)
         ys, _, _ = standardize(state.data.y, m)
+        ys = jnp.where(D.failed(state.data), jnp.nan, ys)  # failed rows stay out of G.fit's mask
         return D.Data(to_unit(state.data.x, state.bounds), ys, state.data.count), m
 
     def _posterior(params, data):
@@ -143,8 +154,10 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                              0.0, 1.0)
             cand = jnp.concatenate([sobol, local])
             mu, cov = G.predict(kernel, post, cand, full_cov=True)
-            draws = G.sample_gaussian(k_draw, mu, cov, num_samples=q)  # (q, n)
-            values = acq.posterior_mean(draws)  # maximise -f
+            # (q, n); over ~1000 candidates in float32 the first Cholesky may fail: the jitter
+            # grows (counted in info["ts_retries"]) rather than every draw being NaN.
+            draws, retries = acq.joint_normal_draws(k_draw, mu, cov, num_samples=q)
+            values = acq.posterior_mean(draws)  # maximise -f (a non-finite draw: -inf)
             # Draw j takes its best candidate not taken by draws < j, so a batch never repeats a point.
             taken = jnp.zeros(cand.shape[0], bool)
             picks = []
@@ -153,7 +166,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                 taken = taken.at[i].set(True)
                 picks.append(i)
             i = jnp.stack(picks)
-            info = {"acq_value": values[jnp.arange(q), i]}
+            info = {"acq_value": values[jnp.arange(q), i], "ts_retries": retries}
             return from_unit(cand[i], state.bounds), info
         best = jnp.min(jnp.where(m, data.y, jnp.inf))
         zs, vals = [], []
@@ -294,8 +307,8 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
     if input_map not in NTK_INPUT_MAPS:
         raise ValueError(f"input_map must be one of {NTK_INPUT_MAPS}, got {input_map!r}")
     embed = to_sphere if input_map == "sphere" else (lambda z: 2.0 * z - 1.0)
-    if lam <= 0 or signal <= 0:
-        raise ValueError(f"lam and signal must be positive, got lam={lam}, signal={signal}")
+    check_number("lam", lam, low=0.0, allow_low=False)
+    check_number("signal", signal, low=0.0, allow_low=False)
 
     model = _Model(
         kernel=lambda p, a, b: jnp.exp(p["log_signal"]) * theta(embed(a), embed(b)),

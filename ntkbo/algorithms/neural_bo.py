@@ -143,6 +143,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import solve_triangular
 
+from ntkbo.validation import check_bounds
 from ntkbo.validation import check_choice as _check_choice
 from ntkbo.validation import check_int as _check_int
 from ntkbo.validation import check_positive as _check_positive
@@ -513,7 +514,7 @@ def neural_bo(
         return init_fn, apply_fn, grad_features(apply_fn)
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         init_fn, _, _ = network(d)
         _, params0 = init_fn(key, (-1, input_dim(d, input_map)))
@@ -544,7 +545,8 @@ def neural_bo(
         u = state.u
         if uncertainty != "dual":
             theta_feat = state.params0 if features == "static" else state.params
-            g = jnp.where(fits, feats(embed(to_unit(x, state.bounds), input_map), theta_feat), 0.0)
+            ok = fits & jnp.isfinite(y)[:, None]  # a failed evaluation adds nothing to U
+            g = jnp.where(ok, feats(embed(to_unit(x, state.bounds), input_map), theta_feat), 0.0)
             if uncertainty == "primal":
                 u = cholesky_update(u, g)
             else:

@@ -83,6 +83,7 @@ from typing import Any, NamedTuple, Union
 import jax
 import jax.numpy as jnp
 
+from ntkbo.validation import check_bounds
 from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import qmc
@@ -255,7 +256,7 @@ def neural_cbo(
         return init_fn, apply_fn, grad_features(apply_fn)
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         init_fn, _, _ = network(d)
         keys = jax.random.split(key, K + 1)
@@ -266,8 +267,11 @@ def neural_cbo(
                               jnp.zeros((K + 1, 2), dtype), jnp.ones((K + 1,), bool))
 
     def _targets(state):
-        """Standardised ``(K + 1, C)`` targets, their means and stds ``(K + 1,)``, the mask."""
+        """Standardised ``(K + 1, C)`` targets, their means and stds ``(K + 1,)``, the mask (the
+        rows whose objective and constraint values are all finite: a failed value fails the row)."""
         m = D.mask(state.data)
+        for b in state.constraint_data:
+            m = m & D.mask(b)
         y = jnp.stack([state.data.y] + [b.y for b in state.constraint_data])
         ys, mean, std = jax.vmap(standardize, in_axes=(0, None))(y, m)
         return ys, mean, std, m

@@ -105,6 +105,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
 from ntkbo.algorithms.neural_bo import train as _nbo_train
@@ -334,7 +335,7 @@ def neural_greedy(
         return embed_inputs(z, "ball" if input_map == "cube" else "sphere")
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         return GreedyState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds)
 
     def update(state, x, y):

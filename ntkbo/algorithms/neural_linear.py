@@ -76,6 +76,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
+from ntkbo.validation import check_bounds
 from ntkbo import acquisition as A
 from ntkbo import data as D
 from ntkbo import optimize
@@ -165,6 +166,7 @@ def blr_posterior(phi: Array, y: Array, mask: Array, alpha="evidence", beta="evi
         return _posterior(phi, y, mask, a0, b0)
     n = jnp.sum(mask).astype(dtype)
     eig = jnp.maximum(jnp.linalg.eigvalsh(phi.T @ phi), 0.0)
+    tiny = float(jnp.finfo(dtype).tiny) if dtype == jnp.float32 else 1e-300
 
     def step(_, ab):
         a, b = ab
@@ -172,8 +174,11 @@ def blr_posterior(phi: Array, y: Array, mask: Array, alpha="evidence", beta="evi
         lam = b * eig
         gamma = jnp.sum(lam / (a + lam))
         r = jnp.where(mask, y - phi @ post.mean, 0.0)
-        a_new = gamma / jnp.maximum(jnp.sum(post.mean**2), 1e-300) if fit_a else a
-        b_new = jnp.maximum(n - gamma, 1e-12) / jnp.maximum(jnp.sum(r * r), 1e-300) if fit_b \
+        # The floor is the dtype's smallest normal number: 1e-300 is 0 in float32, and then a
+        # zero feature matrix (or all-equal targets) gave 0 / 0 = NaN, a NaN posterior and NaN
+        # Thompson draws.
+        a_new = gamma / jnp.maximum(jnp.sum(post.mean**2), tiny) if fit_a else a
+        b_new = jnp.maximum(n - gamma, 1e-12) / jnp.maximum(jnp.sum(r * r), tiny) if fit_b \
             else b
         return jnp.clip(a_new, 1.0 / CLIP, CLIP), jnp.clip(b_new, 1.0 / BETA_MAX, BETA_MAX)
 
@@ -274,7 +279,7 @@ def neural_linear(
         return last_layer_features(apply_fn, params, depth, z)
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         dtype = bounds.dtype
         _, params0 = init_fn(key, (-1, d))

@@ -84,6 +84,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
 from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, from_unit, to_unit,
@@ -177,7 +178,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         return apply_fn(params, x)[:, 0], feats(x, params)
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         dtype = bounds.dtype
         _, params0 = init_fn(key, (-1, d + 1 if input_map == "sphere" else d))
@@ -195,9 +196,12 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         data = D.append(state.data, x, y)
         fits = data.count > state.data.count  # a full buffer is left unchanged (ntkbo.data)
         # g(x_t; theta_{t-1}): the network before retraining (Algorithm 1, line 8).
-        g = jnp.where(fits, h_and_g(state.params, to_unit(x, state.bounds))[1], 0.0)
+        # A failed evaluation (non-finite y) adds nothing to U: its row of g_obs is failed too.
+        ok = jnp.isfinite(y)
+        g = jnp.where(fits & ok[:, None], h_and_g(state.params, to_unit(x, state.bounds))[1], 0.0)
         if u == "full":
-            g_obs, u_diag = D.append(state.g_obs, g, jnp.zeros_like(y)), state.u_diag
+            g_obs = D.append(state.g_obs, g, jnp.where(ok, 0.0, jnp.nan).astype(dtype))
+            u_diag = state.u_diag
         else:
             g_obs = D.append(state.g_obs, jnp.zeros((x.shape[0], 1), dtype), jnp.zeros_like(y))
             u_diag = state.u_diag + jnp.sum(g * g, axis=0)

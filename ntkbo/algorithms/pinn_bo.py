@@ -101,6 +101,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
+from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.algorithms.observations import best_points, standardize
@@ -427,7 +428,7 @@ def pinn_bo(
     init_fn, apply_fn, _ = mlp(depth, width, activation, W_std=W_std, b_std=b_std)
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         k_net, k_res = jax.random.split(key)
         _, params0 = init_fn(k_net, (-1, d))
@@ -573,7 +574,7 @@ def pinn_ntk_gp(
     kernel = as_kernel(mlp(depth, 1, activation, W_std=W_std, b_std=b_std)[2], "ntk")
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         z, u = residual_data(key, pde, bounds, num_residuals, rhs_noise_std)
         return PinnGPState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds, z, u)
 

@@ -7,6 +7,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ntkbo.validation import check_bounds, check_int
 from ntkbo import data as D
 from ntkbo import qmc
 from ntkbo.base import Algorithm
@@ -23,12 +24,11 @@ def random_search(q: int = 1) -> Algorithm:
     The observations are kept in the state (so results and resumption work as for every algorithm),
     but never used.
     """
-    if q < 1:
-        raise ValueError(f"q must be >= 1, got {q}")
+    check_int("q", q, 1)
 
     def init(key, bounds, capacity):
         del key
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         return RandomSearchState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds)
 
     def suggest(key, state):

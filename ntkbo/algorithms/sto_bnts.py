@@ -151,6 +151,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import cho_solve
 
+from ntkbo.validation import check_bounds
 from ntkbo.validation import check_choice as _check_choice
 from ntkbo.validation import check_int as _check_int
 from ntkbo.validation import check_positive as _check_positive
@@ -578,7 +579,7 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
         return embed_inputs(z, input_map)
 
     def init(key, bounds, capacity):
-        bounds = jnp.asarray(bounds, jnp.result_type(float))
+        bounds = check_bounds(bounds)
         seed = jax.random.randint(key, (), 0, np.iinfo(np.int32).max, dtype=jnp.int32)
         return StoBntsState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds, seed)
 
