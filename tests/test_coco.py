@@ -124,6 +124,48 @@ def test_core_import_does_not_import_cocoex_and_missing_extra_is_named(monkeypat
         coco.import_cocoex()
 
 
+def _synthetic_record(folder, algorithm, gaps, dim):
+    """A record as ``run`` writes it, for runs with the given ``f - f_opt`` (f_opt = 0)."""
+    n, budget = gaps.shape
+    meta = {"format": 1, "algorithm": algorithm, "options": {}, "seed": 0,
+            "budget_multiplier": budget // dim, "dims": [dim], "functions": [1, 2],
+            "instances": list(range(1, n // 2 + 1)), "cocoex_folder": "none", "complete": True,
+            "problems": n}
+    per_dim = {dim: {"function": [1 + i % 2 for i in range(n)],
+                     "instance": [1 + i // 2 for i in range(n)],
+                     "x": [np.zeros((budget, dim))] * n, "f": list(gaps), "fopt": [0.0] * n,
+                     "wall": [0.0] * n, "key": [np.zeros(2, np.uint32)] * n}}
+    os.makedirs(folder)
+    coco._save_runs(str(folder), meta, per_dim)
+    return str(folder)
+
+
+def test_report_from_synthetic_records_without_matplotlib(tmp_path, monkeypatch):
+    # Two algorithms, 2-D, budget 10: 'decade' gains a decade per evaluation from 1e2 on both
+    # runs (target 10^k at n = 3 - k: 10 of 11 targets by n = 10), 'stuck' never gets below 1e3.
+    # Closed form at the budget: 'decade' 20/22, 'stuck' 0. Without matplotlib the report still
+    # writes the numbers (markdown, CSV) and says there is no plot.
+    # Catches: a report that needs matplotlib or cocoex, mixes up the folders' labels, or whose
+    # budget fraction or CSV is not the ECDF of the records.
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    budget, dim = 10, 2
+    decade = np.tile(10.0 ** (2.0 - np.arange(budget)), (2, 1))
+    a = _synthetic_record(tmp_path / "a", "decade", decade, dim)
+    b = _synthetic_record(tmp_path / "b", "stuck", np.full((2, budget), 1e3), dim)
+    rep = coco.report([a, b])
+    assert rep["png"] is None
+    assert os.path.dirname(rep["markdown"]) == str(tmp_path)  # the folders' common parent
+    text = open(rep["markdown"]).read()
+    assert "matplotlib is not installed" in text
+    row = f"| {dim} | {20 / 22:.3f} ({budget} evals, 22 pairs) | 0.000 ({budget} evals, 22 pairs) |"
+    assert row in text
+    rows = [line.split(",") for line in open(rep["csv"]).read().splitlines()[1:]]
+    decade_rows = [r for r in rows if r[0] == "decade"]
+    assert [float(r[4]) for r in decade_rows] == pytest.approx(
+        [min(n, 11) / 11 for n in range(1, budget + 1)], rel=5e-6)  # "%.6g": <= 5e-6 relative
+    assert all(float(r[4]) == 0.0 for r in rows if r[0] == "stuck")
+
+
 # ---------------------------------------------------------------------------------------------
 # A tiny real run (needs the coco extra)
 
