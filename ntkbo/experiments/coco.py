@@ -5,12 +5,13 @@
 ``Suite("bbob", "instances: ...", "dimensions: ... function_indices: ...")`` and its
 ``Observer("bbob", ...)``, which writes ``DIR/NAME/`` (``NAME`` the last part of ``DIR``, which
 ``cocopp`` uses as the algorithm's label in its plots) in the format ``cocopp`` reads
-(``python -m cocopp DIR1/NAME1 DIR2/NAME2``). Every problem is evaluated on the host; the algorithm runs
-unchanged through ``ntkbo.ask_tell`` (``start``/``ask``/``tell``: the same Sobol initial design of
-``ntkbo.loop.default_n_init(d) = d + 1`` points as ``ntkbo.minimize``, then ``algo.suggest``,
-buffers grown by doubling). The budget of a problem in dimension ``d`` is
-``budget_multiplier * d`` evaluations (NeuralBO's study: 20 d, seed-000 digest section 6.3); a
-batch (``q > 1``) that would overrun it is cut.
+(``python -m cocopp DIR1/NAME1 DIR2/NAME2``). Every problem is evaluated on the host; the
+algorithm runs unchanged through ``ntkbo.ask_tell`` (``start``/``ask``/``tell``: the same Sobol
+initial design of ``ntkbo.loop.default_n_init`` = ``min(budget, max(2, d + 1))`` points as
+``ntkbo.minimize``, then ``algo.suggest``, buffers grown by doubling). The command line turns on
+``jax_enable_x64`` (targets go down to 1e-8; ``--float32`` keeps float32). The budget of a
+problem in dimension ``d`` is ``budget_multiplier * d`` evaluations (NeuralBO's study: 20 d,
+seed-000 digest section 6.3); a batch (``q > 1``) that would overrun it is cut.
 
 Keys: the problem ``(function f, dimension d, instance i)`` runs with
 
@@ -21,11 +22,12 @@ so a problem's run does not depend on which other problems were selected or thei
 The search box is cocoex's (``[-5, 5]^d`` for ``bbob``). ``f_opt`` is not exposed by cocoex's
 Python interface (2.8: ``Problem._f0`` fails), so it is read back from the ``Fopt (...)`` header
 that cocoex's ``bbob`` logger writes into its ``.dat`` file for each run (printed with 13
-significant digits; BBOB's ``f_opt`` are multiples of 0.01, so the value read is exact).
+significant digits; BBOB's ``f_opt`` are multiples of 0.01, so the value read is the double
+cocoex subtracts; the tests check ntkbo's runtimes against cocopp's reading of cocoex's log).
 
-What ntkbo records, besides cocoex's folder: ``DIR/ntkbo_runs.npz`` (``read_runs``), per dimension
-``d``: ``d{d}_function``, ``d{d}_instance`` ``(n,)``, ``d{d}_x`` ``(n, B, d)`` every evaluated point,
-``d{d}_f`` ``(n, B)`` cocoex's value there, ``d{d}_fopt`` ``(n,)``, ``d{d}_gap`` ``(n, B)``
+What ntkbo records, besides cocoex's folder: ``DIR/ntkbo_runs.npz`` (``read_runs``), per
+dimension ``d``: ``d{d}_function``, ``d{d}_instance`` ``(n,)``, ``d{d}_x`` ``(n, B, d)`` every
+evaluated point, ``d{d}_f`` ``(n, B)`` cocoex's value there, ``d{d}_fopt`` ``(n,)``, ``d{d}_gap`` ``(n, B)``
 ``f - f_opt``, ``d{d}_wall`` ``(n,)`` seconds, ``d{d}_key`` ``(n, 2)`` the raw keys, and ``meta``
 (a JSON string: algorithm, resolved options, seed, budget multiplier, versions, command, and
 ``complete``). A long run rewrites the file about every minute, marked incomplete, so a killed
