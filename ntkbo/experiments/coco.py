@@ -25,14 +25,14 @@ that cocoex's ``bbob`` logger writes into its ``.dat`` file for each run (printe
 significant digits; BBOB's ``f_opt`` are multiples of 0.01, so the value read is the double
 cocoex subtracts; the tests check ntkbo's runtimes against cocopp's reading of cocoex's log).
 
-What ntkbo records, besides cocoex's folder: ``DIR/ntkbo_runs.npz`` (``read_runs``), per
-dimension ``d``: ``d{d}_function``, ``d{d}_instance`` ``(n,)``, ``d{d}_x`` ``(n, B, d)`` every
-evaluated point, ``d{d}_f`` ``(n, B)`` cocoex's value there, ``d{d}_fopt`` ``(n,)``,
-``d{d}_gap`` ``(n, B)`` ``f - f_opt``, ``d{d}_wall`` ``(n,)`` seconds, ``d{d}_key`` ``(n, 2)``
-the raw keys, and ``meta`` (a JSON string: algorithm, resolved options, seed, budget multiplier,
-versions, command, and ``complete``). A long run rewrites the file about every minute, marked incomplete, so a killed
-run keeps the problems it finished (the report says so); it cannot be resumed: cocoex's observer
-starts a new folder, so a new run needs a new ``--out``.
+What ntkbo records, besides cocoex's folder: ``DIR/ntkbo_runs.npz`` (``read_runs``), per dimension
+``d``: ``d{d}_function``, ``d{d}_instance`` ``(n,)``, ``d{d}_x`` ``(n, B, d)`` every evaluated
+point, ``d{d}_f`` ``(n, B)`` cocoex's value there, ``d{d}_fopt`` ``(n,)``, ``d{d}_gap`` ``(n, B)``
+``f - f_opt``, ``d{d}_wall`` ``(n,)`` seconds, ``d{d}_key`` ``(n, 2)`` the raw keys, and ``meta``
+(a JSON string: algorithm, resolved options, seed, budget multiplier, versions, command, and
+``complete``). A long run rewrites the file about every minute, marked incomplete, so a killed run
+keeps the problems it finished (the report says so); it cannot be resumed: cocoex's observer starts
+a new folder, so a new run needs a new ``--out``.
 
 The report (``report``; ``ntkbo coco-report DIR [DIR ...]``) is computed from those records only:
 the runtime of a (run, target) pair is the first evaluation ``n`` (1-based) at which
