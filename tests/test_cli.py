@@ -47,3 +47,36 @@ def test_list(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "neural_bo" in out and "hartmann6" in out
+
+
+def test_demo_compares_against_random_search(tmp_path, capsys):
+    """`ntkbo demo` (tiny: 2 algorithms, 8 evaluations, 3 seeds) writes its cells, report.md and the
+    overlaid plot, and prints the Welch verdict of report.json. The cells' values are recomputed here:
+    catches a demo whose printed p is not the report's, seeds not paired (the algorithms must share
+    their initial design), or a metric that is not the best regret so far."""
+    import scipy.stats
+
+    from ntkbo.experiments import store
+
+    out = tmp_path / "demo"
+    assert cli.main(["--no-cache", "demo", "--algos", "gp_ei,random_search", "--budget", "8",
+                     "--seeds", "3", "--n-init", "4", "--out", str(out)]) == 0
+    rep = json.loads((out / "report.json").read_text())
+    cells = {store.read_cell(p).meta["algorithm"]["label"]: store.read_cell(p)
+             for p in store.list_cells(str(out))}
+    assert sorted(cells) == ["gp_ei", "random_search"] and rep["reference"] == "random_search"
+    np.testing.assert_array_equal(cells["gp_ei"].x[:, :4], cells["random_search"].x[:, :4])
+    optimum = float(ntkbo.benchmarks.get("branin").optimum)
+    final = {a: c.metric[:, -1] for a, c in cells.items()}
+    for a, c in cells.items():
+        np.testing.assert_allclose(c.metric, np.minimum.accumulate(c.f - optimum, axis=1),
+                                   rtol=1e-12)
+    w = scipy.stats.ttest_ind(final["gp_ei"], final["random_search"], equal_var=False,
+                              alternative="less")
+    got = rep["problems"]["branin"]["algorithms"]["gp_ei"]["vs_reference"]["algorithm_lower"]
+    np.testing.assert_allclose(got["p"], w.pvalue, rtol=1e-9)  # our t distribution vs scipy's
+    printed = capsys.readouterr().out
+    assert f"p = {got['p']:.2g} (adjusted {got['p_bh']:.2g})" in printed
+    assert (out / "report.md").exists() and (out / "curves_branin.png").stat().st_size > 5000
+    assert cli.main(["demo", "--algos", "gp_ei", "--out", ""]) == 2  # no reference to compare with
+    assert "random_search" in capsys.readouterr().err
