@@ -344,10 +344,11 @@ PHYSICS = {"cosine_mixture_pde", "dropwave_pde", "euler_beam", "heat_equation_1"
            "styblinski_tang_pde"}
 # Problems tested in a file of their own: the GP sample path (tests/test_gp_sample.py).
 OWN_FILE = {"gp_sample_1d"}
+HOST_TASKS = set(B.tasks.names())  # ntkbo.benchmarks.tasks, tested in tests/test_tasks.py
 
 
 def test_names_are_the_documented_problems():
-    assert B.names() == sorted(set(REFERENCES) | CONSTRAINED | PHYSICS | OWN_FILE)
+    assert B.names() == sorted(set(REFERENCES) | CONSTRAINED | PHYSICS | OWN_FILE | HOST_TASKS)
 
 
 @pytest.mark.parametrize("name,dim", CASES, ids=IDS)

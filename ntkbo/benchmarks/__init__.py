@@ -11,10 +11,12 @@ Example::
     regret = problem.fn_batch(x) - problem.optimum  # (5,) noise-free simple regrets
 
 Everything is minimised. ``names()`` lists the problems; ``get``'s docstring shows how to set up
-each seed paper's benchmarks. The functions themselves live in ``ntkbo.benchmarks.synthetic``.
+each seed paper's benchmarks. The functions themselves live in ``ntkbo.benchmarks.synthetic``;
+the papers' real-world tasks (robot pushing, rover, Lunar Lander, tuning: host programs behind a
+``jax.pure_callback``) in ``ntkbo.benchmarks.tasks``, with the ``tasks`` extra.
 """
 
-from ntkbo.benchmarks import synthetic
+from ntkbo.benchmarks import synthetic, tasks  # tasks imports its packages only when evaluated
 from ntkbo.benchmarks.optima import separable_minimum
 from ntkbo.benchmarks.problem import Problem, relative_noise_std, uniform
 from ntkbo.benchmarks.registry import get, names
@@ -29,5 +31,6 @@ __all__ = [
     "suite",
     "suite_names",
     "synthetic",
+    "tasks",
     "uniform",
 ]

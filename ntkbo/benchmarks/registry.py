@@ -371,7 +371,7 @@ def names() -> list[str]:
     ``get`` also accepts other spellings ("Styblinski-Tang", "Michalewics", "BraninHoo", ...):
     case, spaces, hyphens and underscores are ignored.
     """
-    return sorted(_ENTRIES)  # includes "heat_equation_1", ... (also: get("heat_equation", case=1))
+    return sorted([*_ENTRIES, *_TASK_NAMES])  # includes "heat_equation_1", ... (also: get("heat_equation", case=1))
 
 
 def _dims_text(entry: _Entry) -> str:
@@ -428,6 +428,7 @@ def get(
     noise_scale: float = 0.1,
     bounds=None,
     case: Optional[int] = None,
+    **task_options,
 ) -> Problem:
     """Returns the benchmark ``name`` as a ``Problem`` (minimisation convention).
 
@@ -447,6 +448,10 @@ def get(
         when it is no longer known (see the module docstring).
       case: for ``"heat_equation"``: the boundary-condition set, 1, 2 or 3 (default 1); the
         problem is then ``"heat_equation_<case>"``. Not accepted by other problems.
+      **task_options: options of a host task (``ntkbo.benchmarks.tasks``: robot pushing, rover,
+        Lunar Lander, tuning), e.g. ``workers=4``, ``episodes=50``; refused by other problems.
+        A host task takes ``noise_std`` but not ``dim`` (other than its own), ``noise``, ``bounds``
+        or ``case``.
 
     The paper setups, for example:
 
@@ -466,6 +471,11 @@ def get(
       ``get("rastrigin", 20, bounds=(-5, 5))``, ``noise_std=0.01``.
     - Greedy/SMB (seed-004): ``get("ackley", d)``, ``get("hartmann6")``.
     """
+    if _is_task(name):
+        return _task(name, dim, noise_std, noise, bounds, case, task_options)
+    if task_options:
+        raise ValueError(f"option(s) {', '.join(sorted(task_options))} are only accepted by the "
+                         f"host tasks (ntkbo.benchmarks.tasks), not {name!r}")
     name = _resolve_name(name)
     if name in _CASES:
         case = _CASES[name][0] if case is None else case
@@ -524,3 +534,28 @@ def _optimum(name, dim, lower, upper, in_standard, _x64):
         xs.setflags(write=False)
     return value, xs
 
+
+
+# host tasks (ntkbo.benchmarks.tasks): imported lazily by name; their packages only on evaluation
+_TASK_NAMES = (
+    "robot_push3", "robot_push4", "robot_push14", "rover60", "lunar_lander12",
+    *(f"hpo_{m}_{d}" for m in ("rf", "mlp", "hgb")
+      for d in ("breast_cancer", "wine", "digits", "diabetes")),
+    "hpo_mlp_digits_size",
+)
+
+
+def _is_task(name) -> bool:
+    return isinstance(name, str) and name in _TASK_NAMES
+
+
+def _task(name, dim, noise_std, noise, bounds, case, options) -> Problem:
+    from ntkbo.benchmarks import tasks  # noqa: PLC0415
+
+    t = tasks.task(name)
+    for arg, value in (("noise", noise), ("bounds", bounds), ("case", case)):
+        if value is not None:
+            raise ValueError(f"{arg}={value!r} is not accepted by the host task {name!r}")
+    if dim is not None and dim != t.dim:
+        raise ValueError(f"dim={dim!r} is not supported by {name!r}; valid dims: {t.dim}")
+    return tasks.get(name, noise_std, **options)

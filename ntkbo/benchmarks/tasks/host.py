@@ -1,0 +1,117 @@
+"""Host objectives as JAX functions: one ``jax.pure_callback`` per batch of points.
+
+A host task is a numpy function ``evaluate_one(x) -> float`` of one point ``x`` ``(d,)`` (a
+simulation, a cross-validated fit). ``host_fn`` wraps it as the ``fn`` of a ``Problem``, a function
+of one point ``x`` ``(d,)`` returning a scalar that works everywhere a closed-form ``fn`` does:
+eagerly, under ``jit``, inside the ``lax.scan`` of ``ntkbo.minimize``, and under ``vmap`` (the
+``q`` points of a round, the seeds of the experiment runner).
+
+Batching: the callback is declared with ``vmap_method="broadcast_all"``, so under any number of
+nested ``vmap``s the whole batch of points (``(seeds, q, d)`` in ``jax.vmap(minimize)``) arrives on
+the host in ONE call, flattened to ``(n, d)`` rows and evaluated together: in this process
+(``workers=1``), or spread over ``workers`` processes of a ``concurrent.futures``
+``ProcessPoolExecutor`` (``spawn`` start method: forking a process that runs JAX's threads is not
+safe). The pool is created on first use and kept for the life of the process (one per task and
+``workers``); each worker imports the task module once.
+
+Failures are never replaced by a value: if ``evaluate_one`` raises, or returns NaN or an
+infinity, the callback raises ``TaskError`` whose message names the task and the offending point
+(all ``d`` coordinates, ``repr`` precision). Inside ``jit``, JAX re-raises it as a
+``jax.errors.JaxRuntimeError`` (an ``XlaRuntimeError``) whose message contains that text, e.g.::
+
+    jax.errors.JaxRuntimeError: INTERNAL: CpuCallback error calling callback: ...
+    ntkbo.benchmarks.tasks.host.TaskError: rover60 failed at x = [0.1, ...]: ...
+
+Eager calls of ``problem.fn_batch`` raise the same way. ``evaluate_host(problem_or_name, x)`` calls
+the numpy function directly (no JAX), e.g. with ``ntkbo.ask_tell``.
+
+The value's dtype follows ``x`` (float32 unless ``jax_enable_x64``); the host computes in float64.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures as cf
+import functools
+import multiprocessing
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class TaskError(RuntimeError):
+    """A host task failed (raised, or returned NaN/inf) at a point; the message names it."""
+
+
+def _point_text(x: np.ndarray) -> str:
+    return "[" + ", ".join(repr(float(v)) for v in np.asarray(x, dtype=float).ravel()) + "]"
+
+
+def _checked(name: str, evaluate_one: Callable, x: np.ndarray) -> float:
+    try:
+        y = float(evaluate_one(x))
+    except TaskError:
+        raise
+    except Exception as err:  # any simulator/fit failure: report it with its point
+        raise TaskError(f"{name} failed at x = {_point_text(x)}: "
+                        f"{type(err).__name__}: {err}") from err
+    if not np.isfinite(y):
+        raise TaskError(f"{name} returned {y} at x = {_point_text(x)} (a non-finite value is a "
+                        "failed evaluation; ntkbo does not replace it)")
+    return y
+
+
+def _run_chunk(name: str, evaluate_one: Callable, xs: np.ndarray) -> np.ndarray:
+    return np.array([_checked(name, evaluate_one, x) for x in xs], dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=None)
+def _pool(workers: int) -> cf.ProcessPoolExecutor:
+    pool = cf.ProcessPoolExecutor(max_workers=workers,
+                                  mp_context=multiprocessing.get_context("spawn"))
+    atexit.register(pool.shutdown, wait=True)  # before the interpreter tears modules down
+    return pool
+
+
+def evaluate_rows(name: str, evaluate_one: Callable, xs, workers: int = 1) -> np.ndarray:
+    """``evaluate_one`` at every row of ``xs`` ``(n, d)`` -> float64 ``(n,)``; raises ``TaskError``
+    naming the first failing point. ``workers > 1`` spreads the rows over worker processes
+    (``evaluate_one`` must then be a picklable module-level callable)."""
+    xs = np.asarray(xs, dtype=np.float64)
+    if xs.ndim != 2:
+        raise ValueError(f"xs must have shape (n, d), got {xs.shape}")
+    if workers <= 1 or xs.shape[0] <= 1:
+        return _run_chunk(name, evaluate_one, xs)
+    chunks = np.array_split(xs, min(workers, xs.shape[0]))
+    futures = [_pool(workers).submit(_run_chunk, name, evaluate_one, c) for c in chunks]
+    return np.concatenate([f.result() for f in futures])  # re-raises a worker's TaskError
+
+
+def host_fn(name: str, evaluate_one: Callable, dim: int, workers: int = 1) -> Callable:
+    """A JAX function ``x (d,) -> ()`` evaluating ``evaluate_one`` on the host (module docstring).
+
+    Call through ``task_fn`` (cached) so that the same task and options give the same function
+    object, and jitted code taking the ``Problem`` compiles once.
+    """
+
+    def callback(x):
+        x = np.asarray(x)
+        batch = x.shape[:-1]
+        y = evaluate_rows(name, evaluate_one, x.reshape(-1, dim), workers)
+        return y.reshape(batch).astype(x.dtype)
+
+    def fn(x):
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(jnp.result_type(float))
+        if x.shape != (dim,):
+            raise ValueError(f"x must have shape ({dim},) for task {name!r}, got {x.shape}")
+        out = jax.ShapeDtypeStruct((), x.dtype)
+        return jax.pure_callback(callback, out, x, vmap_method="broadcast_all")
+
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = f"The host task {name!r} (ntkbo.benchmarks.tasks) at one point x ({dim},)."
+    return fn
