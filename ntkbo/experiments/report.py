@@ -329,11 +329,11 @@ def render(summary: dict, figures: dict, plot_note: str | None) -> str:
 
     lines += ["## Per problem", ""]
     for p, e in summary["problems"].items():
-        lines += [f"### {p}", ""]
+        lines += [f"### {p} (d={e['dim']})", ""]
         if p in figures:
             lines += [f"![{p}]({figures[p]})", ""]
         constrained = any("feasible_fraction" in d for d in e["algorithms"].values())
-        head = "| algorithm | seeds | mean | sd | median |" + (" feasible |" if constrained else "") \
+        head = "| algorithm | seeds | mean | sd | median |" + (" seeds with a feasible point |" if constrained else "") \
             + " s/seed |"
         lines += [f"Final {e['kind']} after {max(d['budget'] for d in e['algorithms'].values())} "
                   "evaluations:", "", head,
