@@ -332,3 +332,22 @@ def test_missing_package_names_the_extra():
 
     with pytest.raises(ImportError, match=r"pip install 'ntkbo\[tasks\]'"):
         require("ntkbo_no_such_package")
+
+
+@SCIPY
+def test_ask_tell_with_a_host_task():
+    # the ask/tell loop a user writes around a simulator: ask numpy points, evaluate them on the
+    # host (tasks.evaluate, no JAX), tell the values; the study then holds exactly those values
+    from ntkbo import ask_tell
+
+    problem = ntkbo.benchmarks.get("rover60")
+    algo = ntkbo.algorithms.random_search()
+    study = ask_tell.start(algo, problem.bounds, jax.random.PRNGKey(2), n_init=2)
+    told = []
+    for _ in range(3):
+        x, study = ask_tell.ask(algo, study)
+        y = tasks.evaluate("rover60", x)
+        study = ask_tell.tell(algo, study, x, y)
+        told.append(y)
+    _, ys = ask_tell.observations(study)
+    np.testing.assert_allclose(ys, np.concatenate(told), rtol=1e-6)  # stored in float32

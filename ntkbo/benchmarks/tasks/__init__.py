@@ -20,9 +20,9 @@ robot_push3               3    [-5,-5,1]..[5,5,30]   2-9 ms
 robot_push4               4    .. plus angle [0,2pi] 2-9 ms
 robot_push14              14   see robot_push        5-20 ms
 rover60                   60   [0, 1]^60             about 1 ms
-lunar_lander12            12   [0, 2]^12             0.3-2 s (20 episodes)
+lunar_lander12            12   [0, 2]^12             0.3-2 s (20 episodes; 1.2 s default w)
 hpo_<model>_<dataset>     7-8  [0, 10]^d             ``hpo.COSTS``: 1 s to 40 s
-hpo_mlp_digits_size       4    [0, 10]^4, 1 constr.  5-20 s
+hpo_mlp_digits_size       4    [0, 10]^4, 1 constr.  8 s (max 13 s)
 =======================  ====  ===================  =========================================
 
 Each module's docstring gives the task's definition, its paper and its options. Options are
