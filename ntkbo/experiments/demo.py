@@ -148,22 +148,27 @@ def summary_lines(rep: dict) -> list[str]:
         what = {"regret": "simple regret (best f so far - f*)"}.get(e["kind"], e["kind"])
         lines += ["", f"{p} (d={e['dim']}), {budget} evaluations x {seeds} seeds, "
                   f"{rep['wall_time_s']:.0f} s. Final {what}, lower is better:", ""]
-        lines.append(f"  {'algorithm':<15} {'mean':>9} {'sd':>9} {'median':>9}   "
-                     f"lower than {ref}? (one-sided Welch t-test, BH-adjusted p)")
+        logs = e["kind"].startswith("regret")
+        lines.append(f"  {'algorithm':<15} {'mean':>9} {'sd':>9} {'median':>9}"
+                     + (f" {'mean log10':>10}" if logs else "")
+                     + f"   lower mean than {ref}? (one-sided Welch t-test, BH-adjusted p)")
         order = sorted(algos, key=lambda a: algos[a]["mean"])
         for a in order:
             d = algos[a]
             w = (d.get("vs_reference") or {}).get("algorithm_lower")
             verdict = "(reference)" if a == ref else (
                 f"{'yes' if w['rejected'] else 'no '}  p = {w['p']:.2g} (adjusted {w['p_bh']:.2g})")
-            lines.append(f"  {a:<15} {d['mean']:>9.3g} {d['sd']:>9.3g} {d['median']:>9.3g}   "
-                         f"{verdict}")
-        best = order[0]
-        if best != ref:
-            w = algos[best]["vs_reference"]["algorithm_lower"]
-            lines += ["", f"  {best} reaches the lowest mean regret; against {ref} the difference "
-                      + ("is significant" if w["rejected"] else "is not significant")
-                      + f" at FDR {rep['alpha']} (p = {w['p']:.2g})."]
+            lines.append(f"  {a:<15} {d['mean']:>9.3g} {d['sd']:>9.3g} {d['median']:>9.3g}"
+                         + (f" {d['mean_log10']:>10.3g}" if logs else "") + f"   {verdict}")
+        beats = [a for a in order if a != ref
+                 and algos[a]["vs_reference"]["algorithm_lower"]["rejected"]]
+        lines.append("")
+        if beats:
+            lines.append(f"  {' and '.join(beats)} beat{'s' if len(beats) == 1 else ''} {ref}: a "
+                         f"lower mean final value, significant at FDR {rep['alpha']}.")
+        else:
+            lines.append(f"  No algorithm has a significantly lower mean than {ref} at FDR "
+                         f"{rep['alpha']} with {seeds} seeds.")
     lines += ["", f"  report: {rep['report']}"]
     lines += [f"  plot:   {os.path.join(os.path.dirname(rep['report']), f)}"
               for f in rep["figures"].values()]
