@@ -104,3 +104,33 @@ def check_bounds(bounds, name: str = "bounds") -> jax.Array:
                 f"{bad.tolist()} have lower {v[0, bad].tolist()} >= upper {v[1, bad].tolist()} "
                 f"(in {v.dtype})")
     return b
+
+
+def check_writable_folder(name: str, path) -> str:
+    """Creates the folder ``path`` if needed and checks that a file can be written in it, so that a
+    run fails *before* it starts rather than losing its results at the end. ``ValueError`` naming
+    ``name`` otherwise; returns the path."""
+    import os
+    import tempfile
+
+    path = os.fspath(path)
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".ntkbo-write-test-"):
+            pass
+    except OSError as err:
+        raise ValueError(f"{name}: cannot write to the folder {path!r} ({err.strerror or err})"
+                         ) from None
+    return path
+
+
+def check_told(x, y, n_constraints: int = 0) -> None:
+    """The shapes ``update`` is given (static, so checked under ``jit`` too): ``x`` ``(q, d)`` and
+    ``y`` ``(q,)``, or ``(q, 1 + K)`` for an algorithm with ``n_constraints = K > 0``. Values are
+    not checked: a NaN or infinite ``y`` is a failed evaluation (``ntkbo.data``)."""
+    q = np.shape(x)[0] if np.ndim(x) == 2 else 1
+    want = (q,) if not n_constraints else (q, 1 + n_constraints)
+    if int(np.size(y)) != int(np.prod(want)):
+        raise ValueError(f"y must have shape {want} for x of shape {np.shape(x)} (objective"
+                         f"{', then the constraints' if n_constraints else ''}), got "
+                         f"{np.shape(y)}")

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ntkbo.validation import check_told
 from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import gp as G
@@ -68,6 +69,7 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
                                         tuple(base.init(k, bounds, capacity) for k in keys[1:]))
 
     def update(state, x, y):
+        check_told(x, y, K)
         y = jnp.asarray(y).reshape(jnp.shape(x)[0], K + 1)
         return ConstrainedKernelBOState(
             base.update(state.objective, x, y[:, 0]),

@@ -92,7 +92,7 @@ from ntkbo.algorithms.neural_bo import (dual_factor, embed, gd_learning_rate, in
                                         paper_W_std, train, variance_dual)
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
-from ntkbo.validation import check_choice, check_int, check_positive
+from ntkbo.validation import check_choice, check_int, check_positive, check_told
 
 Array = jax.Array
 Params = Any
@@ -280,6 +280,7 @@ def neural_cbo(
         d = state.bounds.shape[-1]
         _, apply_fn, feats = network(d)
         x = jnp.asarray(x, state.bounds.dtype).reshape(-1, d)
+        check_told(x, y, K)
         y = jnp.asarray(y, state.bounds.dtype).reshape(x.shape[0], K + 1)
         data = D.append(state.data, x, y[:, 0])
         buffers = tuple(D.append(b, x, y[:, k + 1]) for k, b in enumerate(state.constraint_data))
