@@ -380,12 +380,13 @@ def joint_normal_draws(key, mu, cov, num_samples: int | None = None, jitter=None
     eye = jnp.eye(n, dtype=cov.dtype)
 
     def factor(t):
-        return jnp.linalg.cholesky(cov + jitter * 100.0**t * scale * eye)
+        grow = jnp.asarray(100.0, cov.dtype) ** t.astype(cov.dtype)
+        return jnp.linalg.cholesky(cov + (jitter * grow * scale) * eye)
 
     def failed(chol):
         return ~jnp.all(jnp.isfinite(chol))
 
-    chol0 = factor(0)
+    chol0 = jnp.linalg.cholesky(cov + jitter * scale * eye)  # as ntkbo.gp.sample_gaussian
 
     def cond(carry):
         t, chol = carry

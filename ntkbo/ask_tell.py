@@ -290,7 +290,8 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
                          f"{saved_bounds.tolist()}")
     if "told_x" in payload:
         told_x = np.asarray(payload["told_x"], np.float64).reshape(-1, given.shape[1])
-        told_y = np.asarray(payload["told_y"], np.float64).reshape(told_x.shape[0], -1)
+        k = int(getattr(algo, "n_constraints", 0))
+        told_y = np.asarray(payload["told_y"], np.float64).reshape(told_x.shape[0], 1 + k)
     else:  # format 1: the record is the buffers' (in the state's dtype)
         n = int(_buffer(study.state).count)
         told_x = np.asarray(_buffer(study.state).x[:n], np.float64)

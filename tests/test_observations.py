@@ -184,3 +184,137 @@ def test_check_acquisition_options_names_the_argument(args, match):
 def test_check_acquisition_options_accepts_the_boundary():
     # num_restarts == num_candidates and zero ascent steps are allowed: no exception, None back.
     assert check_acquisition_options(4, 4, 0, optimize.METHODS[0], optimize.METHODS) is None
+
+
+# ---- numerics that stay sighted (issue 19) -------------------------------------------------------
+
+
+def _numpy_standardize(y, mask):
+    """The formula in float64 numpy, on ``y / max|y|`` so that it cannot over- or underflow."""
+    v = np.asarray(y, np.float64)[mask]
+    a = np.abs(v).max()
+    u = v / a
+    return (u - u.mean()) / u.std(ddof=1), u.mean() * a, u.std(ddof=1) * a
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-30, 3e37, 1.0])
+def test_standardize_is_safe_for_any_finite_float32(scale):
+    """In float32, ``|y| ~ 1e20`` squared overflows (the plain formula gave inf variance, ys = 0)
+    and ``1e-30`` squared underflows (std 1: ys ~ 1e-30, a blind model). Against float64 numpy;
+    tolerance: a few float32 ulps (rtol 1e-5). Also a failed (NaN) row and padding stay out.
+    Catches: removing the rescaled path (either extreme), or letting the NaN row into the sums."""
+    base = np.array([1.0, 2.0, 3.0, 5.0, -4.0, np.nan, 0.0])
+    mask = np.array([1, 1, 1, 1, 1, 0, 0], bool)  # a failed row (NaN) and a padding row
+    y = jnp.asarray(base * scale, jnp.float32)
+    ys, mean, std = OBS.standardize(y, jnp.asarray(mask))
+    ref, ref_mean, ref_std = _numpy_standardize(base * scale, mask)
+    assert ys.dtype == jnp.float32 and np.all(np.isfinite(ys))
+    np.testing.assert_allclose(np.asarray(ys)[mask], ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(ys)[~mask], 0.0)
+    np.testing.assert_allclose(float(mean), ref_mean, rtol=1e-5)
+    np.testing.assert_allclose(float(std), ref_std, rtol=1e-5)
+
+
+def test_standardize_plain_path_is_unchanged_in_float64():
+    """Ordinary data takes the plain formula bit for bit (the pinned statistical cells depend on it).
+    Catches: routing every input through the rescaled path (changes the last bits)."""
+    rng = np.random.default_rng(0)
+    y = jnp.asarray(rng.normal(3.0, 7.0, 16))
+    mask = jnp.arange(16) < 11
+    n = 11
+    mean = jnp.sum(jnp.where(mask, y, 0.0)) / n
+    std = jnp.sqrt(jnp.sum(jnp.where(mask, (y - mean) ** 2, 0.0)) / (n - 1))
+    ys, m, s = OBS.standardize(y, mask)
+    np.testing.assert_array_equal(ys, jnp.where(mask, (y - mean) / std, 0.0))
+    assert float(m) == float(mean) and float(s) == float(std)
+
+
+def test_log_transform_survives_a_range_wider_than_float32():
+    """``hi - lo`` overflows to inf for values near +-3e38: the plain ratio was 0 everywhere (all
+    rows equal after the warp). Catches: removing the halves path."""
+    y = jnp.asarray([-3e38, 0.0, 3e38, 1e38], jnp.float32)
+    mask = jnp.ones(4, bool)
+    w = np.asarray(OBS.transform_outputs(y, mask, "log"))
+    assert np.all(np.isfinite(w)) and np.all(np.diff(w[:3]) > 0)
+    ref = np.log((np.array([-3e38, 0.0, 3e38, 1e38]) + 3e38) / 6e38 + OBS.LOG_OFFSET)
+    np.testing.assert_allclose(w, ref, rtol=1e-5)
+
+
+def _rbf_cov(n, dtype):
+    """The covariance of a smooth GP at ``n`` close points in 2-D: numerically rank-deficient."""
+    x = jnp.asarray(np.random.default_rng(1).uniform(size=(n, 2)), dtype)
+    d2 = jnp.sum((x[:, None] - x[None]) ** 2, -1)
+    return jnp.exp(-0.5 * d2 / 0.3**2)
+
+
+def test_joint_draws_over_1000_candidates_never_nan_in_float32():
+    """The gp(acquisition="ts") failure of issue 19: the jittered Cholesky of the joint covariance
+    at ~1000 candidates fails in float32 (checked), every draw was NaN and argmax picked candidate 0.
+    Now the jitter grows and the retries are counted. The draws have the right mean and covariance:
+    over 400 draws the sample mean is within 5 standard errors of ``mu`` at every candidate.
+    Catches: going back to a single factorisation (NaN draws) or not counting the retries."""
+    from ntkbo import acquisition as acq
+
+    cov = _rbf_cov(1024, jnp.float32)
+    mu = jnp.linspace(-1.0, 1.0, 1024, dtype=jnp.float32)
+    eye = jnp.eye(1024, dtype=jnp.float32)
+    assert not np.all(np.isfinite(jnp.linalg.cholesky(cov + 1e-6 * eye)))  # the failing input
+    draws, retries = jax.jit(acq.joint_normal_draws, static_argnums=3)(
+        jax.random.PRNGKey(0), mu, cov, 400)
+    assert draws.dtype == jnp.float32 and np.all(np.isfinite(draws))
+    assert 0 < int(retries) <= acq.JOINT_MAX_RETRIES
+    se = np.sqrt(np.diag(np.asarray(cov, np.float64)) / 400)
+    assert np.all(np.abs(np.asarray(draws).mean(0) - np.asarray(mu)) < 5 * se + 1e-3)
+
+
+def test_joint_draws_equal_gp_sample_gaussian_when_the_factor_succeeds():
+    """No retry, no change: the draws are ``ntkbo.gp.sample_gaussian``'s bit for bit (the pinned
+    statistical cells of GP-TS depend on it). Catches: any change to the first factorisation."""
+    from ntkbo import acquisition as acq
+    from ntkbo import gp as G
+
+    cov = _rbf_cov(40, jnp.float64) + 0.1 * jnp.eye(40)
+    mu = jnp.arange(40.0)
+    key = jax.random.PRNGKey(3)
+    draws, retries = acq.joint_normal_draws(key, mu, cov, num_samples=3)
+    assert int(retries) == 0
+    np.testing.assert_array_equal(draws, G.sample_gaussian(key, mu, cov, num_samples=3))
+
+
+def test_joint_draws_fall_back_to_marginals_and_never_return_nan():
+    """A covariance no jitter can fix (NaN entries off the diagonal): the marginal fallback, counted
+    as ``max_retries + 1``; a NaN mean gives +inf, not NaN (an argmin never picks it)."""
+    from ntkbo import acquisition as acq
+
+    cov = jnp.eye(4).at[0, 1].set(jnp.nan)
+    mu = jnp.array([0.0, 1.0, jnp.nan, 3.0])
+    draws, retries = acq.joint_normal_draws(jax.random.PRNGKey(0), mu, cov, num_samples=2)
+    assert int(retries) == acq.JOINT_MAX_RETRIES + 1
+    assert not np.any(np.isnan(draws)) and np.all(draws[:, 2] == np.inf)
+
+
+def test_gp_thompson_sampling_in_float32_is_sighted():
+    """End to end at the failing input: ``gp(acquisition="ts")`` in float32 with 1024 candidates.
+    Every round's acquisition value is finite (it was NaN in every round) and the retries are
+    reported in ``info``. Catches: gp_bo not using the safe draws, or dropping ``ts_retries``."""
+    with jax.enable_x64(False):
+        algo = GP_BO.gp(acquisition="ts", fit=False, num_ts_candidates=1024)
+        p = importlib.import_module("ntkbo").benchmarks.get("branin")
+        r = importlib.import_module("ntkbo").minimize(algo, p, 8, jax.random.PRNGKey(0), n_init=5)
+    assert r.x.dtype == jnp.float32
+    assert np.all(np.isfinite(np.asarray(r.info["acq_value"])))
+    assert "ts_retries" in r.info and np.all(np.asarray(r.info["ts_retries"]) >= 0)
+
+
+def test_bayesian_linear_regression_is_finite_in_float32_on_degenerate_features():
+    """neural_linear's evidence fixed point divided by ``max(., 1e-300)``, which is 0 in float32:
+    zero features (or all-equal targets) gave 0/0 = NaN and NaN Thompson draws. Catches: a floor
+    that underflows in float32."""
+    from ntkbo.algorithms.neural_linear import blr_posterior
+
+    mask = jnp.arange(8) < 6
+    for phi, y in [(jnp.zeros((8, 5), jnp.float32), jnp.zeros(8, jnp.float32)),
+                   (jnp.ones((8, 5), jnp.float32), jnp.zeros(8, jnp.float32))]:
+        post = blr_posterior(phi, y, mask)
+        assert post.mean.dtype == jnp.float32
+        assert np.all(np.isfinite(post.mean)) and np.isfinite(post.alpha) and np.isfinite(post.beta)

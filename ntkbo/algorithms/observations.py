@@ -106,11 +106,17 @@ def standardize(y: Array, mask: Array) -> tuple[Array, Array, Array]:
     low = float(np.sqrt(fin.tiny) / fin.eps)
     high = float(np.sqrt(float(fin.max) / y.shape[-1]) / 2)
     plain = (a == 0) | ((a >= low) & (a <= high))
-    a_safe = jnp.where(plain, 1.0, a).astype(mean.dtype)
-    mean_s, std_s, spread_s = moments(jnp.where(mask, y, 0.0) / a_safe)
-    ys = jnp.where(plain, (y - mean) / std, (y / a_safe - mean_s) / std_s)
-    mean = jnp.where(plain, mean, mean_s * a_safe)
-    std = jnp.where(plain | ~spread_s, std, jnp.minimum(std_s * a_safe, fin.max))
+    # Scale by 2^-e (a = m 2^e), in two exact steps that stay normal numbers: dividing by ``a``
+    # itself is not safe, XLA may multiply by 1/a, which is subnormal (flushed to 0) for a > 1e38.
+    e = jnp.frexp(jnp.where(plain, 1.0, a).astype(mean.dtype))[1]
+    one = jnp.ones((), mean.dtype)
+    s1, s2 = jnp.ldexp(one, -(e // 2)), jnp.ldexp(one, -(e - e // 2))
+    r1, r2 = jnp.ldexp(one, e // 2), jnp.ldexp(one, e - e // 2)
+    u = jnp.where(mask, y, 0.0) * s1 * s2  # |u| < 1
+    mean_s, std_s, spread_s = moments(u)
+    ys = jnp.where(plain, (y - mean) / std, (u - mean_s) / std_s)
+    mean = jnp.where(plain, mean, mean_s * r1 * r2)
+    std = jnp.where(plain | ~spread_s, std, jnp.minimum(std_s * r1 * r2, fin.max))
     return jnp.where(mask, ys, 0.0), mean, std
 
 
@@ -132,8 +138,9 @@ def transform_outputs(y: Array, mask: Array, method: str = "standardize") -> Arr
         span = jnp.where(hi > lo, hi - lo, 1.0)
         safe = jnp.where(mask, y, lo)  # padding rows would give the log of a negative number
         frac = (safe - lo) / span
-        # A range wider than the dtype's largest value (hi - lo = inf): the same ratio in halves.
-        half = (safe / 2 - lo / 2) / jnp.where(hi > lo, hi / 2 - lo / 2, 1.0)
+        # A range wider than the dtype's largest value (hi - lo = inf): the same ratio in 16ths
+        # (exact scalings; 1 / (span / 16) stays a normal number, unlike 1 / (span / 2)).
+        half = (safe / 16 - lo / 16) / jnp.where(hi > lo, hi / 16 - lo / 16, 1.0)
         frac = jnp.where(jnp.isfinite(span), frac, half)
         return jnp.where(mask, jnp.log(frac + LOG_OFFSET), 0.0)
     if method == "rank":
