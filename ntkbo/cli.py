@@ -128,7 +128,9 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         "optimum": optimum, "budget": budget, "seeds": seeds, "seed": seed,
         "wall_time_s": wall, "ntkbo": ntkbo.__version__, "jax": jax.__version__,
         "python": platform.python_version(),
-        "summary": summarise(last.f, optimum),
+        "summary": {**summarise(last.f, optimum),
+                    # failed evaluations (NaN/inf observations), per seed (ntkbo.data)
+                    "failed": (~np.isfinite(last.y)).sum(axis=1).tolist()},
         "runs": [{"x": last.x[i].tolist(), "y": last.y[i].tolist(), "f": last.f[i].tolist()}
                  for i in range(seeds)],
     }

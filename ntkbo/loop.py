@@ -38,6 +38,7 @@ from ntkbo import data as D
 from ntkbo import qmc
 from ntkbo.base import Algorithm
 from ntkbo.benchmarks.problem import violation
+from ntkbo.validation import check_bounds
 
 Array = jax.Array
 
@@ -131,14 +132,8 @@ def validate(problem, budget: int, n_init: int, q: int) -> None:
     bounds = getattr(problem, "bounds", None)
     if bounds is None or getattr(problem, "fn", None) is None:
         raise ValueError("problem must have fn and bounds (see ntkbo.benchmarks.Problem)")
-    if bounds.ndim != 2 or bounds.shape[0] != 2:
-        raise ValueError(f"problem.bounds must have shape (2, d), got {bounds.shape}")
-    try:  # concrete bounds only: under an outer jit the bounds may be tracers
-        concrete = np.asarray(bounds)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        concrete = None
-    if concrete is not None and not np.all(concrete[0] < concrete[1]):
-        raise ValueError("problem.bounds: every lower bound must be below its upper bound")
+    # shape, finite, lower < upper (values only when concrete: under an outer jit they are tracers)
+    check_bounds(bounds, "problem.bounds")
 
 
 def check_constraints(algo: Algorithm, problem) -> None:

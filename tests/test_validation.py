@@ -56,6 +56,15 @@ def test_init_rejects_bad_bounds_for_every_algorithm(name):
             algo.init(jax.random.PRNGKey(0), jnp.asarray(bounds), 16)
 
 
+def test_minimize_rejects_bad_problem_bounds_before_compiling():
+    """The drivers use the same check (``ntkbo.loop.validate``). Catches: NaN or infinite bounds
+    reaching the compiled run (they were accepted: only lower < upper was tested)."""
+    for bounds, match in BAD_BOUNDS[:4]:
+        problem = BRANIN.replace(bounds=jnp.asarray(bounds))
+        with pytest.raises(ValueError, match="problem.bounds.*" + match):
+            ntkbo.minimize(A.random_search(), problem, 5, jax.random.PRNGKey(0))
+
+
 def test_check_bounds_compares_in_the_dtype_and_accepts_tracers():
     """A box that rounds to zero width in float32 is degenerate there; under ``jit`` only the shape
     can be checked. Catches: a float64 comparison of bounds stored in float32."""
