@@ -47,11 +47,21 @@ FAMILIES = {
 BUDGET, N_INIT = 12, 6
 
 
+_RUNS = {}
+
+
+def _run(name):
+    """``minimize`` of the family ``name`` on the half-NaN problem, compiled once per module."""
+    if name not in _RUNS:
+        algo = FAMILIES[name]()
+        _RUNS[name] = name, algo, ntkbo.minimize(algo, PROBLEM, BUDGET, jax.random.PRNGKey(3),
+                                                 n_init=N_INIT)
+    return _RUNS[name]
+
+
 @pytest.fixture(scope="module", params=["ntk_gp_ts", "neural_bo", "neural_linear"])
 def run(request):
-    algo = FAMILIES[request.param]()
-    return request.param, algo, ntkbo.minimize(algo, PROBLEM, BUDGET, jax.random.PRNGKey(3),
-                                               n_init=N_INIT)
+    return _run(request.param)
 
 
 def test_minimize_records_failures_and_never_picks_one(run):
@@ -101,17 +111,14 @@ def test_update_with_a_failed_row_equals_update_without_it():
 
 def test_ask_tell_agrees_with_minimize_on_failures():
     """The same key gives ask/tell the points ``minimize`` evaluates, failures included, and the
-    same best point. Catches: tell rejecting NaN, or storing/fitting it differently from minimize.
-    (``fit=False``: with fitted hyper-parameters, telling the design one point at a time warm-starts
-    the fit differently from minimize's one update, by design.)"""
-    algo = ntkbo.algorithms.gp(acquisition="ei", fit=False, num_candidates=64, num_restarts=2,
-                               num_steps=3)
-    problem = PROBLEM.replace(noise_std=0.0)
-    r = ntkbo.minimize(algo, problem, 9, jax.random.PRNGKey(4), n_init=5)
-    study = ask_tell.start(algo, problem.bounds, jax.random.PRNGKey(4), n_init=5)
-    for _ in range(9):
+    same best point (NTK-GP Thompson sampling, no hyper-parameter fit, a noise-free problem).
+    Catches: tell rejecting NaN, or storing/fitting it differently from minimize."""
+    _, algo, r = _run("ntk_gp_ts")
+    assert PROBLEM.noise_std == 0.0
+    study = ask_tell.start(algo, PROBLEM.bounds, jax.random.PRNGKey(3), n_init=N_INIT)
+    for _ in range(BUDGET):
         x, study = ask_tell.ask(algo, study)
-        study = ask_tell.tell(algo, study, x, np.asarray(jax.vmap(problem.fn)(jnp.asarray(x))))
+        study = ask_tell.tell(algo, study, x, np.asarray(jax.vmap(PROBLEM.fn)(jnp.asarray(x))))
     xs, ys = ask_tell.observations(study)
     np.testing.assert_allclose(xs, r.x, rtol=1e-9)  # rounding of separately compiled programs
     np.testing.assert_array_equal(np.isnan(ys), np.asarray(r.failed))
