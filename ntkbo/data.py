@@ -76,7 +76,7 @@ def failed(data: Data) -> Array:
 
 
 def append(data: Data, x: Array, y: Array) -> Data:
-    """Writes ``x`` ``(q, d)`` and ``y`` ``(q,)`` after the valid rows.
+    """Writes ``x`` ``(q, d)`` and ``y`` ``(q,)`` after the ``count`` rows written.
 
     A non-finite ``y`` is written as it is: the row is *failed* (module docstring).
 
