@@ -8,8 +8,8 @@ The public surface::
     results = jax.vmap(lambda k: ntkbo.minimize(algo, problem, 200, k))(keys)
 """
 
-from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc,
-                   space)
+from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, experiments, gp, kernels,
+                   optimize, qmc, space)
 from ntkbo.base import Algorithm
 from ntkbo.loop import Result, best_so_far, maximize, minimize
 
@@ -24,6 +24,7 @@ __all__ = [
     "benchmarks",
     "best_so_far",
     "data",
+    "experiments",
     "gp",
     "kernels",
     "maximize",

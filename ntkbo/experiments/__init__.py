@@ -1,9 +1,27 @@
 """Experiments at scale: a declarative spec, sharded and distributed runs, atomic cell files.
 
-``store`` reads and writes the cell files (one ``.npz`` per finished cell).
+::
+
+    spec = ntkbo.experiments.Spec.from_toml("benchmarks/specs/neuralbo_synthetic.toml")
+    ntkbo.experiments.run(spec, out="runs/neuralbo", scale="cpu")   # or: ntkbo bench SPEC --out DIR
+    for path in ntkbo.experiments.list_cells("runs/neuralbo"):
+        cell = ntkbo.experiments.read_cell(path)                     # x (S, B, d), f (S, B), meta, ...
+
+- ``spec``: ``Spec`` (TOML or Python) -> ``Spec.resolve(scale)`` -> ``Cell`` list (algorithm x
+  problem x dim, each with a ``cell_id`` and a ``digest``); scale presets ``smoke``, ``cpu``, ``full``.
+- ``runner``: ``run``: each cell one compiled ``jax.vmap`` of ``ntkbo.minimize`` over its seeds,
+  sharded over a ``jax.sharding.Mesh`` of the local devices; resumable; refuses a changed spec.
+- ``distributed``: ``jax.distributed`` set-up for several processes sharing the cells.
+- ``store``: the cell files (one atomic ``.npz`` per finished cell) and their schema.
 """
 
-from ntkbo.experiments import store
+from ntkbo.experiments import distributed, runner, spec, store
+from ntkbo.experiments.runner import paired_keys, run, run_cell
+from ntkbo.experiments.spec import SCALES, AlgorithmSpec, Cell, ProblemSpec, Scale, Spec
 from ntkbo.experiments.store import CellRecord, list_cells, read_cell, write_cell
 
-__all__ = ["CellRecord", "list_cells", "read_cell", "store", "write_cell"]
+__all__ = [
+    "SCALES", "AlgorithmSpec", "Cell", "CellRecord", "ProblemSpec", "Scale", "Spec", "distributed",
+    "list_cells", "paired_keys", "read_cell", "run", "run_cell", "runner", "spec", "store",
+    "write_cell",
+]

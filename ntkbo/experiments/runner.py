@@ -1,0 +1,322 @@
+"""Running a spec: each cell is one compiled, vmapped ``ntkbo.minimize`` over its seeds, sharded.
+
+``run(spec, out, scale)`` resolves the spec's cells, checks them against what ``out`` already holds
+(``check_compatible``), and runs every cell of this process that has no cell file yet, writing one
+``store`` file per finished cell. A run killed mid-way loses at most its cell in flight; running it
+again finishes the rest.
+
+Execution of a cell (``run_cell``): the ``S`` seeds' keys ``PRNGKey(seed_offset + i)`` (``paired_keys``,
+the same for every algorithm: a paired design) are padded to a multiple of the number ``n`` of local
+devices, laid out along the ``"seeds"`` axis of a ``jax.sharding.Mesh`` over those devices
+(``NamedSharding(mesh, PartitionSpec("seeds"))``), and ``jit(shard_map(vmap(minimize)))`` runs them:
+each device runs the plain vmapped program on its ``S / n`` seeds, with no communication; the padding
+is dropped. (``shard_map`` rather than jit's automatic partitioning, which leaves some batched ops
+unsplit and all-gathers every seed onto every device for them; see ``program``.)
+
+Bit-identical values on any number of devices: ``vmap`` adds a batch axis that no operation reduces
+over, so a device holding ``m`` seeds computes, for each seed, the same arithmetic as one holding all
+of them, provided XLA lowers each batched op to the same per-seed arithmetic whatever the batch size.
+XLA's CPU backend does for the programs tested (``tests/test_experiments.py``: a 2 x 2 x 8-seed spec on
+4 forced CPU devices, 2 seeds per device, equals the 1-device run, 8 seeds at once, byte for byte, and
+both equal a plain ``jax.vmap(ntkbo.minimize)``). An op whose lowering depended on the batch size
+(a dot whose batch axis were folded into its matrix dimension, say) could break it; that test is
+there to catch it. Compile settings matter too: values are identical only between runs compiled
+with the same flags (``jax_enable_x64``, ``jax_disable_most_optimizations``, XLA_FLAGS).
+
+Several processes (``jax.distributed.initialize``, see ``distributed``): process ``p`` of ``P`` takes
+cells ``p, p + P, p + 2P, ...`` of the sorted cell list and runs them on its own local devices; no
+process communicates with another during a run (a shared file system holds the cell files).
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ntkbo.experiments import store
+from ntkbo.experiments.spec import Cell, Spec, load
+
+#: The ``Result`` fields a cell file keeps (``store`` module docstring), in order.
+FIELDS = ("x", "y", "f", "c", "c_obs", "feasible", "metric")
+AXIS = "seeds"
+
+
+def paired_keys(count: int, offset: int = 0):
+    """``(count, 2)`` uint32 keys: row ``i`` is ``jax.random.PRNGKey(offset + i)``. Every algorithm
+    on a problem gets the same keys, hence the same initial design and noise (a paired design)."""
+    import jax
+    import jax.numpy as jnp
+
+    return jax.vmap(jax.random.PRNGKey)(offset + jnp.arange(count))
+
+
+def seed_mesh(devices: Sequence | None = None):
+    """A one-axis ``Mesh`` (axis ``"seeds"``) over ``devices`` (default: this process's devices,
+    ``jax.local_devices()``)."""
+    import jax
+    from jax.sharding import Mesh
+
+    devices = jax.local_devices() if devices is None else list(devices)
+    return Mesh(np.asarray(devices), (AXIS,))
+
+
+_PROGRAMS: dict = {}  # (cell digest, device ids) -> (algo, problem, fn); see ``program``
+
+
+def program(cell: Cell, mesh):
+    """``(algo, problem, fn)`` of a cell: ``fn(problem, keys)`` is ``jit(shard_map(vmap(minimize)))``
+    over keys ``(S, 2)`` split along ``mesh``'s seed axis (``S`` a multiple of the mesh size), the
+    problem replicated; it returns the ``FIELDS`` of ``Result`` with a leading seed axis. Cached per
+    (cell digest, devices), so a cell run twice in one process compiles once."""
+    key = (cell.digest, tuple(int(d.id) for d in mesh.devices.flat))
+    if key not in _PROGRAMS:
+        if len(_PROGRAMS) >= 64:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+        _PROGRAMS[key] = _build_program(cell, mesh)
+    return _PROGRAMS[key]
+
+
+def _build_program(cell: Cell, mesh):
+    import jax
+    from jax.sharding import PartitionSpec
+
+    import ntkbo
+
+    algo, problem = cell.build()
+
+    def one(problem, key):
+        r = ntkbo.minimize(algo, problem, cell.budget, key, n_init=cell.n_init)
+        return tuple(getattr(r, k) for k in FIELDS)
+
+    # shard_map, not jit's automatic partitioning: the partitioner does not split some batched ops
+    # along the seed axis (the sort of ``lax.top_k`` in the acquisition optimiser), and gathers all
+    # seeds onto every device for them (an all-gather per round, which starves or stalls CPU devices
+    # sharing a few cores). With shard_map each device runs the plain vmapped program on its own
+    # seeds and no device ever talks to another. ``check_vma=False``: the loop's scan carries start
+    # as unsharded constants and become per-seed values, which the varying-axis check rejects.
+    fn = jax.shard_map(jax.vmap(one, in_axes=(None, 0)), mesh=mesh,
+                       in_specs=(PartitionSpec(), PartitionSpec(AXIS)),
+                       out_specs=PartitionSpec(AXIS), check_vma=False)
+    return algo, problem, jax.jit(fn)
+
+
+def run_cell(cell: Cell, mesh=None) -> dict:
+    """Runs ``cell``'s seeds as one compiled, vmapped program sharded over ``mesh``.
+
+    Returns the arrays of a cell file (``store.ARRAYS``): ``x`` ``(S, B, d)``, ``y``, ``f``,
+    ``metric`` ``(S, B)``, ``c``, ``c_obs`` ``(S, B, K)``, ``feasible`` ``(S, B)``, ``keys`` ``(S, 2)``,
+    ``seeds`` ``(S,)``, ``wall_time`` ``(S,)`` (the cell's wall time, compilation included, divided
+    evenly over its seeds), with ``S = cell.seeds``.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = seed_mesh() if mesh is None else mesh
+    n = mesh.devices.size
+    s = cell.seeds
+    padded = -(-s // n) * n  # the seed count rounded up to a multiple of the device count
+    t0 = time.perf_counter()
+    _, problem, fn = program(cell, mesh)
+    keys = paired_keys(padded, cell.seed_offset)  # padding: the next keys, dropped below
+    keys = jax.device_put(keys, NamedSharding(mesh, PartitionSpec(AXIS)))
+    out = jax.device_get(fn(problem, keys))
+    wall = time.perf_counter() - t0
+    arrays = {k: np.asarray(v)[:s] for k, v in zip(FIELDS, out)}
+    arrays["feasible"] = arrays["feasible"].astype(bool)
+    arrays["keys"] = np.asarray(jax.random.key_data(keys) if jnp.issubdtype(
+        keys.dtype, jax.dtypes.prng_key) else keys, dtype=np.uint32)[:s]
+    arrays["seeds"] = np.arange(s, dtype=np.int64)
+    arrays["wall_time"] = np.full(s, wall / s)
+    return arrays
+
+
+# ---------------------------------------------------------------------------------------------
+# provenance
+
+
+def versions() -> dict:
+    """Versions of ntkbo, jax, jaxlib, flax, optax, numpy and Python."""
+    out = {}
+    for name in ("ntkbo", "jax", "jaxlib", "flax", "optax", "numpy"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            mod = sys.modules.get(name)
+            out[name] = getattr(mod, "__version__", None)
+    out["python"] = platform.python_version()
+    return out
+
+
+def git_revision() -> str | None:
+    """The commit of the ntkbo source tree (``git rev-parse HEAD``), or ``None``."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return rev.stdout.strip() or None if rev.returncode == 0 else None
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def cell_meta(cell: Cell, problem, q: int, mesh, started: str, finished: str,
+              extra: dict) -> dict:
+    """The ``meta`` of a cell file (``store`` module docstring)."""
+    import jax
+
+    from ntkbo.experiments.spec import jsonable
+
+    optimum = None if problem.optimum is None else float(problem.optimum)
+    return {
+        "algorithm": {"label": cell.algorithm.id, "name": cell.algorithm.name,
+                      "options": dict(cell.options)},
+        "problem": {"label": cell.problem.id, "name": problem.name, "dim": int(problem.dim),
+                    "noise_std": jsonable(np.asarray(problem.noise_std).tolist()),
+                    "optimum": optimum, "bounds": np.asarray(problem.bounds).tolist(),
+                    "n_constraints": int(problem.n_constraints),
+                    "options": jsonable(dict(cell.problem.options))},
+        "budget": cell.budget, "n_init": cell.n_init, "q": q, "dtype": cell.dtype,
+        "seed_offset": cell.seed_offset, "definition": cell.definition(),
+        "device_kind": mesh.devices.flat[0].device_kind, "n_devices": int(mesh.devices.size),
+        "n_processes": jax.process_count(), "started": started, "finished": finished, **extra,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# resuming and refusing changed specs
+
+
+def _first_difference(a, b, path="") -> str | None:
+    """The dotted path of the first field where two JSON values differ, or ``None``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}{k}"
+            d = _first_difference(a[k], b[k], f"{path}{k}.")
+            if d:
+                return d
+        return None
+    return None if a == b else path.rstrip(".") or "(value)"
+
+
+def resolved_record(spec: Spec, scale: str, cells: list[Cell]) -> dict:
+    """What ``out/spec.json`` holds: ``Spec.to_dict()`` (``name``, ``reference``, ...) plus
+    ``scale``, ``scale_caps`` and ``cells`` (cell id -> ``definition`` and ``digest``)."""
+    return dict(spec.to_dict(), scale=scale, scale_caps=spec.scale(scale).to_dict(),
+                cells={c.cell_id: {"digest": c.digest, "definition": c.definition()}
+                       for c in cells})
+
+
+def check_compatible(out: str, spec: Spec, scale: str, cells: list[Cell]) -> None:
+    """``ValueError`` if ``out`` holds results of a different experiment: another scale, a cell
+    whose digest differs (the message names the cell and its first differing field), or a cell
+    file of a cell this spec does not have. New cells (added algorithms or problems) are allowed."""
+    by_id = {c.cell_id: c for c in cells}
+    old = store.read_spec(out)
+    if old is not None:
+        if old.get("scale") != scale or old.get("scale_caps") != spec.scale(scale).to_dict():
+            raise ValueError(f"{out} holds a run at scale {old.get('scale')!r} "
+                             f"({old.get('scale_caps')}); this run asks for scale {scale!r} "
+                             f"({spec.scale(scale).to_dict()}); use another --out")
+        for cid, rec in old.get("cells", {}).items():
+            cell = by_id.get(cid)
+            if cell is not None and rec["digest"] != cell.digest:
+                field = _first_difference(rec["definition"], cell.definition())
+                raise ValueError(f"{out}: cell {cid!r} differs from the stored one in field "
+                                 f"{field!r}; the spec changed, use another --out")
+    for path in store.list_cells(out):
+        meta = store.read_meta(path)
+        cid = meta.get("cell_id")
+        cell = by_id.get(cid)
+        if cell is None:
+            raise ValueError(f"{path}: cell {cid!r} is not in this spec at scale {scale!r}; "
+                             "the spec changed, use another --out")
+        if meta.get("digest") != cell.digest:
+            field = _first_difference(meta.get("definition", {}), cell.definition())
+            raise ValueError(f"{path}: cell {cid!r} differs from the stored one in field "
+                             f"{field!r}; the spec changed, use another --out")
+
+
+def assigned(cells: list[Cell], process_id: int, num_processes: int) -> list[Cell]:
+    """Round-robin share of process ``process_id``: cells ``process_id::num_processes`` of the
+    list sorted by ``cell_id``."""
+    return sorted(cells, key=lambda c: c.cell_id)[process_id::num_processes]
+
+
+def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
+        process_id: int | None = None, num_processes: int | None = None,
+        progress: bool | Callable = False, command: str | None = None) -> list[str]:
+    """Runs the cells of ``spec`` at ``scale`` that ``out`` does not hold yet.
+
+    Args:
+      spec: a ``Spec``, a TOML path or a dict in the TOML layout (``ntkbo.experiments.spec``).
+      out: the output folder: ``spec.json``, ``cells/<cell_id>.npz``, ``log.jsonl`` (``store``).
+      scale: ``"smoke"``, ``"cpu"``, ``"full"`` or a scale the spec defines.
+      devices: the devices to shard seeds over (default: ``jax.local_devices()``).
+      process_id, num_processes: this process's share of the cells (default: ``jax.process_index()``
+        and ``jax.process_count()``, i.e. after ``jax.distributed.initialize``, its rank and size).
+      progress: ``True`` for a tqdm bar over this process's cells (on stderr), or a callable
+        ``progress(cell, path)`` called after each cell.
+      command: recorded in each cell's meta (default: ``sys.argv`` joined by spaces).
+
+    Returns:
+      The paths of the cell files of this process's share (finished now or before).
+    """
+    import jax
+
+    from ntkbo import loop
+
+    spec = load(spec)
+    cells = spec.resolve(scale)
+    pid = jax.process_index() if process_id is None else process_id
+    nproc = jax.process_count() if num_processes is None else num_processes
+    if not (isinstance(nproc, int) and nproc >= 1 and isinstance(pid, int) and 0 <= pid < nproc):
+        raise ValueError(f"process_id must be in [0, num_processes={nproc}), got {pid!r}")
+    os.makedirs(out, exist_ok=True)
+    check_compatible(out, spec, scale, cells)
+    if pid == 0:
+        store.write_spec(out, resolved_record(spec, scale, cells))
+    mesh = seed_mesh(devices)
+    mine = assigned(cells, pid, nproc)
+    extra = {"versions": versions(), "command": command if command is not None
+             else " ".join(sys.argv), "git_revision": git_revision()}
+    bar = None
+    if progress is True:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(mine), desc=f"{spec.name} [{scale}]", unit="cell", file=sys.stderr)
+    paths = []
+    for cell in mine:
+        path = store.cell_path(out, cell.cell_id)
+        if bar is not None:
+            bar.set_postfix_str(cell.cell_id)
+        if not os.path.exists(path):
+            store.append_log(out, "start", cell_id=cell.cell_id, process=pid)
+            started = _now()
+            arrays = run_cell(cell, mesh)
+            algo, problem, _ = program(cell, mesh)
+            meta = cell_meta(cell, problem, loop.batch_size(algo, problem), mesh, started,
+                             _now(), extra)
+            store.write_cell(out, cell, arrays, meta)
+            store.append_log(out, "finish", cell_id=cell.cell_id, process=pid,
+                             wall_time=float(arrays["wall_time"].sum()))
+        paths.append(path)
+        if bar is not None:
+            bar.update(1)
+        elif callable(progress):
+            progress(cell, path)
+    if bar is not None:
+        bar.close()
+    return paths
