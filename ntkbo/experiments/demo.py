@@ -1,26 +1,27 @@
 """``ntkbo demo``: a small comparison study, run with progress bars and reported like any study.
 
 The demo is an experiment spec (``ntkbo.experiments.spec``): NeuralBO, GP-EI and random search on
-Branin, 30 evaluations (5 initial) x 8 seeds, reference ``random_search``. Each cell runs its seeds
-at once (``jax.vmap``) in chunks of rounds through ``ntkbo.loop.minimize_chunks`` so that a
-progress bar can move and show the mean best regret so far; seed ``i`` of every algorithm uses
-``PRNGKey(i)``, as the spec's paired design says, so the algorithms share their initial designs.
-Finished cells are written with ``ntkbo.experiments.store`` in the runner's schema, then
-``ntkbo.experiments.report`` writes ``report.md`` (overlaid curves, final-value table, Welch tests,
-KS, ranks) from those files, and ``summary_lines`` prints the verdict against random search.
-"""
+Branin, 30 evaluations (5 initial) x 8 seeds, reference ``random_search``. The runner
+(``ntkbo.experiments.run``) compiles each cell as one program and can report progress only per
+cell; the demo runs the same cells through ``ntkbo.loop.minimize_chunks`` instead (all seeds at
+once, ``jax.vmap``, in chunks of rounds), so that its progress bar moves every few rounds and shows
+the mean best regret so far. Everything else is the runner's: the paired keys (seed ``i`` of every
+algorithm uses ``PRNGKey(i)``, so the algorithms share their initial designs), the cells' ``meta``
+(``runner.cell_meta``) and ``spec.json`` (``runner.resolved_record``), written with
+``ntkbo.experiments.store``. Then ``ntkbo.experiments.report`` writes ``report.md`` (overlaid
+curves, final-value table, Welch tests, KS, ranks) from those files, and ``summary_lines`` prints the
+verdict against random search."""
 
 from __future__ import annotations
 
 import datetime
 import os
-import platform
 import sys
 import time
 
 import numpy as np
 
-from ntkbo.experiments import report, spec as spec_mod, store
+from ntkbo.experiments import report, runner, spec as spec_mod, store
 
 #: The demo's defaults (``ntkbo demo`` takes --algos, --problem, --budget, --seeds, --n-init).
 ALGORITHMS = ("neural_bo", "gp_ei", "random_search")
@@ -47,21 +48,8 @@ def make_spec(algorithms=ALGORITHMS, problem=PROBLEM, budget=BUDGET, seeds=SEEDS
         "problems": [{"name": problem}]})
 
 
-def _versions() -> dict:
-    import flax
-    import jax
-    import jaxlib
-    import optax
-
-    import ntkbo
-
-    return {"ntkbo": ntkbo.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
-            "flax": flax.__version__, "optax": optax.__version__, "numpy": np.__version__,
-            "python": platform.python_version()}
-
-
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def run_cell(cell, out: str, *, chunk: int = 5, quiet: bool = False, command: str = "") -> str:
@@ -74,7 +62,7 @@ def run_cell(cell, out: str, *, chunk: int = 5, quiet: bool = False, command: st
     from ntkbo import loop
 
     algo, problem = cell.build()
-    keys = jax.numpy.stack([jax.random.PRNGKey(cell.seed_offset + i) for i in range(cell.seeds)])
+    keys = runner.paired_keys(cell.seeds, cell.seed_offset)  # the runner's paired design
     capacity = 1 << max(0, (cell.budget - 1).bit_length())
     optimum = None if problem.optimum is None else float(problem.optimum)
     started, t0 = _now(), time.time()
@@ -100,17 +88,11 @@ def run_cell(cell, out: str, *, chunk: int = 5, quiet: bool = False, command: st
               "feasible": np.all(np.asarray(last.c) <= 0, axis=-1), "metric": metric,
               "keys": np.asarray(keys, dtype=np.uint32), "seeds": np.arange(cell.seeds),
               "wall_time": np.full(cell.seeds, wall / cell.seeds)}
-    devices = jax.devices()
-    meta = {"algorithm": {"label": cell.algorithm.id, "name": cell.algorithm.name,
-                          "options": dict(cell.options)},
-            "problem": {"label": cell.problem.id, "name": cell.problem.name, "dim": cell.dim,
-                        "noise_std": cell.problem.noise_std, "optimum": optimum,
-                        "bounds": np.asarray(problem.bounds).tolist(),
-                        "options": spec_mod.jsonable(dict(cell.problem.options))},
-            "budget": cell.budget, "n_init": cell.n_init, "q": int(loop.batch_size(algo, problem)),
-            "dtype": cell.dtype, "seed_offset": cell.seed_offset, "versions": _versions(),
-            "device_kind": devices[0].device_kind, "n_devices": 1, "n_processes": 1,
-            "command": command, "git_revision": None, "started": started, "finished": _now()}
+    mesh = runner.seed_mesh(jax.local_devices()[:1])  # one device: the seeds are vmapped there
+    extra = {"versions": runner.versions(), "command": command,
+             "git_revision": runner.git_revision()}
+    meta = runner.cell_meta(cell, problem, loop.batch_size(algo, problem), mesh, started,
+                            _now(), extra)
     return store.write_cell(out, cell, arrays, meta)
 
 
@@ -128,7 +110,7 @@ def run(out: str, spec: spec_mod.Spec | None = None, *, quiet: bool = False,
     os.makedirs(out, exist_ok=True)
     for path in store.list_cells(out):  # a demo is re-run whole, never mixed with an older one
         os.unlink(path)
-    store.write_spec(out, dict(spec.to_dict(), scale="full"))
+    store.write_spec(out, runner.resolved_record(spec, "full", cells))
     t0 = time.time()
     for cell in cells:
         run_cell(cell, out, quiet=quiet, command=command)
