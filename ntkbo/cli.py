@@ -189,13 +189,8 @@ def _report(out: str, reference: str | None, plots: bool) -> int:
 def _demo(args) -> int:
     """``ntkbo demo``: a small study (ntkbo.experiments.demo) with progress bars, its report and a
     printed verdict against random search."""
-    import jax
-
     from ntkbo.experiments import demo
 
-    # The demo's run time is mostly compilation: XLA's optimisations mostly off compile it in about
-    # 20% less CPU time (measured: 39 s vs 48 s) and barely change the short runs' values.
-    jax.config.update("jax_disable_most_optimizations", True)
     spec = demo.make_spec([a.strip() for a in args.algos.split(",") if a.strip()], args.problem,
                           args.budget, args.seeds, args.n_init)
     print(f"ntkbo demo: {', '.join(a.id for a in spec.algorithms)} on {args.problem}, "
