@@ -20,17 +20,26 @@ A ``Spec`` is a frozen dataclass, built in Python or read from TOML (``Spec.from
     dims = [10, 20, 50, 100]   # omit for a fixed-dimension problem (branin, hartmann6, ...)
     noise_std = 0.0            # default 0
     options = { noise = "relative" }     # any other keyword of ntkbo.benchmarks.get
+    budget = 1000              # optional: this problem's budget (default: the spec's)
+    n_init = 50                # optional: this problem's initial design (default: the spec's)
 
     [scales.cpu]               # optional: overrides the built-in preset of that name
     budget = 200               # cap on the budget
     seeds = 5                  # cap on the seed count
     max_dim = 10               # cap on every listed dimension
+    n_init = 10                # optional: the initial design's size at this scale
+
+    [scales.cpu.options.neural_bo]   # optional: options merged into that algorithm's at this scale
+    width = 100
 
 Scales (``SCALES``) shrink a spec without editing it: ``full`` runs it as written, ``cpu`` and
 ``smoke`` cap the budget, the seed count and the listed dimensions (a dimension above ``max_dim``
 becomes ``max_dim``; duplicates are dropped; fixed-dimension problems are left alone). A
 ``[scales.NAME]`` table replaces the fields it gives of the built-in preset ``NAME`` (or defines a
-new scale).
+new scale). A scale's ``n_init`` replaces every problem's initial-design size, and its ``options``
+tables (keyed by algorithm label) are merged into those algorithms' options: for settings that
+the full protocol uses and a CPU cannot afford (a width-5000 network), stated in the spec and
+recorded, resolved, in every cell.
 
 Seeds (the paired design): seed ``i`` (``0 <= i < count``) of every cell runs with key
 ``jax.random.PRNGKey(offset + i)``, the same for every algorithm and problem, so algorithms on a
@@ -66,14 +75,18 @@ class Scale:
     budget: int | None = None
     seeds: int | None = None
     max_dim: int | None = None
+    n_init: int | None = None
+    options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        d["options"] = {k: jsonable(dict(v)) for k, v in self.options.items()}
+        return d
 
 
 #: The built-in presets; a spec's ``[scales.NAME]`` table overrides the fields it gives.
 SCALES: dict[str, Scale] = {
-    "smoke": Scale(budget=10, seeds=2, max_dim=2),
+    "smoke": Scale(budget=10, seeds=2, max_dim=2, n_init=2),  # n_init 2: 8 rounds, any q | 8
     "cpu": Scale(budget=100, seeds=10, max_dim=10),
     "full": Scale(),
 }
@@ -106,6 +119,8 @@ class ProblemSpec:
     noise_std: float = 0.0
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     label: str | None = None
+    budget: int | None = None  # None: the spec's
+    n_init: int | None = None  # None: the spec's
 
     def __post_init__(self):
         if self.label is None:  # the label defaults to the name
@@ -239,6 +254,8 @@ class Spec:
     def __post_init__(self):
         object.__setattr__(self, "algorithms", tuple(self.algorithms))
         object.__setattr__(self, "problems", tuple(self.problems))
+        object.__setattr__(self, "scales", {  # Python callers may give tables as dicts
+            k: Scale(**v) if isinstance(v, Mapping) else v for k, v in dict(self.scales).items()})
         if self.reference is None:
             rs = [a.id for a in self.algorithms if a.name == "random_search"]
             object.__setattr__(self, "reference", rs[0] if rs else None)
@@ -271,13 +288,15 @@ class Spec:
         algs = tuple(_entry(AlgorithmSpec, a, f"algorithms[{i}]", {"label", "name", "options"})
                      for i, a in enumerate(_list(d["algorithms"], "algorithms")))
         probs = tuple(_entry(ProblemSpec, p, f"problems[{i}]",
-                             {"label", "name", "dims", "noise_std", "options"})
+                             {"label", "name", "dims", "noise_std", "options", "budget",
+                              "n_init"})
                       for i, p in enumerate(_list(d["problems"], "problems")))
         scales = {}
         for name, s in dict(d.get("scales", {})).items():
-            if not isinstance(s, Mapping) or set(s) - {"budget", "seeds", "max_dim"}:
-                raise ValueError(f"spec field 'scales.{name}' must be a table with budget, seeds "
-                                 f"and/or max_dim, got {s!r}")
+            if not isinstance(s, Mapping) or set(s) - {"budget", "seeds", "max_dim", "n_init",
+                                                       "options"}:
+                raise ValueError(f"spec field 'scales.{name}' must be a table with budget, seeds, "
+                                 f"max_dim, n_init and/or options, got {s!r}")
             scales[name] = Scale(**s)
         return cls(name=d["name"], algorithms=algs, problems=probs, budget=d["budget"],
                    seeds=count, seed_offset=offset, n_init=d.get("n_init"),
@@ -303,7 +322,8 @@ class Spec:
                            for a in self.algorithms],
             "problems": [{"label": p.id, "name": p.name,
                           "dims": None if p.dims is None else list(p.dims),
-                          "noise_std": p.noise_std, "options": jsonable(dict(p.options))}
+                          "noise_std": p.noise_std, "options": jsonable(dict(p.options)),
+                          "budget": p.budget, "n_init": p.n_init}
                          for p in self.problems],
             "scales": {k: s.to_dict() for k, s in self.scales.items()},
         }
@@ -346,6 +366,10 @@ class Spec:
                 for d in p.dims:
                     _int(f"problems[{i}].dims", d, 1)
                 object.__setattr__(p, "dims", tuple(p.dims))
+            if p.budget is not None:
+                _int(f"problems[{i}].budget", p.budget, 1)
+            if p.n_init is not None:
+                _int(f"problems[{i}].n_init", p.n_init, 1)
             if not isinstance(p.noise_std, (int, float)) or p.noise_std < 0:
                 raise ValueError(f"spec field 'problems[{i}].noise_std' must be a float >= 0, "
                                  f"got {p.noise_std!r}")
@@ -354,9 +378,15 @@ class Spec:
             raise ValueError(f"spec field 'reference' = {self.reference!r} is not an algorithm "
                              f"label; labels: {', '.join(labels)}")
         for name, s in self.scales.items():
-            for field in ("budget", "seeds", "max_dim"):
+            for field in ("budget", "seeds", "max_dim", "n_init"):
                 if getattr(s, field) is not None:
                     _int(f"scales.{name}.{field}", getattr(s, field), 1)
+            for label, opts in s.options.items():
+                if label not in labels:
+                    raise ValueError(f"spec field 'scales.{name}.options.{label}': no algorithm "
+                                     f"has that label; labels: {', '.join(labels)}")
+                if not isinstance(opts, Mapping):
+                    raise ValueError(f"spec field 'scales.{name}.options.{label}' must be a table")
 
     # -- expansion -------------------------------------------------------------------------
 
@@ -385,7 +415,6 @@ class Spec:
         from ntkbo import loop
 
         sc = self.scale(scale)
-        budget = min(self.budget, sc.budget or self.budget)
         seeds = min(self.seeds, sc.seeds or self.seeds)
         dtype = "float64" if jax.config.jax_enable_x64 else "float32"
         algorithm_names = set(ntkbo.algorithms.names())
@@ -404,12 +433,17 @@ class Spec:
                 except (ValueError, TypeError) as err:
                     raise ValueError(f"spec field 'problems[{i}]' ({p.id!r}, dim {dim}): "
                                      f"{err}") from None
-                n_init = (loop.default_n_init(problem, budget) if self.n_init is None
-                          else self.n_init)
+                full_budget = self.budget if p.budget is None else p.budget
+                budget = min(full_budget, sc.budget or full_budget)
+                n_init = next((v for v in (sc.n_init, p.n_init, self.n_init) if v is not None),
+                              None)
+                n_init = loop.default_n_init(problem, budget) if n_init is None else n_init
                 if budget < n_init:
                     raise ValueError(f"spec field 'budget' = {budget} (scale {scale!r}) is below "
                                      f"n_init = {n_init} for problem {p.id!r}")
                 for j, a in enumerate(self.algorithms):
+                    if a.id in sc.options:  # this scale's options for that algorithm
+                        a = dataclasses.replace(a, options={**a.options, **sc.options[a.id]})
                     try:
                         given = ntkbo.algorithms.problem_options(a.name, problem, **a.options)
                         options = jsonable(ntkbo.algorithms.resolved_options(a.name, **given))

@@ -1,0 +1,83 @@
+"""The shipped study specs (``benchmarks/specs``) and the spec fields they rely on: per-problem
+budgets and initial designs, and a scale's ``n_init`` and per-algorithm options."""
+
+import glob
+import os
+import sys
+
+import pytest
+
+from ntkbo.experiments.spec import AlgorithmSpec, ProblemSpec, Spec
+
+SPECS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "specs")
+BENCH_SPECS = sorted(f for f in glob.glob(os.path.join(SPECS, "*.toml"))
+                     if not f.endswith("_coco.toml"))
+
+
+@pytest.mark.parametrize("path", BENCH_SPECS, ids=os.path.basename)
+def test_shipped_specs_parse_and_name_valid_scales(path):
+    """Every shipped ``ntkbo bench`` spec parses, validates (labels, references, scale option
+    tables naming existing algorithms) and has the ``cpu`` scale its report was run at."""
+    spec = Spec.from_toml(path)
+    cpu = spec.scale("cpu")  # raises ValueError if the scale is unknown
+    assert set(cpu.options) <= {a.id for a in spec.algorithms}
+    assert spec.reference in {a.id for a in spec.algorithms}
+
+
+def small_spec(**scales):
+    return Spec(name="t", budget=30, seeds=2,
+                algorithms=(AlgorithmSpec("random_search"),
+                            AlgorithmSpec("ntk_gp_ei", {"beta": 2.0}, label="ntk")),
+                problems=(ProblemSpec("branin", budget=12, n_init=4), ProblemSpec("hartmann6")),
+                scales=scales)
+
+
+def test_problem_budget_and_n_init_override_the_spec():
+    """Catches the spec's budget used where a problem gives its own (mutation: ignore
+    ``ProblemSpec.budget``): Branin runs 12 evaluations with 4 initial points, Hartmann-6 the
+    spec's 30 with the default d + 1 = 7; a scale caps both."""
+    cells = {c.cell_id: c for c in small_spec().resolve("full")}
+    assert (cells["random_search__branin__d2"].budget, cells["random_search__branin__d2"].n_init) == (12, 4)
+    assert (cells["random_search__hartmann6__d6"].budget,
+            cells["random_search__hartmann6__d6"].n_init) == (30, 7)
+    smoke = {c.cell_id: c for c in small_spec().resolve("smoke")}
+    assert smoke["random_search__hartmann6__d6"].budget == 10  # the smoke cap
+    assert smoke["random_search__hartmann6__d6"].n_init == 2  # the smoke preset's n_init
+
+
+def test_scale_options_reach_the_cell_and_its_digest():
+    """Catches scale options that are recorded but not run (mutation: merge them into the
+    definition only): at scale ``cpu`` the cell's resolved options, its digest and the algorithm
+    ``build()`` returns carry ``beta = 0.5``; at ``full`` the spec's ``beta = 2``."""
+    spec = small_spec(cpu={"n_init": 3, "options": {"ntk": {"beta": 0.5}}})
+    spec = Spec.from_dict(spec.to_dict())  # the TOML layout round trip keeps the new fields
+    cpu = {c.cell_id: c for c in spec.resolve("cpu")}["ntk__hartmann6__d6"]
+    full = {c.cell_id: c for c in spec.resolve("full")}["ntk__hartmann6__d6"]
+    assert cpu.options["beta"] == 0.5 and full.options["beta"] == 2.0
+    assert cpu.n_init == 3 and cpu.digest != full.digest
+    assert dict(cpu.algorithm.options)["beta"] == 0.5
+
+
+def test_scale_options_must_name_an_algorithm():
+    with pytest.raises(ValueError, match=r"scales.cpu.options.nope': no algorithm has that label"):
+        small_spec(cpu={"options": {"nope": {"beta": 1.0}}})
+
+
+def test_coco_spec_resolves_its_cpu_scale():
+    """``benchmarks/coco_study.py`` merges a scale's options into the named algorithm only and
+    replaces the listed settings (the NeuralBO COCO study's cpu scale: d = 2, 3; instances 1-3)."""
+    sys.path.insert(0, os.path.join(SPECS, ".."))
+    try:
+        import coco_study
+    finally:
+        sys.path.pop(0)
+    import tomllib
+
+    with open(os.path.join(SPECS, "neuralbo_coco.toml"), "rb") as fh:
+        spec = tomllib.load(fh)
+    settings, algorithms = coco_study.resolve(spec, "cpu")
+    assert settings["dims"] == [2, 3] and settings["instances"] == "1-3"
+    opts = {a["label"]: a["options"] for a in algorithms}
+    assert opts["NeuralGreedy"]["width"] == 256 and opts["NeuralBO"] == {}
+    with pytest.raises(ValueError, match="--scale 'gpu'"):
+        coco_study.resolve(spec, "gpu")
