@@ -6,7 +6,6 @@ computes the distributions itself). Each test names the mutation of the code it 
 
 import json
 import math
-import os
 
 import numpy as np
 import pytest
@@ -195,7 +194,7 @@ from ntkbo.experiments import store  # noqa: E402
 
 
 def _write_cell(out, rng, algo, problem, *, dim=2, seeds=6, budget=12, optimum=0.0, k=0,
-                shift=0.0):
+                shift=0.0, cell_id=None):
     """A cell file as the runner writes it: f >= optimum, metric = best regret (+ violation)."""
     f = (optimum or 0.0) + shift + rng.gamma(2.0, 1.0, size=(seeds, budget)) * rng.uniform(0.5, 2, (seeds, 1))
     c = rng.normal(0.3, 1.0, size=(seeds, budget, k))
@@ -216,7 +215,7 @@ def _write_cell(out, rng, algo, problem, *, dim=2, seeds=6, budget=12, optimum=0
             "versions": {"ntkbo": "0.1.0", "jax": "x"}, "device_kind": "cpu", "n_devices": 4,
             "n_processes": 1, "command": "ntkbo bench spec.toml --out DIR", "git_revision": "abc",
             "started": "2026-11-23T20:00:00Z", "finished": "2026-11-23T20:01:00Z"}
-    store.write_cell(str(out), f"{algo}-{problem}", arrays, meta)
+    store.write_cell(str(out), cell_id or f"{algo}-{problem}", arrays, meta)
     return arrays
 
 
@@ -327,3 +326,17 @@ def test_report_cli_and_errors(tmp_path, capsys):
     assert str(tmp_path / "report.md") in out
     md = (tmp_path / "report.md").read_text()
     assert "against gp_ei" in md and "reference: **gp_ei** (--reference)" in md
+
+
+def test_report_keeps_each_dimension_a_problem(tmp_path):
+    """One problem label at two dimensions (NeuralBO's Ackley at d = 10, 20, ...) gives two rows,
+    named with their d. Catches: cells of different dimensions merged into one problem."""
+    rng = np.random.default_rng(8)
+    for dim in (2, 3):
+        for a in ("neural_bo", "random_search"):
+            _write_cell(tmp_path, rng, a, "ackley", dim=dim, cell_id=f"{a}__ackley__d{dim}")
+    rep = report_mod.write_report(str(tmp_path), reference="neural_bo", plots=False)
+    assert list(rep["problems"]) == ["ackley d=2", "ackley d=3"]
+    assert [e["dim"] for e in rep["problems"].values()] == [2, 3]
+    md = (tmp_path / "report.md").read_text()
+    assert "| ackley d=2 | 2 |" in md and "| ackley d=3 | 3 |" in md
