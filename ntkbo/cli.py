@@ -255,7 +255,9 @@ def _bench(args) -> int:
     try:
         if coordinator or num_processes:
             experiments.distributed.initialize(coordinator, num_processes, process_id)
-        paths = experiments.run(args.spec, args.out, args.scale, progress=not args.quiet)
+        block = "auto" if args.block is None else (None if args.block == 0 else args.block)
+        paths = experiments.run(args.spec, args.out, args.scale, progress=not args.quiet,
+                                block=block)
     except (ValueError, TypeError, OSError) as err:
         print(f"ntkbo bench: error: {err}", file=sys.stderr)
         return 2
@@ -323,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="this process's rank (or $NTKBO_PROCESS_ID)")
     b.add_argument("--host-devices", type=int, default=None, metavar="N",
                    help="split the CPU into N devices (XLA_FLAGS host platform device count)")
+    b.add_argument("--block", type=int, default=None, metavar="B",
+                   help="seeds vmapped at once per device (0: all; default: all, or 1 on CPU "
+                   "devices that outnumber the cores; ntkbo.experiments.runner.default_block)")
     b.add_argument("--float32", action="store_true", help="keep JAX in float32 (default float64)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     rp = sub.add_parser("report", help="report.md and plots from a study's stored cells "

@@ -13,15 +13,22 @@ each device runs the plain vmapped program on its ``S / n`` seeds, with no commu
 is dropped. (``shard_map`` rather than jit's automatic partitioning, which leaves some batched ops
 unsplit and all-gathers every seed onto every device for them; see ``program``.)
 
-Bit-identical values on any number of devices: ``vmap`` adds a batch axis that no operation reduces
-over, so a device holding ``m`` seeds computes, for each seed, the same arithmetic as one holding all
-of them, provided XLA lowers each batched op to the same per-seed arithmetic whatever the batch size.
-XLA's CPU backend does for the programs tested (``tests/test_experiments.py``: a 2 x 2 x 8-seed spec on
-4 forced CPU devices, 2 seeds per device, equals the 1-device run, 8 seeds at once, byte for byte, and
-both equal a plain ``jax.vmap(ntkbo.minimize)``). An op whose lowering depended on the batch size
-(a dot whose batch axis were folded into its matrix dimension, say) could break it; that test is
-there to catch it. Compile settings matter too: values are identical only between runs compiled
-with the same flags (``jax_enable_x64``, ``jax_disable_most_optimizations``, XLA_FLAGS).
+Blocks: a device runs its seeds ``block`` at a time (``block=None``: all at once): the compiled
+program vmaps ``block`` seeds per device, and the host calls it until every seed has run, so the
+program a device runs is the same whatever the number of devices. ``default_block`` picks 1 only on CPU devices that outnumber
+the cores, where jaxlib 0.10's batched LAPACK kernels hang; the block used is in each cell's meta.
+
+Bit-identical values on any number of devices, for a fixed block: ``vmap`` adds a batch axis that
+no operation reduces over, so a device holding ``m`` seeds computes, for each seed, the same
+arithmetic as one holding all of them, provided XLA lowers each batched op to the same per-seed
+arithmetic whatever the batch size. XLA's CPU backend does for the programs tested
+(``tests/test_experiments.py``: a 2 x 2 x 8-seed spec on 4 forced CPU devices equals the 1-device
+run byte for byte, both one seed at a time). Measured on the NTK-GP: ``vmap`` over blocks of 2 and
+over all 8 seeds agree bit for bit, but a batch of 1 differs from them in the last bits (about
+3e-14: XLA lowers size-1 batch dimensions differently); so the block, not the device count, fixes
+the values, and the test pins it. Compile settings matter too: values are identical only between
+runs compiled with the same flags (``jax_enable_x64``, ``jax_disable_most_optimizations``,
+``XLA_FLAGS``).
 
 Several processes (``jax.distributed.initialize``, see ``distributed``): process ``p`` of ``P`` takes
 cells ``p, p + P, p + 2P, ...`` of the sorted cell list and runs them on its own local devices; no
@@ -72,10 +79,11 @@ _PROGRAMS: dict = {}  # (cell digest, device ids) -> (algo, problem, fn); see ``
 
 
 def program(cell: Cell, mesh):
-    """``(algo, problem, fn)`` of a cell: ``fn(problem, keys)`` is ``jit(shard_map(vmap(minimize)))``
-    over keys ``(S, 2)`` split along ``mesh``'s seed axis (``S`` a multiple of the mesh size), the
-    problem replicated; it returns the ``FIELDS`` of ``Result`` with a leading seed axis. Cached per
-    (cell digest, devices), so a cell run twice in one process compiles once."""
+    """``(algo, problem, fn)`` of a cell: ``fn(problem, keys)`` runs ``minimize`` for every key of
+    ``keys`` ``(m, 2)``, split along ``mesh``'s seed axis (``m`` a multiple of the mesh size; each
+    device vmaps over its ``m / n`` keys), the problem replicated; it returns the ``FIELDS`` of
+    ``Result`` with a leading seed axis. Cached per (cell digest, devices), so a cell run twice in
+    one process compiles once (per distinct ``m``)."""
     key = (cell.digest, tuple(int(d.id) for d in mesh.devices.flat))
     if key not in _PROGRAMS:
         if len(_PROGRAMS) >= 64:
@@ -98,37 +106,74 @@ def _build_program(cell: Cell, mesh):
 
     # shard_map, not jit's automatic partitioning: the partitioner does not split some batched ops
     # along the seed axis (the sort of ``lax.top_k`` in the acquisition optimiser), and gathers all
-    # seeds onto every device for them (an all-gather per round, which starves or stalls CPU devices
-    # sharing a few cores). With shard_map each device runs the plain vmapped program on its own
-    # seeds and no device ever talks to another. ``check_vma=False``: the loop's scan carries start
-    # as unsharded constants and become per-seed values, which the varying-axis check rejects.
+    # seeds onto every device for them (an all-gather per round). With shard_map each device runs
+    # the plain vmapped program on its own seeds and no device ever talks to another.
+    # ``check_vma=False``: the loop's scan carries start as unsharded constants and become
+    # per-seed values, which the varying-axis check rejects.
     fn = jax.shard_map(jax.vmap(one, in_axes=(None, 0)), mesh=mesh,
                        in_specs=(PartitionSpec(), PartitionSpec(AXIS)),
                        out_specs=PartitionSpec(AXIS), check_vma=False)
     return algo, problem, jax.jit(fn)
 
 
-def run_cell(cell: Cell, mesh=None) -> dict:
+def default_block(mesh) -> int | None:
+    """``1`` on CPU devices that outnumber this process's cores, else ``None`` (all of a device's
+    seeds vmapped at once).
+
+    Why: jaxlib 0.10's batched LAPACK kernels (Cholesky, triangular solves: every GP model) split a
+    batch into chunks scheduled on XLA:CPU's intra-op thread pool, one thread per core, and block
+    until they finish (``ParallelBatchMap`` in ``jaxlib/cpu/lapack_kernels.cc``). When more forced
+    host devices than cores run at once, every pool thread is a device blocked in such a wait and
+    the chunks never run: the program hangs (seen here: 4 devices on 2 cores). A batch of one
+    matrix runs inline, so one seed at a time per device cannot hang. (The parallel path is
+    compiled out of open-source jaxlib 0.11.)"""
+    devices = list(mesh.devices.flat)
+    if devices[0].platform != "cpu":
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return 1 if len(devices) > cores else None
+
+
+def run_cell(cell: Cell, mesh=None, block: int | None | str = "auto",
+             on_seeds: Callable | None = None) -> dict:
     """Runs ``cell``'s seeds as one compiled, vmapped program sharded over ``mesh``.
 
     Returns the arrays of a cell file (``store.ARRAYS``): ``x`` ``(S, B, d)``, ``y``, ``f``,
     ``metric`` ``(S, B)``, ``c``, ``c_obs`` ``(S, B, K)``, ``feasible`` ``(S, B)``, ``keys`` ``(S, 2)``,
     ``seeds`` ``(S,)``, ``wall_time`` ``(S,)`` (the cell's wall time, compilation included, divided
-    evenly over its seeds), with ``S = cell.seeds``.
+    evenly over its seeds), with ``S = cell.seeds``. ``block``: seeds vmapped at once per device
+    (``"auto"``: ``default_block(mesh)``); the compiled program runs ``block`` seeds per device and
+    is called ``ceil(S / (n_devices * block))`` times. For a fixed ``block`` the values are
+    bit-identical on any number of devices (module docstring). ``on_seeds(done, S)`` is called
+    after each call (progress).
     """
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
     mesh = seed_mesh() if mesh is None else mesh
+    block = default_block(mesh) if block == "auto" else block
+    if block is not None and (not isinstance(block, int) or block < 1):
+        raise ValueError(f"block must be None, 'auto' or an int >= 1, got {block!r}")
     n = mesh.devices.size
     s = cell.seeds
-    padded = -(-s // n) * n  # the seed count rounded up to a multiple of the device count
+    # One call of the compiled program runs ``block`` seeds per device (all of them: block None);
+    # the host loops over calls, so the program a device runs does not depend on the device count.
+    per_call = n * (block if block is not None else -(-s // n))
+    padded = -(-s // per_call) * per_call  # padding: the next keys, dropped below
     t0 = time.perf_counter()
     _, problem, fn = program(cell, mesh)
-    keys = paired_keys(padded, cell.seed_offset)  # padding: the next keys, dropped below
-    keys = jax.device_put(keys, NamedSharding(mesh, PartitionSpec(AXIS)))
-    out = jax.device_get(fn(problem, keys))
+    keys = paired_keys(padded, cell.seed_offset)
+    sharding = NamedSharding(mesh, PartitionSpec(AXIS))
+    parts = []
+    for i in range(0, padded, per_call):
+        parts.append(jax.device_get(fn(problem, jax.device_put(keys[i:i + per_call], sharding))))
+        if on_seeds is not None:
+            on_seeds(min(i + per_call, s), s)
+    out = [np.concatenate([p[j] for p in parts]) for j in range(len(FIELDS))]
     wall = time.perf_counter() - t0
     arrays = {k: np.asarray(v)[:s] for k, v in zip(FIELDS, out)}
     arrays["feasible"] = arrays["feasible"].astype(bool)
@@ -257,7 +302,8 @@ def assigned(cells: list[Cell], process_id: int, num_processes: int) -> list[Cel
 
 def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
         process_id: int | None = None, num_processes: int | None = None,
-        progress: bool | Callable = False, command: str | None = None) -> list[str]:
+        progress: bool | Callable = False, command: str | None = None,
+        block: int | None | str = "auto") -> list[str]:
     """Runs the cells of ``spec`` at ``scale`` that ``out`` does not hold yet.
 
     Args:
@@ -270,6 +316,7 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
       progress: ``True`` for a tqdm bar over this process's cells (on stderr), or a callable
         ``progress(cell, path)`` called after each cell.
       command: recorded in each cell's meta (default: ``sys.argv`` joined by spaces).
+      block: seeds vmapped at once on a device (``run_cell``; recorded in the meta as ``block``).
 
     Returns:
       The paths of the cell files of this process's share (finished now or before).
@@ -289,8 +336,9 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
     if pid == 0:
         store.write_spec(out, resolved_record(spec, scale, cells))
     mesh = seed_mesh(devices)
+    block = default_block(mesh) if block == "auto" else block
     mine = assigned(cells, pid, nproc)
-    extra = {"versions": versions(), "command": command if command is not None
+    extra = {"block": block, "versions": versions(), "command": command if command is not None
              else " ".join(sys.argv), "git_revision": git_revision()}
     bar = None
     if progress is True:
@@ -305,8 +353,12 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
         if not os.path.exists(path):
             store.append_log(out, "start", cell_id=cell.cell_id, process=pid)
             started = _now()
-            arrays = run_cell(cell, mesh)
-            algo, problem, _ = program(cell, mesh)
+            seeds_done = None
+            if bar is not None:
+                def seeds_done(done, total, cid=cell.cell_id):
+                    bar.set_postfix_str(f"{cid}: {done}/{total} seeds")
+            arrays = run_cell(cell, mesh, block, on_seeds=seeds_done)
+            algo, problem = cell.build()
             meta = cell_meta(cell, problem, loop.batch_size(algo, problem), mesh, started,
                              _now(), extra)
             store.write_cell(out, cell, arrays, meta)

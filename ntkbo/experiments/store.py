@@ -35,9 +35,12 @@ name           shape/dtype  meaning
 ``meta`` keys: ``schema`` (1), ``cell_id``, ``digest``, ``algorithm`` {``label``, ``name``,
 ``options``: the fully resolved factory options (signature defaults merged with the given ones)},
 ``problem`` {``label``, ``name``, ``dim``, ``noise_std``, ``optimum`` (or null), ``bounds`` (2, d),
-``options``}, ``budget``, ``n_init``, ``q``, ``dtype``, ``seed_offset``, ``versions`` {``ntkbo``,
-``jax``, ``jaxlib``, ``flax``, ``optax``, ``numpy``, ``python``}, ``device_kind``, ``n_devices``,
-``n_processes``, ``command``, ``git_revision`` (or null), ``started``, ``finished`` (ISO 8601 UTC).
+``n_constraints``, ``options``}, ``budget``, ``n_init``, ``q``, ``dtype``, ``seed_offset``,
+``definition`` (the cell's resolved definition, ``spec.Cell.definition()``, whose SHA-256 is
+``digest``), ``block`` (seeds vmapped at once per device, null: all; ``runner.run_cell``),
+``versions`` {``ntkbo``, ``jax``, ``jaxlib``, ``flax``, ``optax``, ``numpy``, ``python``},
+``device_kind``, ``n_devices``, ``n_processes``, ``command``, ``git_revision`` (or null),
+``started``, ``finished`` (ISO 8601 UTC).
 """
 
 from __future__ import annotations
