@@ -5,34 +5,43 @@
 ``store`` file per finished cell. A run killed mid-way loses at most its cell in flight; running it
 again finishes the rest.
 
-Execution of a cell (``run_cell``): the ``S`` seeds' keys ``PRNGKey(seed_offset + i)`` (``paired_keys``,
-the same for every algorithm: a paired design) are padded to a multiple of the number ``n`` of local
-devices, laid out along the ``"seeds"`` axis of a ``jax.sharding.Mesh`` over those devices
-(``NamedSharding(mesh, PartitionSpec("seeds"))``), and ``jit(shard_map(vmap(minimize)))`` runs them:
-each device runs the plain vmapped program on its ``S / n`` seeds, with no communication; the padding
-is dropped. (``shard_map`` rather than jit's automatic partitioning, which leaves some batched ops
-unsplit and all-gathers every seed onto every device for them; see ``program``.)
+Execution of a cell (``run_cell``): the ``S`` seeds' keys ``PRNGKey(seed_offset + i)``
+(``paired_keys``, the same for every algorithm: a paired design) are laid out along the
+``"seeds"`` axis of a ``jax.sharding.Mesh`` over the local devices
+(``NamedSharding(mesh, PartitionSpec("seeds"))``) and ``jit(shard_map(vmap(minimize)))`` runs
+them: each device runs the plain vmapped program on its share, with no communication.
+(``shard_map`` rather than jit's automatic partitioning, which leaves some batched ops unsplit and
+all-gathers every seed onto every device for them; see ``program``.)
+A device takes ``block`` seeds per call of the compiled program (``block=None``: all its seeds in
+one call); the host calls it until every seed has run; the keys are padded to a multiple of
+``n_devices * block`` and the padding is dropped. ``default_block`` picks 1 only on CPU devices
+that outnumber the cores, where jaxlib 0.10's batched LAPACK kernels hang; the block used is in
+each cell's meta.
 
-Blocks: a device runs its seeds ``block`` at a time (``block=None``: all at once): the compiled
-program vmaps ``block`` seeds per device, and the host calls it until every seed has run, so the
-program a device runs is the same whatever the number of devices. ``default_block`` picks 1 only on CPU devices that outnumber
-the cores, where jaxlib 0.10's batched LAPACK kernels hang; the block used is in each cell's meta.
+Identical values on any number of devices, for a fixed block: ``vmap`` adds a batch axis that no
+operation reduces over, and a device runs the same per-device program (``block`` seeds) whatever the
+number of devices, so each seed gets the same arithmetic up to XLA's compilation. Measured
+(``tests/test_experiments.py``, a 2 x 2 x 8-seed spec, one seed per device and call):
 
-Bit-identical values on any number of devices, for a fixed block: ``vmap`` adds a batch axis that
-no operation reduces over, so a device holding ``m`` seeds computes, for each seed, the same
-arithmetic as one holding all of them, provided XLA lowers each batched op to the same per-seed
-arithmetic whatever the batch size. XLA's CPU backend does for the programs tested
-(``tests/test_experiments.py``: a 2 x 2 x 8-seed spec on 4 forced CPU devices equals the 1-device
-run byte for byte, both one seed at a time). Measured on the NTK-GP: ``vmap`` over blocks of 2 and
-over all 8 seeds agree bit for bit, but a batch of 1 differs from them in the last bits (about
-3e-14: XLA lowers size-1 batch dimensions differently); so the block, not the device count, fixes
-the values, and the test pins it. Compile settings matter too: values are identical only between
-runs compiled with the same flags (``jax_enable_x64``, ``jax_disable_most_optimizations``,
-``XLA_FLAGS``).
+- random search: 4 forced CPU devices and 1 device give byte-identical cells;
+- the NTK-GP: NOT byte-identical. XLA's program compiled for 4 partitions differs from the
+  1-partition one in the last bit of a few values (3 of 96 coordinates on Branin, 6e-16 relative;
+  on Ackley the multi-start acquisition ascent amplifies it: 7 of 96 at up to 1e-8). Not threads
+  (the same with ``--xla_cpu_multi_thread_eigen=false``), not the process (a 1-device mesh in a
+  4-device process is byte-identical to a 1-device process), not the batch shape (one seed per
+  device in both); the cause inside XLA is not found yet;
+- the block matters: a batch of 1 differs from batches of 2 or 8 (which agree byte for byte) in
+  the last bits (about 3e-14; XLA lowers size-1 batch dimensions differently);
+- separate processes on 1 device each (``jax.distributed``, two processes) give byte-identical
+  cells to one process.
 
-Several processes (``jax.distributed.initialize``, see ``distributed``): process ``p`` of ``P`` takes
-cells ``p, p + P, p + 2P, ...`` of the sorted cell list and runs them on its own local devices; no
-process communicates with another during a run (a shared file system holds the cell files).
+Compare runs made with the same compile flags (``jax_enable_x64``,
+``jax_disable_most_optimizations``, ``XLA_FLAGS``) and block.
+
+Several processes (``jax.distributed.initialize``, see ``distributed``): process ``p`` of ``P``
+takes cells ``p, p + P, p + 2P, ...`` of the sorted cell list and runs them on its own local
+devices; no process communicates with another during a run (a shared file system holds the cell
+files).
 """
 
 from __future__ import annotations
@@ -142,13 +151,14 @@ def run_cell(cell: Cell, mesh=None, block: int | None | str = "auto",
     """Runs ``cell``'s seeds as one compiled, vmapped program sharded over ``mesh``.
 
     Returns the arrays of a cell file (``store.ARRAYS``): ``x`` ``(S, B, d)``, ``y``, ``f``,
-    ``metric`` ``(S, B)``, ``c``, ``c_obs`` ``(S, B, K)``, ``feasible`` ``(S, B)``, ``keys`` ``(S, 2)``,
-    ``seeds`` ``(S,)``, ``wall_time`` ``(S,)`` (the cell's wall time, compilation included, divided
-    evenly over its seeds), with ``S = cell.seeds``. ``block``: seeds vmapped at once per device
-    (``"auto"``: ``default_block(mesh)``); the compiled program runs ``block`` seeds per device and
-    is called ``ceil(S / (n_devices * block))`` times. For a fixed ``block`` the values are
-    bit-identical on any number of devices (module docstring). ``on_seeds(done, S)`` is called
-    after each call (progress).
+    ``metric`` ``(S, B)``, ``c``, ``c_obs`` ``(S, B, K)``, ``feasible`` ``(S, B)``,
+    ``keys`` ``(S, 2)``, ``seeds`` ``(S,)``, ``wall_time`` ``(S,)`` (the cell's wall time,
+    compilation included, divided evenly over its seeds), with ``S = cell.seeds``. ``block``: seeds
+    vmapped at once per device (``"auto"``: ``default_block(mesh)``); the compiled program runs
+    ``block`` seeds per device and is called ``ceil(S / (n_devices * block))`` times. For a fixed
+    ``block`` the values agree on any number of devices (module docstring: byte for byte for
+    random search; to the last bits, amplified on rugged problems, for the NTK-GP).
+    ``on_seeds(done, S)`` is called after each call (progress).
     """
     import jax
     import jax.numpy as jnp
