@@ -43,6 +43,12 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from ntkbo.data import Data, mask as data_mask
+from ntkbo.lapack_threads import configure_from_environment
+
+# Every kernel model factorises through this module: pin the LAPACK library jax's Cholesky and
+# triangular solves call to one thread unless the user chose otherwise (ntkbo.lapack_threads; its
+# default threads made BO steps 7-25x slower on 2 cores, the "capacity-512 cliff" of issue 16).
+configure_from_environment()
 
 Array = jax.Array
 Kernel = Callable[[Array, Array], Array]

@@ -1,0 +1,118 @@
+"""The threads of the LAPACK library behind jax's CPU linear algebra.
+
+On CPU, jax's Cholesky and triangular solves are custom calls into LAPACK through
+``scipy.linalg.cython_lapack``, i.e. into the OpenBLAS bundled with scipy. By default that OpenBLAS
+starts one thread per core, next to XLA's own thread pool, which is already running the rest of the
+program on every core. Every LAPACK call inside a compiled BO step then wakes threads that compete
+with XLA's busy workers, and a BO step makes many small calls (the acquisition optimiser's gradient
+steps solve with the Cholesky factor twice per step). Measured on 2 cores (issue 16): one ntk_gp
+``suggest`` at capacity 512, three seeds vmapped, 2.9 s with OpenBLAS's default threads and 0.4 s
+with one; a whole 300-evaluation Ackley-10 run 99 s against 10.6 s for one seed and 426 s against
+64 s for three vmapped seeds (the "capacity-512 cliff"); a vmapped posterior-variance gradient step
+at capacity 1024, 3.5 s against 0.14 s.
+
+So, on import, ntkbo sets that library to one thread (``configure_from_environment``) unless the
+user chose otherwise:
+
+* ``NTKBO_LAPACK_THREADS=<n>`` sets ``n`` threads; ``NTKBO_LAPACK_THREADS=keep`` leaves the library
+  alone;
+* otherwise, if ``OPENBLAS_NUM_THREADS`` or ``OMP_NUM_THREADS`` is set, OpenBLAS has already read
+  it and ntkbo leaves it alone;
+* otherwise one thread.
+
+Only the OpenBLAS that scipy bundles (the one jax calls) is changed, never numpy's own. Where no
+OpenBLAS can be found (scipy built against MKL or Accelerate, or a platform without
+``/proc/self/maps`` and without ``threadpoolctl``) nothing happens.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+__all__ = ["ENV", "lapack_libraries", "get_lapack_threads", "set_lapack_threads",
+           "configure_from_environment"]
+
+#: The environment variable read by ``configure_from_environment``.
+ENV = "NTKBO_LAPACK_THREADS"
+
+_SET = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+        "openblas_set_num_threads64_", "openblas_set_num_threads")
+_GET = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+        "openblas_get_num_threads64_", "openblas_get_num_threads")
+
+
+def _mapped_openblas_paths() -> list[str]:
+    """Paths of the OpenBLAS shared objects loaded in this process (Linux ``/proc/self/maps``)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:
+        return []
+    return sorted(p for p in paths if p.startswith("/") and os.path.exists(p))
+
+
+def lapack_libraries() -> list[str]:
+    """The OpenBLAS libraries scipy's LAPACK (hence jax's CPU LAPACK) uses: loaded ones under
+    scipy's install folder (``scipy.libs`` of a wheel); if there are none, every loaded OpenBLAS
+    not bundled with numpy."""
+    try:
+        import scipy
+        import scipy.linalg.cython_lapack  # noqa: F401  (loads the library jax will call)
+    except ImportError:
+        return []
+    paths = _mapped_openblas_paths()
+    site = os.path.dirname(os.path.dirname(os.path.abspath(scipy.__file__)))
+    own = [p for p in paths if p.startswith(os.path.join(site, "scipy"))]
+    return own or [p for p in paths if "numpy" not in os.path.basename(os.path.dirname(p))]
+
+
+def _call(path: str, names, *args):
+    lib = ctypes.CDLL(path)
+    for name in names:
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            return fn(*args)
+    return None
+
+
+def get_lapack_threads() -> int | None:
+    """The thread count of the first LAPACK library of ``lapack_libraries`` (None if none)."""
+    for path in lapack_libraries():
+        n = _call(path, _GET)
+        if n is not None:
+            return int(n)
+    return None
+
+
+def set_lapack_threads(n: int) -> int | None:
+    """Sets every library of ``lapack_libraries`` to ``n`` threads; returns the previous count of
+    the first one (None if no library was found)."""
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"the number of LAPACK threads must be >= 1, got {n}")
+    before = get_lapack_threads()
+    for path in lapack_libraries():
+        _call(path, _SET, ctypes.c_int(n))
+    return before
+
+
+def configure_from_environment() -> int | None:
+    """Applies the rule of the module docstring; returns the thread count set (None: untouched)."""
+    value = os.environ.get(ENV, "").strip()
+    if value.lower() == "keep":
+        return None
+    if value:
+        try:
+            n = int(value)
+        except ValueError:
+            raise ValueError(f"{ENV} must be a positive integer or 'keep', got {value!r}") from None
+    elif os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS"):
+        return None
+    else:
+        n = 1
+    try:
+        set_lapack_threads(n)
+    except OSError:  # a library that cannot be opened by path: leave it as it is
+        return None
+    return n
