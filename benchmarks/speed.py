@@ -15,7 +15,9 @@ Two measurements, printed as Markdown tables (to paste into a README) with the m
    (30) evaluations on ``branin`` (2-D): ``jax.jit(jax.vmap(run, in_axes=(0, None)))(keys,
    problem)`` against a Python loop calling ``jax.jit(run)(key, problem)`` once per key, where
    ``run(k, p) = ntkbo.minimize(algo, p, budget, k)``. Both are compiled first (compile times
-   reported separately, not in the run times).
+   reported separately, not in the run times). ``--budget 30,300`` gives one row per budget. The
+   process CPU time of each side is reported next to the wall time: on a loaded machine equal CPU
+   time with unequal wall time means one side used the cores better, not that it did less work.
 
 Every cell runs in its own subprocess, so ``--timeout-per-cell`` is a hard limit (the child is
 killed, the cell reads "timeout (> X s)") and one cell's memory cannot affect the next. Within a
@@ -45,6 +47,7 @@ Commands (from the repository root)::
     # variations
     python benchmarks/speed.py --algos neural_bo --set neural_bo:width=1000 --max-n 500
     python benchmarks/speed.py --parts seeds --seeds 32 --budget 50 --x64
+    python benchmarks/speed.py --parts seeds --seeds 64 --budget 30,300 --blas-threads 1
     python benchmarks/speed.py --grid 100,300 --reps 5 --timeout-per-cell 120 --skip-above 20
     python benchmarks/speed.py --blas-threads 1 --algos gp --parts step   # see "BLAS threads"
 
@@ -124,8 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed repetitions, the median is reported (default 5; --quick 2)")
     p.add_argument("--seeds", type=int, default=None,
                    help="seeds of the vmap-against-loop timing (default 16; --quick 4)")
-    p.add_argument("--budget", type=int, default=None,
-                   help="evaluations per seed (default 30; --quick 15)")
+    p.add_argument("--budget", default=None,
+                   help="evaluations per seed, or a comma-separated list of budgets, each a row "
+                        "(e.g. 30,300; default 30; --quick 15)")
     p.add_argument("--seeds-problem", default="branin", help="problem of the seeds timing")
     p.add_argument("--seeds-dim", type=int, default=None,
                    help="its dimension (default: the problem's own)")
@@ -311,13 +315,19 @@ def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, de
     jax.block_until_ready(many(keys, problem))
     t_warm_vmap = time.perf_counter() - t0
     r = _reps_that_fit(reps, t_warm_seq + t_warm_vmap, deadline)
+    c0 = time.process_time()
     seq_times = _time(sequential, r)
+    c1 = time.process_time()
     vmap_times = _time(lambda: many(keys, problem), r)
+    c2 = time.process_time()
     seq, vm = statistics.median(seq_times), statistics.median(vmap_times)
     return {
         "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "budget": budget,
         "seeds": seeds, "note": note, "reps": r, "compile_sequential": t_compile_seq,
         "compile_vmap": t_compile_vmap, "sequential": seq, "vmap": vm, "speedup": seq / vm,
+        # CPU seconds of this process (all threads) per repetition: equal CPU time with unequal
+        # wall time means one side kept the cores busier, not that it did less work.
+        "cpu_sequential": (c1 - c0) / r, "cpu_vmap": (c2 - c1) / r,
         "sequential_times": seq_times, "vmap_times": vmap_times,
     }
 
@@ -446,18 +456,19 @@ def step_table(results: list[dict], algos: list[str], grid: list[int]) -> list[s
 def seeds_table(results: list[dict]) -> list[str]:
     lines = [
         "| algorithm | problem | budget | seeds | compile loop / vmap | loop over seeds | "
-        "vmap over seeds | speed-up | reps |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "vmap over seeds | speed-up | CPU s loop / vmap | reps |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['algo']} | | | | {r['error']} | | | | |")
+            lines.append(f"| {r['algo']} | | {r.get('budget', '')} | | {r['error']} | | | | | |")
             continue
         lines.append(
             f"| {r['algo']} | {r['problem']} (d = {r['dim']}) | {r['budget']} | {r['seeds']} | "
             f"{fmt_time(r['compile_sequential'])} / {fmt_time(r['compile_vmap'])} | "
             f"{fmt_time(r['sequential'])} | {fmt_time(r['vmap'])} | "
-            f"**{r['speedup']:.2f}x** | {r['reps']} |")
+            f"**{r['speedup']:.2f}x** | {r.get('cpu_sequential', float('nan')):.3g} / "
+            f"{r.get('cpu_vmap', float('nan')):.3g} | {r['reps']} |")
     return lines
 
 
@@ -467,11 +478,12 @@ def main(argv=None) -> int:
         worker(json.loads(args.worker))
         return 0
 
-    defaults = (dict(reps=2, seeds=4, budget=15, timeout_per_cell=300.0) if args.quick
-                else dict(reps=5, seeds=16, budget=30, timeout_per_cell=600.0))
+    defaults = (dict(reps=2, seeds=4, budget="15", timeout_per_cell=300.0) if args.quick
+                else dict(reps=5, seeds=16, budget="30", timeout_per_cell=600.0))
     for k, v in defaults.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+    budgets = [int(b) for b in str(args.budget).split(",") if b.strip()]
     grid = list(QUICK_GRID if args.quick else DEFAULT_GRID)
     if args.grid:
         grid = [int(v) for v in args.grid.split(",") if v.strip()]
@@ -527,15 +539,15 @@ def main(argv=None) -> int:
 
     seed_results: list[dict] = []
     if "seeds" in parts:
-        for a in algos:
+        for budget, a in ((b, a) for b in budgets for a in algos):
             if a in missing:
                 seed_results.append({"algo": a, "error": "not available"})
                 continue
-            log(f"[seeds] {a} {args.seeds} seeds x budget {args.budget} on {args.seeds_problem} ...")
+            log(f"[seeds] {a} {args.seeds} seeds x budget {budget} on {args.seeds_problem} ...")
             spec = dict(kind="seeds", algo_name=a, options=options.get(a, {}),
-                        problem_name=args.seeds_problem, dim=args.seeds_dim, budget=args.budget,
+                        problem_name=args.seeds_problem, dim=args.seeds_dim, budget=budget,
                         seeds=args.seeds, reps=args.reps, seed=args.seed, x64=args.x64)
-            r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a)
+            r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a, budget=budget)
             if r.get("error") == "timeout":
                 r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
             elif "error" in r:
