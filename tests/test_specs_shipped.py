@@ -58,9 +58,19 @@ def test_scale_options_reach_the_cell_and_its_digest():
     assert dict(cpu.algorithm.options)["beta"] == 0.5
 
 
-def test_scale_options_must_name_an_algorithm():
+def test_scale_options_and_exclusions_must_name_an_algorithm():
     with pytest.raises(ValueError, match=r"scales.cpu.options.nope': no algorithm has that label"):
         small_spec(cpu={"options": {"nope": {"beta": 1.0}}})
+    with pytest.raises(ValueError, match=r"scales.cpu.exclude': 'nope' is not an algorithm"):
+        small_spec(cpu={"exclude": ["nope"]})
+
+
+def test_scale_exclude_drops_only_that_algorithm_at_that_scale():
+    """Catches an exclusion applied at every scale or to the wrong label: at ``cpu`` the ``ntk``
+    cells are gone and the random-search cells stay; at ``full`` both run."""
+    spec = Spec.from_dict(small_spec(cpu={"exclude": ["ntk"]}).to_dict())
+    assert {c.algorithm.id for c in spec.resolve("cpu")} == {"random_search"}
+    assert {c.algorithm.id for c in spec.resolve("full")} == {"random_search", "ntk"}
 
 
 def test_coco_spec_resolves_its_cpu_scale():

@@ -29,6 +29,8 @@ A ``Spec`` is a frozen dataclass, built in Python or read from TOML (``Spec.from
     max_dim = 10               # cap on every listed dimension
     n_init = 10                # optional: the initial design's size at this scale
 
+    exclude = ["gp_ts"]        # optional: algorithm labels not run at this scale
+
     [scales.cpu.options.neural_bo]   # optional: options merged into that algorithm's at this scale
     width = 100
 
@@ -39,7 +41,8 @@ becomes ``max_dim``; duplicates are dropped; fixed-dimension problems are left a
 new scale). A scale's ``n_init`` replaces every problem's initial-design size, and its ``options``
 tables (keyed by algorithm label) are merged into those algorithms' options: for settings that
 the full protocol uses and a CPU cannot afford (a width-5000 network), stated in the spec and
-recorded, resolved, in every cell.
+recorded, resolved, in every cell. A scale's ``exclude`` lists algorithms it does not run (a
+variant that does not fit the machine), so its report says by omission what the full study has.
 
 Seeds (the paired design): seed ``i`` (``0 <= i < count``) of every cell runs with key
 ``jax.random.PRNGKey(offset + i)``, the same for every algorithm and problem, so algorithms on a
@@ -77,10 +80,15 @@ class Scale:
     max_dim: int | None = None
     n_init: int | None = None
     options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    exclude: tuple[str, ...] = ()  # algorithm labels not run at this scale
+
+    def __post_init__(self):
+        object.__setattr__(self, "exclude", tuple(self.exclude))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["options"] = {k: jsonable(dict(v)) for k, v in self.options.items()}
+        d["exclude"] = list(self.exclude)
         return d
 
 
@@ -294,9 +302,9 @@ class Spec:
         scales = {}
         for name, s in dict(d.get("scales", {})).items():
             if not isinstance(s, Mapping) or set(s) - {"budget", "seeds", "max_dim", "n_init",
-                                                       "options"}:
+                                                       "options", "exclude"}:
                 raise ValueError(f"spec field 'scales.{name}' must be a table with budget, seeds, "
-                                 f"max_dim, n_init and/or options, got {s!r}")
+                                 f"max_dim, n_init, options and/or exclude, got {s!r}")
             scales[name] = Scale(**s)
         return cls(name=d["name"], algorithms=algs, problems=probs, budget=d["budget"],
                    seeds=count, seed_offset=offset, n_init=d.get("n_init"),
@@ -381,6 +389,10 @@ class Spec:
             for field in ("budget", "seeds", "max_dim", "n_init"):
                 if getattr(s, field) is not None:
                     _int(f"scales.{name}.{field}", getattr(s, field), 1)
+            for label in s.exclude:
+                if label not in labels:
+                    raise ValueError(f"spec field 'scales.{name}.exclude': {label!r} is not an "
+                                     f"algorithm label; labels: {', '.join(labels)}")
             for label, opts in s.options.items():
                 if label not in labels:
                     raise ValueError(f"spec field 'scales.{name}.options.{label}': no algorithm "
@@ -442,6 +454,8 @@ class Spec:
                     raise ValueError(f"spec field 'budget' = {budget} (scale {scale!r}) is below "
                                      f"n_init = {n_init} for problem {p.id!r}")
                 for j, a in enumerate(self.algorithms):
+                    if a.id in sc.exclude:
+                        continue
                     if a.id in sc.options:  # this scale's options for that algorithm
                         a = dataclasses.replace(a, options={**a.options, **sc.options[a.id]})
                     try:
