@@ -19,6 +19,11 @@ import time
 import numpy as np
 
 
+#: The layout version of ``results.json`` (2: schema, resolved options, n_init, q, dtype, versions,
+#: device, command and git revision added).
+RESULTS_SCHEMA = 2
+
+
 def _parse_options(items: list[str]) -> dict:
     out = {}
     for item in items or []:
@@ -82,7 +87,8 @@ def plot(path: str, title: str, summary: dict, optimum: float | None) -> bool:
 
 def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: int,
         n_init: int | None, out: str | None, options: dict, problem_options: dict,
-        seed: int = 0, chunk: int = 5, quiet: bool = False, make_plot: bool = True) -> dict:
+        seed: int = 0, chunk: int = 5, quiet: bool = False, make_plot: bool = True,
+        command: str | None = None) -> dict:
     """Runs ``seeds`` seeds of an algorithm on a benchmark; returns the JSON-able record.
 
     Every argument is checked before anything is compiled or run (``ValueError`` naming the
@@ -122,12 +128,24 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     bar.close()
     wall = time.time() - t0
     optimum = None if problem.optimum is None else float(problem.optimum)
+    from ntkbo.experiments.runner import git_revision, versions
+    from ntkbo.experiments.spec import jsonable
+
     record = {
+        "schema": RESULTS_SCHEMA,
         "algorithm": algo_name, "options": {k: repr(v) for k, v in options.items()},
+        # every factory option, defaults included: enough to rebuild exactly what ran
+        "resolved_options": jsonable(ntkbo.algorithms.resolved_options(
+            algo_name, **{k: v for k, v in built.items() if k != "pde"})),
         "problem": problem.name, "dim": int(problem.dim), "noise_std": float(problem.noise_std),
         "optimum": optimum, "budget": budget, "seeds": seeds, "seed": seed,
+        "n_init": int(loop.default_n_init(problem, budget) if n_init is None else n_init),
+        "q": loop.batch_size(algo, problem),
+        "dtype": "float64" if jax.config.jax_enable_x64 else "float32",
         "wall_time_s": wall, "ntkbo": ntkbo.__version__, "jax": jax.__version__,
-        "python": platform.python_version(),
+        "python": platform.python_version(), "versions": versions(),
+        "device_kind": jax.devices()[0].device_kind, "command": command or " ".join(sys.argv),
+        "git_revision": git_revision(),
         "summary": {**summarise(last.f, optimum),
                     # failed evaluations (NaN/inf observations), per seed (ntkbo.data)
                     "failed": (~np.isfinite(last.y)).sum(axis=1).tolist()},
@@ -295,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--budget", type=int, default=30)
     d.add_argument("--seeds", type=int, default=8)
     d.add_argument("--n-init", type=int, default=5)
-    sub.add_parser("list", help="list algorithms and problems")
+    ls = sub.add_parser("list", help="list algorithms and problems, or one algorithm's options")
+    ls.add_argument("--options", metavar="ALGO", default=None,
+                    help="print every option of ALGO with its default")
     c = sub.add_parser("coco", help="an algorithm on the COCO/BBOB suite through cocoex (the coco "
                        "extra); writes cocoex's folder, ntkbo_runs.npz and coco_report.md")
     c.add_argument("--algo", required=True)
@@ -350,6 +370,15 @@ def main(argv: list[str] | None = None) -> int:
 
     import ntkbo
 
+    if args.command == "list" and args.options:
+        try:
+            defaults = ntkbo.algorithms.resolved_options(args.options)
+        except (ValueError, TypeError) as err:
+            print(f"ntkbo: error: --options: {err}", file=sys.stderr)
+            return 2
+        for name, value in defaults.items():
+            print(f"{name} = {value!r}")
+        return 0
     if args.command == "list":
         print("algorithms:", ", ".join(ntkbo.algorithms.names()))
         print("problems:  ", ", ".join(ntkbo.benchmarks.names()))
@@ -360,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         problem_options = {} if args.noise_std is None else {"noise_std": args.noise_std}
         rec = run(args.algo, args.problem, args.dim, args.budget, args.seeds, args.n_init,
                   args.out or None, _parse_options(args.set), problem_options, seed=args.seed,
-                  chunk=args.chunk, make_plot=not args.no_plot)
+                  chunk=args.chunk, make_plot=not args.no_plot,
+                  command=" ".join(["ntkbo", *(sys.argv[1:] if argv is None else argv)]))
     except (ValueError, TypeError) as err:
         print(f"ntkbo: error: {err}", file=sys.stderr)
         return 2

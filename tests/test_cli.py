@@ -1,5 +1,6 @@
 """The command line: results.json equals ntkbo.minimize for the same keys; summary statistics; errors."""
 
+import inspect
 import json
 
 import jax
@@ -29,6 +30,12 @@ def test_run_writes_results_that_match_minimize(tmp_path, capsys):
     np.testing.assert_allclose(rec["summary"]["best_so_far_se"], best.std(0, ddof=1) / np.sqrt(3),
                                rtol=1e-12)
     assert rec["optimum"] == float(problem.optimum) and rec["budget"] == 14
+    # Provenance (issue 19 item 4): what a reader needs to rebuild the run.
+    assert rec["schema"] == cli.RESULTS_SCHEMA and rec["n_init"] == 4 and rec["q"] == 1
+    assert rec["dtype"] == "float64" and rec["versions"]["jax"] == jax.__version__
+    assert rec["command"].startswith("ntkbo run --algo random_search") and {"device_kind", "git_revision"} <= set(rec)
+    assert rec["resolved_options"] == {
+        k: p.default for k, p in inspect.signature(ntkbo.algorithms.random_search).parameters.items()}
     printed = capsys.readouterr().out
     assert "best value found" in printed and "known optimum" in printed
 
@@ -47,6 +54,20 @@ def test_list(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "neural_bo" in out and "hartmann6" in out
+
+
+def test_list_options_prints_every_default(capsys):
+    """``ntkbo list --options gp`` prints one ``name = default`` line per factory parameter, read
+    independently from ``inspect.signature`` (catches a listing that drops keyword-only options,
+    e.g. ``beta`` after gp's ``*``); an unknown name exits 2 naming the flag."""
+    assert cli.main(["list", "--options", "gp"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    expected = [f"{k} = {p.default!r}"
+                for k, p in inspect.signature(ntkbo.algorithms.gp).parameters.items()
+                if p.kind is not inspect.Parameter.VAR_KEYWORD]  # **kwargs: none given
+    assert lines == expected
+    assert cli.main(["list", "--options", "nope"]) == 2
+    assert "--options" in capsys.readouterr().err
 
 
 def test_demo_compares_against_random_search(tmp_path, capsys):
