@@ -88,7 +88,9 @@ class Scale:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["options"] = {k: jsonable(dict(v)) for k, v in self.options.items()}
-        d["exclude"] = list(self.exclude)
+        d.pop("exclude")
+        if self.exclude:  # omitted when empty: runs recorded before the field compare equal
+            d["exclude"] = list(self.exclude)
         return d
 
 
