@@ -346,8 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--host-devices", type=int, default=None, metavar="N",
                    help="split the CPU into N devices (XLA_FLAGS host platform device count)")
     b.add_argument("--block", type=int, default=None, metavar="B",
-                   help="seeds vmapped at once per device (0: all; default: all, or 1 on CPU "
-                   "devices that outnumber the cores; ntkbo.experiments.runner.default_block)")
+                   help="seeds vmapped at once per device (0: all; default: 1 on CPU devices, "
+                   "where batched LAPACK can hang, else all; ntkbo.experiments.runner."
+                   "default_block)")
     b.add_argument("--float32", action="store_true", help="keep JAX in float32 (default float64)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     rp = sub.add_parser("report", help="report.md and plots from a study's stored cells "

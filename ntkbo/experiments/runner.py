@@ -14,9 +14,8 @@ them: each device runs the plain vmapped program on its share, with no communica
 all-gathers every seed onto every device for them; see ``program``.)
 A device takes ``block`` seeds per call of the compiled program (``block=None``: all its seeds in
 one call); the host calls it until every seed has run; the keys are padded to a multiple of
-``n_devices * block`` and the padding is dropped. ``default_block`` picks 1 only on CPU devices
-that outnumber the cores, where jaxlib 0.10's batched LAPACK kernels hang; the block used is in
-each cell's meta.
+``n_devices * block`` and the padding is dropped. ``default_block`` picks 1 on CPU devices, where
+jaxlib 0.10's batched LAPACK kernels can hang; the block used is in each cell's meta.
 
 Identical values on any number of devices, for a fixed block: ``vmap`` adds a batch axis that no
 operation reduces over, and a device runs the same per-device program (``block`` seeds) whatever the
@@ -126,24 +125,22 @@ def _build_program(cell: Cell, mesh):
 
 
 def default_block(mesh) -> int | None:
-    """``1`` on CPU devices that outnumber this process's cores, else ``None`` (all of a device's
-    seeds vmapped at once).
+    """``1`` on CPU devices (one seed per call of the compiled program), else ``None`` (all of a
+    device's seeds vmapped at once).
 
     Why: jaxlib 0.10's batched LAPACK kernels (Cholesky, triangular solves: every GP model) split a
     batch into chunks scheduled on XLA:CPU's intra-op thread pool, one thread per core, and block
-    until they finish (``ParallelBatchMap`` in ``jaxlib/cpu/lapack_kernels.cc``). When more forced
-    host devices than cores run at once, every pool thread is a device blocked in such a wait and
-    the chunks never run: the program hangs (seen here: 4 devices on 2 cores). A batch of one
-    matrix runs inline, so one seed at a time per device cannot hang. (The parallel path is
-    compiled out of open-source jaxlib 0.11.)"""
+    until they finish (``ParallelBatchMap`` in ``jaxlib/cpu/lapack_kernels.cc``). When as many
+    such calls run at once as the pool has threads, every pool thread waits for chunks that no
+    thread is left to run, and the program hangs: seen with 4 forced devices on 2 cores, and with
+    one device when a program runs several independent batched factorisations side by side
+    (constrained EI's three GPs on ``ackley_constrained``, 5 seeds: asleep for 40 minutes; with
+    one seed per call the cell ran). A batch of one matrix runs inline, so it cannot hang. On CPU
+    this costs nothing measurable: vmapped seeds do the loop's work there
+    (``benchmarks/README.md``, issue 16). (The parallel path is compiled out of open-source
+    jaxlib 0.11.)"""
     devices = list(mesh.devices.flat)
-    if devices[0].platform != "cpu":
-        return None
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    return 1 if len(devices) > cores else None
+    return 1 if devices[0].platform == "cpu" else None
 
 
 def run_cell(cell: Cell, mesh=None, block: int | None | str = "auto",
