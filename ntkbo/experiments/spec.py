@@ -102,16 +102,11 @@ SCALES: dict[str, Scale] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class AlgorithmSpec:
-    """``ntkbo.algorithms.get(name, **options)`` under ``label``."""
-
-    name: str
-    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    label: str | None = None
+class _Labelled:
+    """``label`` defaults to ``name``; ``id`` is the label (cell ids and report columns use it)."""
 
     def __post_init__(self):
-        if self.label is None:  # the label defaults to the name
+        if self.label is None:
             object.__setattr__(self, "label", self.name)
 
     @property
@@ -120,7 +115,16 @@ class AlgorithmSpec:
 
 
 @dataclasses.dataclass(frozen=True)
-class ProblemSpec:
+class AlgorithmSpec(_Labelled):
+    """``ntkbo.algorithms.get(name, **options)`` under ``label``."""
+
+    name: str
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    label: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ProblemSpec(_Labelled):
     """``ntkbo.benchmarks.get(name, dim, noise_std, **options)`` for each of ``dims`` under ``label``;
     ``dims=None``: the problem's own (fixed) dimension."""
 
@@ -131,14 +135,6 @@ class ProblemSpec:
     label: str | None = None
     budget: int | None = None  # None: the spec's
     n_init: int | None = None  # None: the spec's
-
-    def __post_init__(self):
-        if self.label is None:  # the label defaults to the name
-            object.__setattr__(self, "label", self.name)
-
-    @property
-    def id(self) -> str:
-        return self.label
 
 
 @dataclasses.dataclass(frozen=True)
