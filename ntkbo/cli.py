@@ -1,4 +1,4 @@
-"""The ``ntkbo`` command line: ``ntkbo run``, ``ntkbo demo``, ``ntkbo list``, ``ntkbo coco``.
+"""The ``ntkbo`` command line: run, demo, list, bench, report, coco and coco-report.
 
 ``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds at once
 (``jax.vmap``), in chunks so that a progress bar can show the best value so far, then writes
