@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 from typing import Callable, NamedTuple, Optional
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -128,7 +129,9 @@ def _label(member: _Member) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _build(name: str, index: int) -> Problem:
+def _build(name: str, index: int, _x64: bool) -> Problem:
+    """Problem ``index`` of suite ``name``; cached per JAX precision (``_x64``), as the registry's
+    optima are, since Michalewicz's optimum is computed in JAX's default float type."""
     member = _SUITES[name][index]
     base = R.get(member.family, member.dim)
     lower, upper = (np.asarray(b, float) for b in base.bounds)
@@ -162,7 +165,8 @@ def suite(name: str = "dev") -> dict[str, Problem]:
     ``optimizer`` (module docstring)."""
     if name not in _SUITES:
         raise ValueError(f"suite name={name!r} is not known; valid suites: {', '.join(_SUITES)}")
-    return {_label(m): _build(name, i) for i, m in enumerate(_SUITES[name])}
+    x64 = bool(jax.config.jax_enable_x64)
+    return {_label(m): _build(name, i, x64) for i, m in enumerate(_SUITES[name])}
 
 
 def suite_names() -> list[str]:
