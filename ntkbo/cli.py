@@ -135,8 +135,9 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         "schema": RESULTS_SCHEMA,
         "algorithm": algo_name, "options": {k: repr(v) for k, v in options.items()},
         # every factory option, defaults included: enough to rebuild exactly what ran
-        "resolved_options": jsonable(ntkbo.algorithms.resolved_options(
-            algo_name, **{k: v for k, v in built.items() if k != "pde"})),
+        "resolved_options": jsonable({**ntkbo.algorithms.resolved_options(
+            algo_name, **{k: v for k, v in built.items() if k != "pde"}),
+            **({"pde": f"the PDE of problem {problem.name!r}"} if "pde" in built else {})}),
         "problem": problem.name, "dim": int(problem.dim), "noise_std": float(problem.noise_std),
         "optimum": optimum, "budget": budget, "seeds": seeds, "seed": seed,
         "n_init": int(loop.default_n_init(problem, budget) if n_init is None else n_init),

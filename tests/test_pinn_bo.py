@@ -5,6 +5,7 @@ check's faults."""
 from __future__ import annotations
 
 import importlib
+import json
 
 import jax
 import jax.numpy as jnp
@@ -240,6 +241,11 @@ def test_cli_passes_the_problems_pde(tmp_path, capsys):
                      "--n-init", "3", "--seeds", "1", "--out", str(tmp_path), "--no-plot"] + opts)
     assert code == 0
     assert "pinn_bo on euler_beam" in capsys.readouterr().out
+    # results.json records every option; the PDE, which the problem supplies, is named, not
+    # serialised (a required argument left unbound once broke the record after a finished run)
+    rec = json.loads((tmp_path / "results.json").read_text())
+    assert rec["resolved_options"]["width"] == 8
+    assert "euler_beam" in rec["resolved_options"]["pde"]
     code = cli.main(["run", "--algo", "pinn_bo", "--problem", "branin", "--budget", "4",
                      "--seeds", "1", "--out", "", "--no-plot"] + opts)
     assert code == 2 and "needs a problem with a PDE" in capsys.readouterr().err

@@ -91,13 +91,14 @@ def for_problem(name: str, problem, **options) -> Algorithm:
 
 def resolved_options(name: str, **options) -> dict:
     """Every option of ``get(name, **options)``: the factory's signature defaults merged with
-    ``options`` (keyword arguments its ``**kwargs`` takes are kept as given). ``ValueError`` naming
+    ``options`` (keyword arguments its ``**kwargs`` takes are kept as given). A required option
+    not given (PINN-BO's ``pde``, which the problem supplies) is left out. ``ValueError`` naming
     the option if the factory does not take it."""
     if name not in _FACTORIES:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
     sig = inspect.signature(_FACTORIES[name])
     try:
-        bound = sig.bind(**options)
+        bound = sig.bind_partial(**options)
     except TypeError as err:
         raise ValueError(f"algorithm {name!r}: {err}; it takes {', '.join(sig.parameters)}") from None
     bound.apply_defaults()
