@@ -1,15 +1,14 @@
 """Neural-CBO (issue 5 item 2): building blocks against independent computations, the driver
-(vmap, determinism, bookkeeping), and the statistical check against random search."""
+(vmap, determinism, bookkeeping). Whether it beats random search is a study, not a test:
+benchmarks/specs/status_constrained.toml and its committed report."""
 
 import importlib
 import math
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import scipy.stats
 from scipy.stats import norm
 
 import ntkbo
@@ -139,53 +138,3 @@ def test_cli_runs_neural_cbo_on_a_constrained_problem(tmp_path, capsys):
                                      + np.maximum(c[:, 0], 0))
         np.testing.assert_allclose(run["metric"], hand, rtol=1e-12)
     assert rec["n_constraints"] == 1 and "feasible point found" in capsys.readouterr().out
-
-
-# ---- statistical: Neural-CBO vs random search (issue 5 "done when") ----------------------------
-
-SEEDS = 8
-# problem -> (budget and initial design, Neural-CBO's settings). Constrained Branin needs two hidden
-# layers and a small lam (the noise variance relative to the prior's; the problem is noise-free):
-# with the defaults (one layer, lam = 0.01) EI keeps querying the constraint's boundary near the
-# infeasible minimiser (9.42, 2.475), where points within ~beta sigma_c of the boundary stay
-# optimistically feasible, and never reaches (pi, 2.275): log10 metric -0.06 (p = 0.64). Measured
-# (log10 metric, random search -0.166): depth 2 with lam 1e-5 -1.38 (p = 0.031), 1e-4 -1.86
-# (p = 0.007), 3e-4 -1.12 (p = 0.031), 1e-3 -0.28 (p = 0.39); depth 1 with lam 1e-4 -0.71
-# (p = 0.08). One seed of 8 stays on that boundary with every setting tried.
-SLOW = {"simionescu_constrained": (dict(budget=30, n_init=5), {}),
-        "branin_constrained": (dict(budget=40, n_init=5), dict(depth=2, lam=1e-4))}
-
-
-def _vmapped(algo, problem, budget, n_init):
-    keys = jax.random.split(jax.random.PRNGKey(2024), SEEDS)
-    # Jitted whole: faster than the vmapped driver called eagerly (see tests/beats_random.py).
-    run = jax.vmap(lambda k: ntkbo.minimize(algo, problem, budget, k, n_init=n_init))
-    return jax.jit(run)(keys)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(SLOW))
-def test_neural_cbo_finds_feasible_points_and_beats_random_search(name):
-    """On the thesis's metric, log10 of the best positive regret plus violation after the budget
-    (Fig. 4.1), Neural-CBO (settings above) is better than random search by a one-sided Welch
-    t-test at level 0.05 over the same 8 keys (same initial designs), and in every seed one of its
-    own queries (after the initial design) is feasible. Deterministic for fixed keys: the level guards
-    against a pass by luck of the keys, not against flakiness."""
-    problem = ntkbo.benchmarks.get(name)
-    s, settings = SLOW[name]
-    t0 = time.time()
-    res = _vmapped(ntkbo.algorithms.neural_cbo(n_constraints=problem.n_constraints, **settings),
-                   problem, **s)
-    metric = np.asarray(res.metric[:, -1])
-    elapsed = time.time() - t0
-    rand = np.asarray(_vmapped(ntkbo.algorithms.random_search(), problem, **s).metric[:, -1])
-    # log10 as the thesis plots it; the floor only guards log10(0) (an exact hit of f*)
-    lm, lr = np.log10(np.maximum(metric, 1e-12)), np.log10(np.maximum(rand, 1e-12))
-    t = scipy.stats.ttest_ind(lm, lr, equal_var=False, alternative="less")
-    found = np.asarray(res.feasible)[:, s["n_init"]:].any(axis=1)
-    msg = (f"neural_cbo on {name}: log10 metric {lm.mean():.3f} vs random {lr.mean():.3f}, Welch "
-           f"p = {t.pvalue:.3g}; feasible query in {found.sum()}/{SEEDS} seeds; vmapped run "
-           f"{elapsed:.1f} s")
-    print(msg)
-    assert found.all(), msg
-    assert lm.mean() < lr.mean() and t.pvalue < 0.05, msg

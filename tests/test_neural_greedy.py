@@ -10,7 +10,6 @@ import pytest
 
 import ntkbo
 from algo_checks import assert_in_box_and_deterministic, vmapped_twice
-from beats_random import PROBLEMS, assert_beats_random
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.kernels import as_kernel
@@ -183,30 +182,3 @@ def test_batch_suggestions_distinct_and_inside(branin):
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         NG.neural_greedy(**kwargs)
-
-
-# ---------------------------------------------------------------------------------------------
-# Beats random search (issue 4; protocol in ``beats_random``).
-
-# CPU settings instead of the paper's width 5000 and 1000 Adam steps: 5 Levenberg-Marquardt steps
-# (the first is the trained linearised network, the propositions' limit) with sigma = 0.1, and 100
-# steps of the step-adapted minimiser (on Branin the 8 best values agree with 500 steps' to 0.003,
-# in half the time). gamma, which the authors tune per problem in [0.5, 5], is 2 except for PosteriorSMB on
-# Hartmann-6; with gamma = 1 on Branin both builders' networks are too smooth there (the NTK-GP
-# Thompson sampler with that kernel: mean best 3.26, worse than random search; gamma = 2: 0.59).
-# PosteriorSMB needs width 1024 on Branin (mean 0.93, p = 0.31 at width 256). Measured values in
-# README "Status".
-_GREEDY_CPU = dict(optimizer="levenberg_marquardt", num_steps=5, sigma=0.1, num_acq_steps=100)
-BEATS_RANDOM_OPTIONS = {
-    "simple": {"branin": dict(gamma=2.0, width=256), "hartmann6": dict(gamma=2.0, width=256)},
-    "posterior": {"branin": dict(gamma=2.0, width=1024),
-                  "hartmann6": dict(gamma=1.0, width=256)},
-}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("problem_name", PROBLEMS)
-@pytest.mark.parametrize("smb", sorted(BEATS_RANDOM_OPTIONS))
-def test_beats_random_search(smb, problem_name):
-    algo = NG.neural_greedy(smb, **_GREEDY_CPU, **BEATS_RANDOM_OPTIONS[smb][problem_name])
-    assert_beats_random(algo, problem_name, f"neural_greedy(smb={smb!r})")

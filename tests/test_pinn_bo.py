@@ -11,10 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import scipy.stats
 
 import ntkbo
-from beats_random import LEVEL, best_values_on
 from ntkbo import benchmarks as B
 from ntkbo import cli
 from ntkbo.benchmarks import pde as P
@@ -249,52 +247,3 @@ def test_cli_passes_the_problems_pde(tmp_path, capsys):
     code = cli.main(["run", "--algo", "pinn_bo", "--problem", "branin", "--budget", "4",
                      "--seeds", "1", "--out", "", "--no-plot"] + opts)
     assert code == 2 and "needs a problem with a PDE" in capsys.readouterr().err
-
-
-# ---------------------------------------------------------------------------------------------
-# Issue 5: PINN-BO beats NeuralBO without PDE data (slow, statistical).
-#
-# The protocol of beats_random.py: the same 8 keys split(PRNGKey(2024), 8) for both algorithms
-# (hence the same initial design), one jitted vmapped program per algorithm, the best noise-free
-# value after the budget, a one-sided Welch t-test at level 0.05. The baseline is
-# ntkbo.algorithms.neural_bo with its defaults, the thesis's Neural-BO baseline (seed-001 digest
-# section 2.5: "configured as in its Section 7"; width 500, 1 hidden ReLU layer, GD, lam = 0.01,
-# nu = 1); it sees only the observations.
-#
-# Why these settings. The PDE data help where the equation pins f down (almost) without data, and
-# only if the network fits them: both cells are 2-D, where a few hundred residual points cover the
-# box. Cosine Mixture's grad f = 2x - (pi/2) sin(5 pi x) fixes f up to a constant, so the trained
-# network's argmin is the optimum; its sin(5 pi x) has 5 periods per side, which 128 residual points
-# under-resolve (measured: the fit's argmin missed the optimum), 256 resolve. Styblinski-Tang's
-# sum_i d_i f = g fixes f along every diagonal line x + s (1, 1) up to a function of x_1 - x_2 that
-# the data supply, which reduces the search to one dimension. The network (width 64, depth 2, erf),
-# the loss ("mean", pde_weight 1) and Adam (1e-2, 200 steps per update) are the module's defaults;
-# warm_start=True is the authors' code (digest 2.6) and lets the 200 steps per update accumulate to
-# the ~1000 steps the residual fit needs (measured on one 2-D Cosine Mixture fit from theta_0, 5
-# points, 128 residuals: 200 steps of a width-32 network left the loss at half its start, 1000
-# steps at width 64 at 7e-4 of it). Budgets are small (the suite's CPU time); the thesis runs 50
-# initial points and 1000 iterations in 10-50 dimensions with 40,000 residual points.
-# Measured (the same keys): PINN-BO with pde_weight=0 (the same network without PDE data) is also
-# beaten, so the gain is the PDE's: Cosine Mixture -0.126 vs -0.035 (p = 0.013),
-# Styblinski-Tang -78.09 vs -58.96 (p = 9e-4).
-
-PINN_CELLS = {
-    # problem, dim: (budget, n_init, pinn_bo settings)
-    ("cosine_mixture_pde", 2): (12, 5, dict(num_residuals=256)),
-    ("styblinski_tang_pde", 2): (15, 5, dict(num_residuals=128)),
-}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name,dim", sorted(PINN_CELLS))
-def test_pinn_bo_beats_neural_bo_without_pde_data(name, dim):
-    problem = B.get(name, dim)
-    budget, n_init, settings = PINN_CELLS[(name, dim)]
-    pinn = best_values_on(PB.pinn_bo(problem.pde, width=64, depth=2, warm_start=True, **settings),
-                        problem, budget, n_init)
-    base = best_values_on(NB.neural_bo(), problem, budget, n_init)
-    t = scipy.stats.ttest_ind(pinn, base, equal_var=False, alternative="less")
-    msg = (f"pinn_bo on {name} {dim}-D, budget {budget}: mean best {pinn.mean():.4g} vs neural_bo "
-           f"{base.mean():.4g} (optimum {problem.optimum:.4g}), Welch p = {t.pvalue:.3g}")
-    print(msg)
-    assert pinn.mean() < base.mean() and t.pvalue < LEVEL, msg

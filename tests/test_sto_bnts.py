@@ -10,7 +10,6 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import ntkbo
-from beats_random import PROBLEMS, assert_beats_random
 from ntkbo import data as D
 from ntkbo import gp as G
 # The module (``ntkbo.algorithms.sto_bnts`` the attribute is the factory function of the same name).
@@ -400,25 +399,3 @@ def test_wide_sto_bnts_networks_sample_the_ntk_gp_posterior():
     # at this width; measured ratios 1.00-1.06).
     ratio = s.var(0, ddof=1) / sd**2
     assert np.all(np.abs(ratio - 1.0) <= 4 * np.sqrt(2.0 / (n - 1)) + 0.08), ratio
-
-
-# ---------------------------------------------------------------------------------------------
-# Beats random search (issue 4; protocol in ``beats_random``).
-
-# The paper's defaults (depth 2, ReLU, sigma = 0.1, beta = 1) at width 64 instead of 256 and with 5
-# Levenberg-Marquardt steps instead of 10, to keep CI fast (STO-BNTS on Branin: mean best 0.54 in
-# 233 s at width 256; 0.66 in 27 s at width 64; 0.64 in 16 s with 5 steps). STO-BNTS-Linear with the
-# target perturbation of section 1.6 (the exact posterior sample): without it, Branin's mean is 0.78
-# (p = 0.10) at width 64 and 0.71 (p = 0.047) at 256. Measured values in README "Status".
-BEATS_RANDOM_OPTIONS = {
-    "sto_bnts": dict(width=64, num_steps=5),
-    "sto_bnts_linear": dict(width=64, perturb_targets=True),
-}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("problem_name", PROBLEMS)
-@pytest.mark.parametrize("name", sorted(BEATS_RANDOM_OPTIONS))
-def test_beats_random_search(name, problem_name):
-    factory = getattr(S, name)
-    assert_beats_random(factory(**BEATS_RANDOM_OPTIONS[name]), problem_name, name)

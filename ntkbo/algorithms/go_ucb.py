@@ -469,6 +469,7 @@ def go_ucb(
     F: float = 1.0,
     optimistic: str = "linearized",
     width: int = 25,
+    input_scale: float | None = None,
     network=None,
     sigma_phase1: bool = False,
     oracle_steps: int = 2000,
@@ -499,7 +500,10 @@ def go_ucb(
       optimistic: ``"linearized"`` (closed-form bonus, default) or ``"joint"`` (the paper's joint
         gradient ascent over ``x`` and ``w`` with projection on the ball).
       width: hidden width of the default network (paper: 25).
-      network: ``None`` (``sigmoid_network(width)``) or ``(init_fn, apply_fn)`` (a longer tuple
+      input_scale: the default network's ``input_scale`` (``sigmoid_network``): ``5.0`` shows it
+        the paper's input box ``[-5, 5]^d``; ``None`` (default) the unit cube. A plain number, so
+        that an experiment spec (TOML) can set it.
+      network: ``None`` (``sigmoid_network(width, input_scale)``) or ``(init_fn, apply_fn)`` (a longer tuple
         such as ``ntkbo.kernels.mlp(...)``'s triple is cut to its first two entries).
       sigma_phase1: include the Phase-I points, linearised at ``w0``, in ``Sigma`` and ``b``
         (digest 7.1 reading (b)); default reading (a), ``Sigma_1 = lam I``.
@@ -571,8 +575,11 @@ def go_ucb(
     if not isinstance(sigma_phase1, bool):
         raise ValueError(f"sigma_phase1 must be a bool, got {sigma_phase1!r}")
     if network is None:
-        init_fn, apply_fn = sigmoid_network(width)
+        init_fn, apply_fn = sigmoid_network(width, input_scale)
     else:
+        if input_scale is not None:
+            raise ValueError("input_scale: applies to the default network only; got a network "
+                             "too (pass sigmoid_network(width, input_scale) as network instead)")
         if (not isinstance(network, (tuple, list)) or len(network) < 2
                 or not callable(network[0]) or not callable(network[1])):
             raise ValueError("network must be None or a tuple (init_fn, apply_fn[, ...]) of "
