@@ -104,3 +104,22 @@ def test_rotations_are_orthogonal_and_fixed():
 def test_unknown_suite_is_named():
     with pytest.raises(ValueError, match="suite name='nope'"):
         B.suite("nope")
+
+
+def test_registry_names_suite_members():
+    # get("dev/<member>") is how specs and the CLI name a suite member: it must be the suite's
+    # problem itself (same function, box and optimum), with noise settable. Catches a lookup that
+    # builds the family's unshifted problem (its values differ off the optimum).
+    member = suites.suite("dev")["ackley10"]
+    got = B.get("dev/ackley10", noise_std=0.2)
+    x = jnp.linspace(member.bounds[0], member.bounds[1], 7)
+    np.testing.assert_array_equal(got.fn_batch(x), member.fn_batch(x))
+    np.testing.assert_array_equal(got.bounds, member.bounds)
+    assert got.optimum == member.optimum and got.noise_std == 0.2
+    assert not np.allclose(B.get("ackley", 10).fn_batch(x), member.fn_batch(x))
+    for bad, match in ((dict(name="dev/nope"), "no member 'nope'"),
+                       (dict(name="nope/ackley10"), "unknown suite 'nope'"),
+                       (dict(name="dev/ackley10", dim=3), "has dim 10"),
+                       (dict(name="dev/ackley10", bounds=(0, 1)), "bounds")):
+        with pytest.raises(ValueError, match=match):
+            B.get(**bad)
