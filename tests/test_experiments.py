@@ -274,6 +274,20 @@ def test_rerun_skips_finished_cells_and_refuses_changed_specs(study):
         E.run({**SPEC, "algorithms": [{"label": "ntk", "name": "ntk_gp"}]}, study, "full")
 
 
+def test_only_runs_the_named_algorithms_and_later_runs_add_the_rest(study, tmp_path):
+    # run(only=...) runs a subset into a folder that the whole spec later completes; the subset's
+    # cells equal the whole run's bit for bit (the same programs). Catches a filter applied after
+    # the round-robin share (cells lost) or a subset that refuses the later full run.
+    out = str(tmp_path / "part")
+    E.run(SPEC, out, "full", devices=jax.devices()[:1], block=BLOCK, only=["random_search"])
+    assert sorted(_cells(out)) == [c for c in CELL_IDS if c.startswith("random_search")]
+    with pytest.raises(ValueError, match="only: unknown algorithm label.*nope"):
+        E.run(SPEC, out, "full", only=["nope"])
+    full = _cells(study)
+    for cid, rec in _cells(out).items():
+        assert rec.x.tobytes() == full[cid].x.tobytes(), cid
+
+
 SHARDED = """
 import json, sys
 import jax

@@ -310,7 +310,7 @@ def assigned(cells: list[Cell], process_id: int, num_processes: int) -> list[Cel
 def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
         process_id: int | None = None, num_processes: int | None = None,
         progress: bool | Callable = False, command: str | None = None,
-        block: int | None | str = "auto") -> list[str]:
+        block: int | None | str = "auto", only: Sequence[str] | None = None) -> list[str]:
     """Runs the cells of ``spec`` at ``scale`` that ``out`` does not hold yet.
 
     Args:
@@ -324,6 +324,8 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
         ``progress(cell, path)`` called after each cell.
       command: recorded in each cell's meta (default: ``sys.argv`` joined by spaces).
       block: seeds vmapped at once on a device (``run_cell``; recorded in the meta as ``block``).
+      only: algorithm labels; if given, only their cells run (the folder is still checked against
+        the whole spec, so a later run of the rest adds to the same study).
 
     Returns:
       The paths of the cell files of this process's share (finished now or before).
@@ -344,7 +346,13 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
         store.write_spec(out, resolved_record(spec, scale, cells))
     mesh = seed_mesh(devices)
     block = default_block(mesh) if block == "auto" else block
-    mine = assigned(cells, pid, nproc)
+    if only is not None:
+        labels = {a.id for a in spec.algorithms}
+        unknown = sorted(set(only) - labels)
+        if unknown:
+            raise ValueError(f"only: unknown algorithm label(s) {', '.join(unknown)}; the spec's "
+                             f"labels: {', '.join(sorted(labels))}")
+    mine = assigned([c for c in cells if only is None or c.algorithm.id in only], pid, nproc)
     extra = {"block": block, "versions": versions(), "command": command if command is not None
              else " ".join(sys.argv), "git_revision": git_revision()}
     bar = None
