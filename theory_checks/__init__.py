@@ -11,16 +11,20 @@ exits 1 when any selected claim fails its tolerance (README.md lists the claims 
     SOURCE: str          paper, theorem/equation, digest section
     SCALES: dict         {"smoke": {...}, "cpu": {...}, "gpu": {...}}: the settings of each scale
                          (smoke: the CI test's reduced run; cpu: <= 5 min on 2 cores; gpu: wider
-                         networks, longer horizons); every settings dict has a "fault" entry
-    FAULTS: dict         {fault name: what it breaks}: the deliberately broken variants
+                         networks, longer horizons)
+    DETECTS: dict        {scale: (fault, ...)}: the library faults (``theory_checks.faults``) the
+                         check must FAIL on at that scale, each the smallest measured to fail
     run(key, settings) -> theory_checks.report.Report
 
 ``run`` is pure in ``key`` (a ``jax.random`` key) and ``settings`` (a dict, usually
-``dict(SCALES[scale])``). ``settings["fault"]`` is ``None`` for the real check; set to a name in
-``FAULTS`` it injects that fault (a wrong kernel scale, a missing target perturbation, a wrong
-exponent, ...) and the check must then fail. Faults exist for the tests (``tests/
-test_theory_checks.py``), which prove that each check can fail; the command line does not expose
-them. The tolerances are module constants, stated with their reasons in each module's docstring.
+``dict(SCALES[scale])``). It calls the library (``ntkbo``) and compares with a reference it
+computes independently (networks trained by hand, closed forms, Monte Carlo). **Faults** are
+injected into the library only, by :func:`run_check` (``fault=``) or ``python -m theory_checks NAME
+--fault FAULT``: ``theory_checks.faults.inject(fault)`` monkeypatches the ``ntkbo`` function the
+check calls (a scaled NTK, a dropped regulariser, ...), so the check's code is the same with and
+without it. ``settings["fault"]`` records the fault injected (``None``: the real library); checks
+read it only to key their caches (``theory_checks.faults.touches``). The tolerances are module
+constants or computed standard errors, stated with their reasons in each module's docstring.
 
 A ``Report`` (``theory_checks.report``) holds the settings, ``rows`` (``Row``: quantity, measured
 value, tolerance, pass flag, the theory's value) and ``curves`` (``Curve``: panel, label, x, y) for
@@ -36,6 +40,8 @@ from __future__ import annotations
 
 import importlib
 import time
+
+from theory_checks import faults
 
 #: The checks, in the order ``all`` runs them. Append new checks here.
 CHECKS: list[str] = [
@@ -57,10 +63,11 @@ def get(name: str):
     return importlib.import_module(f"theory_checks.{name}")
 
 
-def run_check(name: str, key, scale="cpu", **overrides):
+def run_check(name: str, key, scale="cpu", fault: str | None = None, **overrides):
     """Runs check ``name`` at ``scale`` (a name in ``SCALES`` or a settings dict), settings entries
-    replaced by ``overrides`` (e.g. ``fault="wrong_kernel_scale"``); returns its ``Report`` with
-    the wall-clock ``seconds`` and process ``cpu_seconds`` it took."""
+    replaced by ``overrides``, with the library ``fault`` injected (``theory_checks.faults``, e.g.
+    ``"ntk_scale:1.02"``; ``None``: the real library); returns its ``Report`` with the wall-clock
+    ``seconds`` and process ``cpu_seconds`` it took."""
     module = get(name)
     if isinstance(scale, str):
         if scale not in module.SCALES:
@@ -72,10 +79,11 @@ def run_check(name: str, key, scale="cpu", **overrides):
     if unknown:
         raise ValueError(f"overrides: unknown settings {sorted(unknown)} for check {name!r}")
     settings.update(overrides)
-    fault = settings.get("fault")
-    if fault is not None and fault not in module.FAULTS:
-        raise ValueError(f"fault: expected None or one of {sorted(module.FAULTS)}, got {fault!r}")
+    if fault is not None:
+        faults.parse(fault)  # raises ValueError for an unknown fault
+    settings["fault"] = fault
     wall, cpu = time.time(), time.process_time()
-    report = module.run(key, settings)
+    with faults.inject(fault):
+        report = module.run(key, settings)
     report.seconds, report.cpu_seconds = time.time() - wall, time.process_time() - cpu
     return report

@@ -1,8 +1,12 @@
-"""``python -m theory_checks [NAME ...|all] [--scale smoke|cpu|gpu] [--out DIR] [--seed N]``.
+"""``python -m theory_checks [NAME ...|all] [--scale smoke|cpu|gpu] [--out DIR] [--seed N]
+[--fault FAULT]``.
 
 Runs the selected checks (``theory_checks.CHECKS``), prints each table, writes
 ``DIR/<NAME>.json`` and ``DIR/<NAME>.png`` and a ``DIR/summary.json``, and exits 1 when any
-selected claim fails. Float64 is enabled (the checks compare with closed forms).
+selected claim fails. Float64 is enabled (the checks compare with closed forms). ``--fault``
+injects a library fault (``theory_checks.faults``: ``ntk_scale:F``, ``drop_bias_ntk``,
+``sto_no_regulariser``, ``neuralbo_wrong_lambda``, ``pinn_wrong_operator``, ``linear_regret``)
+while the checks run: a check that detects it exits 1.
 """
 
 from __future__ import annotations
@@ -28,18 +32,27 @@ def main(argv=None) -> int:
     parser.add_argument("--scale", choices=theory_checks.SCALE_NAMES, default="cpu")
     parser.add_argument("--out", default="theory_checks_out", help="output directory")
     parser.add_argument("--seed", type=int, default=0, help="jax.random.PRNGKey seed")
+    parser.add_argument("--fault", default=None,
+                        help="inject a library fault: " + ", ".join(
+                            f"{k} ({v})" for k, v in theory_checks.faults.FAULTS.items()))
     args = parser.parse_args(argv)
+    if args.fault is not None:
+        try:
+            theory_checks.faults.parse(args.fault)
+        except ValueError as e:
+            parser.error(str(e))
     names = theory_checks.CHECKS if "all" in args.names else args.names
     for name in names:
         if name not in theory_checks.CHECKS:
             parser.error(f"unknown check {name!r}; choose from {', '.join(theory_checks.CHECKS)}"
                          " or all")
-    summary = {"scale": args.scale, "seed": args.seed,
+    summary = {"scale": args.scale, "seed": args.seed, "fault": args.fault,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "load_average_start": os.getloadavg(), "checks": {}}
     ok = True
     for name in names:
-        report = theory_checks.run_check(name, jax.random.PRNGKey(args.seed), args.scale)
+        report = theory_checks.run_check(name, jax.random.PRNGKey(args.seed), args.scale,
+                                         fault=args.fault)
         print(table(report), flush=True)
         json_path, png_path = write(report, args.out)
         figure = png_path or "no figure (matplotlib missing: pip install ntkbo[plot])"

@@ -1,6 +1,8 @@
 """Nested-width random networks shared by the checks that sweep the width.
 
-In ntkbo's NTK parameterisation every parameter entry is ``N(0, 1)`` whatever the width
+The networks are drawn by the library's own ``init_fn`` (``ntkbo.kernels.mlp(...)[0]``), so a wrong
+initialisation in the library is seen by every check that compares these networks with a kernel.
+In ntkbo's NTK parameterisation every parameter entry is i.i.d. ``N(0, 1)`` whatever the width
 (``ntkbo.nets``), so the first ``m`` hidden units of every layer of one width-``M`` draw are exactly
 a width-``m`` draw. One random initialisation per seed then serves every width of a sweep, and the
 widths are coupled (less seed noise in a fitted slope). The same idea as
@@ -10,21 +12,17 @@ widths are coupled (less seed noise in a fitted slope). The same idea as
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 
 from ntkbo.kernels import mlp
 
 
 def draw(key, depth: int, width: int, d: int, activation, W_std, b_std, num: int):
     """``num`` independent parameter draws (a leading ``(num,)`` axis on every leaf) of the width
-    ``width`` network ``ntkbo.kernels.mlp(depth, width, ...)``, NTK parameterisation."""
+    ``width`` network ``ntkbo.kernels.mlp(depth, width, ...)``, NTK parameterisation: its
+    ``init_fn`` vmapped over ``num`` keys split from ``key``."""
     init_fn = mlp(depth, width, activation, W_std=W_std, b_std=b_std)[0]
-    shapes = jax.eval_shape(lambda k: init_fn(k, (-1, d))[1], jax.random.PRNGKey(0))
-    leaves, treedef = jax.tree_util.tree_flatten(shapes)
-    keys = jax.random.split(key, len(leaves))
-    dtype = jnp.result_type(float)
-    return treedef.unflatten([jax.random.normal(k, (num,) + s.shape, dtype)
-                              for k, s in zip(keys, leaves)])
+    keys = jax.random.split(key, num)
+    return jax.jit(jax.vmap(lambda k: init_fn(k, (-1, d))[1]))(keys)
 
 
 def first_units(params, depth: int, m: int):
