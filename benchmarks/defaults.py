@@ -1,0 +1,201 @@
+"""Every algorithm with its defaults on the development suite, on keys no tuning saw (issue 15).
+
+The reporting protocol: ``ntkbo.benchmarks.suite("dev")`` (14 problems, d = 2 to 20, optima moved
+off the box centre), each algorithm with its factory defaults, 16 seeds from
+``ntkbo.benchmarks.suites.REPORTING_KEYS`` (``PRNGKey(100000 + i)``), which no tuning may use,
+``2 d`` initial points (the same design for every algorithm: the seeds are paired), and random
+search as the reference. It runs on the experiments machinery (``ntkbo.experiments``): one cell
+file per (algorithm, problem), resumable, ``ntkbo report DIR`` for curves and Table-2 tests.
+
+For each algorithm the table gives
+
+- **mean normalised regret**: per problem and seed, ``r = (min_t f(x_t) - f*) / (m - f*)`` where
+  ``m`` is the median of ``f`` over 4096 scrambled-Sobol points of the box (fixed seed): 0 is the
+  optimum, 1 as good as a typical point of the box; averaged over seeds, then over problems;
+- **average rank** over problems of the mean best value (1 = best; ties averaged);
+- **beats random**: on how many problems its mean best value is below random search's with a
+  one-sided Welch test significant after Benjamini-Hochberg over all (algorithm, problem) pairs
+  at level 0.05; **worse**: the converse test.
+
+Usage::
+
+    python benchmarks/defaults.py --scale cpu --out benchmarks/results/defaults-cpu
+    python benchmarks/defaults.py --scale cpu --out DIR --only neural_bo,random_search  # a part
+    python benchmarks/defaults.py --report-only --out DIR    # the table from the stored cells
+
+Scales: ``full`` 100 evaluations per run; ``cpu`` 60; ``smoke`` 8 evaluations of which 4 initial,
+3 seeds (the tests). The ``algorithms`` are every registered name that runs on a plain problem (no
+constraints, no PDE), aliases (``ALIASES``: ``gp`` is ``gp_ei``, ...) once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+import ntkbo
+from ntkbo.benchmarks import suites
+from ntkbo.experiments import report as R
+from ntkbo.experiments import spec as S
+from ntkbo.experiments import stats
+
+#: Algorithms that need a problem this suite does not have (constraints, a PDE).
+NEEDS_MORE = ("gp_cei", "ntk_gp_cei", "neural_cbo", "pinn_bo", "pinn_ntk_gp")
+REFERENCE = "random_search"
+ALPHA = 0.05
+SCALES = {"cpu": S.Scale(budget=60), "smoke": S.Scale(budget=8, seeds=3, n_init=4)}
+
+
+#: Registered names that are another name with its defaults (the same factory, the same resolved
+#: options): they run once, under the canonical name. ``tests/test_defaults.py`` checks that each
+#: pair resolves to the same options and that every other registered name is in ``ALGORITHMS``.
+ALIASES = {"gp": "gp_ei", "ntk_gp": "ntk_gp_ucb", "neural_linear": "dngo",
+           "neural_greedy": "simple_smb"}
+
+
+def default_algorithms() -> list[str]:
+    """The registered names that run on a plain problem (no constraints, no PDE), aliases
+    (``ALIASES``) replaced by their canonical name, sorted."""
+    return sorted({ALIASES.get(n, n) for n in ntkbo.algorithms.names() if n not in NEEDS_MORE})
+
+
+def dev_spec(algorithms=None, members=None, name: str = "defaults") -> S.Spec:
+    """The protocol as a ``Spec``: ``algorithms`` (default ``default_algorithms()``) on the dev
+    members ``members`` (default all; run as ``"dev/<member>"``) with ``2 d`` initial points, 16
+    reporting keys."""
+    algorithms = default_algorithms() if algorithms is None else list(algorithms)
+    dev = suites.suite("dev")
+    members = list(dev) if members is None else list(members)
+    problems = tuple(S.ProblemSpec(name=f"dev/{m}", label=m, n_init=2 * dev[m].dim)
+                     for m in members)
+    return S.Spec(name=name, algorithms=tuple(S.AlgorithmSpec(name=a) for a in algorithms),
+                  problems=problems, budget=100, seeds=16,
+                  seed_offset=suites.REPORTING_KEYS.start, reference=REFERENCE, scales=SCALES)
+
+
+def box_median(problem, n: int = 4096) -> float:
+    """Median of ``f`` over ``n`` scrambled-Sobol points of the box (``scipy.stats.qmc``, seed 0)."""
+    from scipy.stats import qmc
+
+    lo, hi = np.asarray(problem.bounds[0], float), np.asarray(problem.bounds[1], float)
+    u = qmc.Sobol(problem.dim, scramble=True, seed=0).random(n)
+    return float(np.median(np.asarray(problem.fn_batch(lo + (hi - lo) * u))))
+
+
+def table(out: str) -> dict:
+    """The protocol's numbers from the cells stored in ``out`` (module docstring): per algorithm
+    ``mean_normalised_regret``, ``average_rank``, ``beats``, ``worse``, ``problems`` (run),
+    ``not_finite`` (seeds whose final value is not finite); per problem the normalised regrets
+    and BH-adjusted p-values. Algorithms are ranked only over the problems every one of them ran."""
+    spec, cells = R.load(out)
+    by_problem: dict = {}
+    for c in cells:
+        by_problem.setdefault(c.problem, {})[c.algorithm] = c
+    algos = R._ordered(sorted({c.algorithm for c in cells}), [REFERENCE])
+    scale = {}
+    for p in by_problem:
+        problem = ntkbo.benchmarks.get(f"dev/{p}")
+        scale[p] = box_median(problem) - float(problem.optimum)
+    norm = {p: {a: np.asarray(c.curve[:, -1], float) / scale[p] for a, c in cs.items()}
+            for p, cs in by_problem.items()}
+    # Welch tests of every algorithm against random search on the final best values, both
+    # directions, each direction one BH family over all (algorithm, problem) pairs
+    finals = {p: {a: c.curve[:, -1][np.isfinite(c.curve[:, -1])] for a, c in cs.items()}
+              for p, cs in by_problem.items() if REFERENCE in cs}
+    tests = {}
+    for alternative in ("less", "greater"):
+        for p, a, res, p_adj, rejected in stats.table2_rows(finals, REFERENCE, q=ALPHA,
+                                                            alternative=alternative):
+            tests.setdefault((p, a), {})[alternative] = (res.pvalue, p_adj, rejected)
+    common = [p for p, cs in by_problem.items() if all(a in cs for a in algos)]
+    means = np.array([[np.nanmean(np.where(np.isfinite(norm[p][a]), norm[p][a], np.nan))
+                       for a in algos] for p in common]) if common else np.zeros((0, len(algos)))
+    ranks = stats.average_ranks(means) if common else np.full(len(algos), np.nan)
+    rows = {}
+    for i, a in enumerate(algos):
+        ran = [p for p in by_problem if a in by_problem[p]]
+        per_problem = {p: float(np.nanmean(norm[p][a])) for p in ran}
+        rows[a] = {
+            "mean_normalised_regret": float(np.mean(list(per_problem.values()))) if ran else None,
+            "average_rank": float(ranks[i]) if common else None,
+            "beats": sum(bool(tests.get((p, a), {}).get("less", (0, 0, False))[2]) for p in ran),
+            "worse": sum(bool(tests.get((p, a), {}).get("greater", (0, 0, False))[2])
+                         for p in ran),
+            "problems": len(ran),
+            "not_finite": int(sum((~np.isfinite(norm[p][a])).sum() for p in ran)),
+            "per_problem": per_problem,
+            "p_bh": {p: tests[(p, a)]["less"][1] for p in ran if (p, a) in tests},
+        }
+    first = next(iter(cells))
+    return {"rows": rows, "algorithms": algos, "problems": list(by_problem), "common": common,
+            "budget": int(first.curve.shape[1]), "seeds": int(first.curve.shape[0]),
+            "scale": (spec or {}).get("scale"), "normaliser": scale}
+
+
+def render(t: dict) -> str:
+    """``table``'s numbers as markdown."""
+    order = sorted(t["algorithms"], key=lambda a: (t["rows"][a]["average_rank"] is None,
+                                                   t["rows"][a]["average_rank"] or 0.0))
+    lines = [
+        f"Defaults on the dev suite: {len(t['problems'])} problems, budget {t['budget']}, "
+        f"{t['seeds']} reporting keys (PRNGKey(100000 + i)), scale {t['scale']!r}. Ranks over the "
+        f"{len(t['common'])} problems every algorithm ran. Beats / worse: problems where the mean "
+        f"best value is below / above random search's, one-sided Welch, BH over all pairs at "
+        f"{ALPHA}.",
+        "",
+        "| algorithm | mean normalised regret | average rank | beats random | worse than random "
+        "| problems | non-finite seeds |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in order:
+        r = t["rows"][a]
+        nr = "n/a" if r["mean_normalised_regret"] is None else f"{r['mean_normalised_regret']:.3f}"
+        rk = "n/a" if r["average_rank"] is None else f"{r['average_rank']:.2f}"
+        ref = a == REFERENCE
+        lines.append(f"| {a} | {nr} | {rk} | {'-' if ref else r['beats']} | "
+                     f"{'-' if ref else r['worse']} | {r['problems']} | {r['not_finite']} |")
+    lines += ["", "Normalised regret per problem (BH-adjusted p of 'below random search' in "
+              "brackets):", "",
+              "| problem | " + " | ".join(order) + " |", "|---|" + "---|" * len(order)]
+    for p in t["problems"]:
+        cells = []
+        for a in order:
+            r = t["rows"][a]
+            if p not in r["per_problem"]:
+                cells.append("")
+                continue
+            v = f"{r['per_problem'][p]:.3g}"
+            if p in r["p_bh"]:
+                v += f" ({r['p_bh'][p]:.2g})"
+            cells.append(v)
+        lines.append(f"| {p} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", default="cpu", choices=["smoke", "cpu", "full"])
+    parser.add_argument("--out", required=True, help="experiment folder")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated algorithm names to run now (default: all)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the table from the stored cells without running")
+    args = parser.parse_args(argv)
+    spec = dev_spec()
+    if not args.report_only:
+        only = None if args.only is None else [a for a in args.only.split(",") if a]
+        ntkbo.experiments.run(spec, args.out, args.scale, progress=True, only=only,
+                              command=" ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]))
+    t = table(args.out)
+    text = render(t)
+    with open(os.path.join(args.out, "defaults.md"), "w") as fh:
+        fh.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
