@@ -1,11 +1,15 @@
 """theory_checks: every check's smoke run passes and writes its table, JSON and PNG with the values
-the claims predict; injected faults (a wrong kernel scale, a missing target perturbation, a linear
-regret, a wrong exponent, a wrong primal factor) make the corresponding check fail; the command
-line's exit code follows the verdict.
+the claims predict; every library fault a check lists in ``DETECTS["smoke"]`` (injected by
+``theory_checks.faults``: a scaled or bias-less NTK, a dropped STO regulariser, NeuralBO's wrong
+lambda, PINN-BO's wrong operator, a constant-regret method) makes it fail; the faults leave the
+library unchanged when they exit; the command line's exit code follows the verdict, with and
+without ``--fault``.
 
 Each smoke run is done once per module (module-scoped fixture) and shared by the tests that read
-its report; the fault runs use further reduced settings, or reuse the cached optimisation runs of
-the checks whose faults only change the analysis (neuralbo_identities, regret_scaling)."""
+its report; the fault runs reuse the checks' cached reference sides (networks, member draws,
+optimisation runs) that the fault does not patch, so most cost a fraction of a second. The cpu
+scale matrix of (check, fault) is ``python -m theory_checks.fault_matrix --scale cpu``, committed
+in ``theory_checks/results/fault_matrix_cpu.md`` (too long for CI)."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import numpy as np
 import pytest
 
 import theory_checks
+from theory_checks import faults as F
 from theory_checks import report as R
 from theory_checks.__main__ import main
 
@@ -26,14 +31,9 @@ KEY = jax.random.PRNGKey(0)
 # Many small programs: compiled with XLA's optimisations off, although slow (tests/conftest.py).
 pytestmark = pytest.mark.compile_bound
 
-#: Rows whose claim is not reached at these short horizons, measured and reported (README.md):
-#: GO-UCB's within-run regret slope on the teacher network was 0.73 > 0.7 at CPU scale (T = 40;
-#: the regret per round stays about constant after Phase I). The row must be computed (finite);
-#: its verdict is the check's, and the command line exits 1 on it.
-# One xdist worker runs this whole file (`--dist loadfile` in the test command), so each smoke run
-# in the fixture is computed once, not once per worker.
-
-KNOWN_FAILING = {"regret_scaling": ("go_ucb: regret slope on the teacher network",)}
+#: Rows whose claim is not reached at the smoke scale's short horizon, measured and reported
+#: (README.md). Their verdict is the check's; the command line exits 1 on them.
+KNOWN_FAILING: dict = {}
 
 
 @pytest.fixture(scope="module")
@@ -56,22 +56,70 @@ def rows(rep, prefix):
 
 
 def test_interface_is_uniform():
-    """Every check exposes the documented attributes and three scales with a fault entry."""
+    """Every check exposes the documented attributes, three scales and the faults it detects at
+    each; together the checks detect every fault family of theory_checks.faults."""
     assert len(set(theory_checks.CHECKS)) == len(theory_checks.CHECKS)
+    families = set()
     for name in theory_checks.CHECKS:
         mod = theory_checks.get(name)
         assert mod.NAME == name
-        assert mod.CLAIM and mod.SOURCE and mod.FAULTS
-        assert set(mod.SCALES) == set(theory_checks.SCALE_NAMES)
-        for s in mod.SCALES.values():
-            assert s["fault"] is None
+        assert mod.CLAIM and mod.SOURCE
+        assert set(mod.SCALES) == set(theory_checks.SCALE_NAMES) == set(mod.DETECTS)
+        for scale, detected in mod.DETECTS.items():
+            assert detected, (name, scale)
+            families |= {F.parse(f)[0] for f in detected}
         assert callable(mod.run)
+    assert families == set(F.FAULTS)
     with pytest.raises(ValueError, match="name: expected one of"):
         theory_checks.get("nope")
-    with pytest.raises(ValueError, match="fault: expected None or one of"):
+    with pytest.raises(ValueError, match="fault: expected one of"):
         theory_checks.run_check("ntk_convergence", KEY, "smoke", fault="typo")
     with pytest.raises(ValueError, match="overrides: unknown settings"):
         theory_checks.run_check("ntk_convergence", KEY, "smoke", widthz=[1])
+
+
+def test_fault_names_parse():
+    assert F.parse("ntk_scale:1.02") == ("ntk_scale", 1.02)
+    assert F.parse("drop_bias_ntk") == ("drop_bias_ntk", None)
+    for bad in ("ntk_scale", "ntk_scale:x", "ntk_scale:-1", "drop_bias_ntk:2", "nope"):
+        with pytest.raises(ValueError, match="fault"):
+            F.parse(bad)
+
+
+def test_faults_patch_the_library_and_restore_it():
+    """Inside inject the library is broken as documented (the NTK scaled or without its bias
+    gradients, the NNGP untouched, the factories constant); on exit every patched attribute is the
+    original object again."""
+    import importlib
+
+    import ntkbo
+    from ntkbo.kernels import mlp
+
+    originals = {(m, a): getattr(importlib.import_module(m), a)
+                 for pairs in F.PATCHES.values() for m, a in pairs}
+    x = jax.random.normal(KEY, (3, 2))
+    kfn = mlp(1, 8, "relu", W_std=1.5, b_std=0.5)[2]
+    ntk, nngp = kfn(x, None, "ntk"), kfn(x, None, "nngp")
+    with F.inject("ntk_scale:1.02"):
+        assert F.active() == "ntk_scale:1.02"
+        k2 = mlp(1, 8, "relu", W_std=1.5, b_std=0.5)[2]
+        np.testing.assert_allclose(k2(x, None, "ntk"), 1.02 * ntk, rtol=1e-12)
+        np.testing.assert_allclose(k2(x, None, "nngp"), nngp, rtol=1e-12)
+    with F.inject("drop_bias_ntk"):
+        k2 = mlp(1, 8, "relu", W_std=1.5, b_std=0.5)[2]
+        # Depth 1, "ntk": the readout bias adds b^2, the hidden bias b^2 W^2 E[phi'(u) phi'(v)].
+        assert np.all(np.asarray(k2(x, None, "ntk")) < np.asarray(ntk) - 0.25 + 1e-12)
+        np.testing.assert_allclose(k2(x, None, "nngp"), nngp, rtol=1e-12)
+    with F.inject("linear_regret"):
+        algo = ntkbo.algorithms.ntk_gp(acquisition="ucb")
+        state = algo.init(KEY, np.array([[0.0, 0.0], [1.0, 1.0]]), 8)
+        a = algo.suggest(jax.random.PRNGKey(1), state)[0]
+        b = algo.suggest(jax.random.PRNGKey(2), state)[0]
+        np.testing.assert_array_equal(a, b)
+    assert F.active() is None
+    for (m, a), obj in originals.items():
+        assert getattr(importlib.import_module(m), a) is obj, (m, a)
+    np.testing.assert_array_equal(mlp(1, 8, "relu", W_std=1.5, b_std=0.5)[2](x, None, "ntk"), ntk)
 
 
 @pytest.mark.slow
@@ -159,49 +207,57 @@ def test_regret_scaling_values(smoke):
     for c in rep.curves:
         if c.panel.startswith("cumulative regret"):
             assert np.all(np.diff(c.y) >= -1e-12)
-    for r in rows(rep, "regret slope (95% CI"):
+    for r in rows(rep, "exponent of R_t - R_t/2 (95% CI"):
         assert r.measured < 1.0
 
 
-FAULTS = [
-    ("ntk_convergence", "wrong_kernel_scale", dict(configs=[["relu", 1]]), "slope of |Theta_m"),
-    ("gd_ensemble", "wrong_kernel_scale", dict(widths=[32, 128], members=64), "slope of pathwise"),
-    ("sto_posterior", "no_target_perturbation", dict(nonlinear=False, smb=False),
-     "perturbed: cov error"),
-    ("neuralbo_identities", "wrong_lam_primal", {}, "primal - dual"),
-    ("neuralbo_identities", "wrong_kernel_scale", {}, "coverage"),
-    ("regret_scaling", "wrong_exponent", {}, "regret slope"),
-    ("regret_scaling", "linear_regret", dict(algorithms=["ntk_gp_ucb"]), "regret slope (95% CI"),
-    # PDE data made independent of f carry no information about it.
-    ("pinn_information_gain", "zero_cross_block", {}, "I(f; Y_T; U_r) with"),
-]
+#: Reduced settings for the fault runs whose fault patches the costly part of the check (the
+#: other fault runs reuse the smoke run's cached reference side and need no reduction).
+FAULT_OVERRIDES = {
+    # STO-BNTS-Linear shows the missing regulariser on its own; the nonlinear members would cost
+    # 20 s more.
+    ("sto_posterior", "sto_no_regulariser"): dict(nonlinear=False, smb=False),
+    # The fault patches the runs' uncertainty, so they are re-run: one seed instead of two.
+    ("neuralbo_identities", "neuralbo_wrong_lambda"): dict(seeds=1),
+}
+FAULT_CASES = [(name, fault) for name in theory_checks.CHECKS
+               for fault in theory_checks.get(name).DETECTS["smoke"]]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,fault,overrides,failing", FAULTS,
-                         ids=[f"{f[0]}-{f[1]}" for f in FAULTS])
-def test_faults_make_checks_fail(smoke, name, fault, overrides, failing):
-    """A deliberately broken variant fails, and it fails on the rows the fault targets."""
-    if name in ("neuralbo_identities", "regret_scaling") and not overrides:
-        smoke(name)  # the fault reuses the cached smoke runs
+@pytest.mark.parametrize("name,fault", FAULT_CASES, ids=[f"{n}-{f}" for n, f in FAULT_CASES])
+def test_detected_faults_fail(smoke, name, fault):
+    """Every fault a check lists for the smoke scale makes it fail. The smoke run comes first, so
+    the fault run finds the reference side it does not patch in the check's cache."""
+    smoke(name)
+    overrides = FAULT_OVERRIDES.get((name, fault), {})
     rep = theory_checks.run_check(name, KEY, "smoke", fault=fault, **overrides)
-    assert not rep.passed
-    targeted = rows(rep, failing)
-    assert targeted and not all(r.passed for r in targeted), R.table(rep)
+    assert rep.settings["fault"] == fault
+    assert not rep.passed, R.table(rep)
+    assert all(np.isfinite(r.measured) or not r.passed for r in rep.rows)
 
 
 def _fake_check(monkeypatch, passed: bool):
-    """A minimal check module registered under a new name: the command line's plumbing only."""
+    """A minimal check module registered under a new name: the command line's plumbing. It
+    compares the library's depth-1 ReLU NTK at ``x = x' = (1, 1)`` with its closed form
+    ``W^2 (W^2 |x|^2 / d + b^2) + b^2`` (the ReLU halves the NNGP and the derivative's second
+    moment is 1/2, so the readout and first-layer terms add to the pre-activation variance), or
+    with that plus one when ``passed`` is False."""
+    from ntkbo.kernels import mlp
+
     mod = types.ModuleType("theory_checks.fake_check")
-    mod.NAME, mod.CLAIM, mod.SOURCE = "fake_check", "1 + 1 = 2", "arithmetic"
-    mod.FAULTS = {"off_by_one": "adds one"}
-    mod.SCALES = {s: dict(fault=None) for s in theory_checks.SCALE_NAMES}
+    mod.NAME, mod.CLAIM, mod.SOURCE = "fake_check", "Theta(x, x) closed form", "arithmetic"
+    mod.DETECTS = {s: ("ntk_scale:2",) for s in theory_checks.SCALE_NAMES}
+    mod.SCALES = {s: dict(W_std=1.5, b_std=0.5) for s in theory_checks.SCALE_NAMES}
 
     def run(key, settings):
         rep = R.Report(mod.NAME, mod.CLAIM, mod.SOURCE, settings)
-        value = 1 + 1 + (0 if passed else 1)
-        rep.add("1 + 1", value, "== 2", value == 2, "2")
-        rep.curve("values", "1 + 1", [1, 2], [value, value])
+        w, b = settings["W_std"], settings["b_std"]
+        value = float(mlp(1, 4, "relu", W_std=w, b_std=b)[2](np.ones((1, 2)), None, "ntk")[0, 0])
+        want = w**2 * (w**2 + b**2) + b**2 + (0 if passed else 1)
+        rep.add("Theta(x, x)", value, f"== {want} (1e-12)", abs(value - want) <= 1e-12 * want,
+                str(want))
+        rep.curve("values", "Theta", [1, 2], [value, value])
         return rep
 
     mod.run = run
@@ -209,15 +265,24 @@ def _fake_check(monkeypatch, passed: bool):
     monkeypatch.setattr(theory_checks, "CHECKS", theory_checks.CHECKS + ["fake_check"])
 
 
-@pytest.mark.parametrize("passed", [True, False])
-def test_cli_exit_code_and_files(monkeypatch, tmp_path, capsys, passed):
+@pytest.mark.parametrize("passed,fault", [(True, None), (False, None), (True, "ntk_scale:2")])
+def test_cli_exit_code_and_files(monkeypatch, tmp_path, capsys, passed, fault):
+    """Exit 0 when every row passes, 1 otherwise; --fault injects a library fault (the check then
+    fails on a kernel it would pass), recorded in summary.json and the report's settings."""
     _fake_check(monkeypatch, passed)
-    code = main(["fake_check", "--scale", "smoke", "--out", str(tmp_path), "--seed", "3"])
-    assert code == (0 if passed else 1)
+    argv = ["fake_check", "--scale", "smoke", "--out", str(tmp_path), "--seed", "3"]
+    code = main(argv + (["--fault", fault] if fault else []))
+    ok = passed and fault is None
+    assert code == (0 if ok else 1)
     out = capsys.readouterr().out
-    assert "fake_check" in out and ("ALL PASSED" if passed else "SOME CHECKS FAILED") in out
+    assert "fake_check" in out and ("ALL PASSED" if ok else "SOME CHECKS FAILED") in out
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["seed"] == 3 and summary["checks"]["fake_check"]["passed"] is passed
+    assert summary["seed"] == 3 and summary["checks"]["fake_check"]["passed"] is ok
+    assert summary["fault"] == fault
+    report = json.loads((tmp_path / "fake_check.json").read_text())
+    assert report["settings"]["fault"] == fault
     assert (tmp_path / "fake_check.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
         main(["no_such_check", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        main(["fake_check", "--out", str(tmp_path), "--fault", "nope"])

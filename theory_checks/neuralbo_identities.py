@@ -27,9 +27,19 @@ Tolerances (fixed in advance; reasons): 1 and 2 to a relative ``1e-6`` (float64 
 ``1e-10`` relative jitter); 3 and 4 as ratios ``LHS / RHS <= 1 + 1e-9`` (deterministic
 inequalities; rounding only); 5: the mean coverage over runs, times and points ``>= 1 - alpha``.
 
-Faults (tests only): ``"wrong_lam_primal"`` builds the primal factor from ``U_0 = I`` instead of
-``lam I`` (row 1 fails); ``"wrong_kernel_scale"`` computes the bands with the kernel divided by
-100 (overconfident bands: row 5 fails).
+6. erratum 3 of the digest: the paper's Lemma 8.1 form ``sum min(sigma^2, c) <= lam c /
+   log(1 + c) log det(...)`` needs ``lam >= 1``; at the runs' ``lam < 1`` it is violated (ratio
+   above 1 on real runs: ``min(a, C) <= C log(1 + a) / log(1 + C)`` bounds ``sum min(lam a_t, c)`` by
+   ``c / log(1 + c / lam) logdet``, which exceeds ``lam c / log(1 + c) logdet`` by the factor
+   ``log(1 + c) / (lam log(1 + c / lam))``, 15 at ``lam = 0.01``, ``c = 1``). The row passes
+   when the paper's form fails on every seed: the erratum is real, and rows 3-4 at ``lam < 1``
+   are the correct replacement.
+
+Detects (``DETECTS``; ``python -m theory_checks.fault_matrix``): ``neuralbo_wrong_lambda``
+(``neural_bo.dual_factor`` built with ``lam = 1``) at every scale: rows 1 and 2 at ``lam = 0.01``
+fail by orders of magnitude (``a_t`` computed with noise 1 instead of ``lam``); the ``lam = 1``
+rows cannot see it. The runs call ``dual_factor`` (the uncertainty of ``suggest``), so they are
+re-run under the fault (the cache key includes it).
 """
 
 from __future__ import annotations
@@ -49,7 +59,7 @@ from ntkbo import gp as G
 from ntkbo.algorithms.gp_bo import to_unit
 from ntkbo.benchmarks.problem import Problem
 from ntkbo.kernels import grad_features, mlp
-from theory_checks import rkhs
+from theory_checks import faults, rkhs
 from theory_checks.report import Report
 
 NB = importlib.import_module("ntkbo.algorithms.neural_bo")
@@ -58,13 +68,14 @@ NAME = "neuralbo_identities"
 CLAIM = ("NeuralBO: primal = dual uncertainty; elliptical-potential identity/inequalities along "
          "runs; nu sigma_t bands cover RKHS functions at level >= 1 - alpha")
 SOURCE = "Phan-Trong et al. 2023 Alg. 1, Lemmas 3, 8, 8.1, Thm 1; seed-000 digest 3.3, 5.3-5.5"
-FAULTS = {"wrong_lam_primal": "primal factor from U_0 = I instead of lam I",
-          "wrong_kernel_scale": "bands from the kernel / 100"}
+DETECTS = {scale: ("neuralbo_wrong_lambda",) for scale in ("smoke", "cpu", "gpu")}
+#: The faults that patch a function the NeuralBO runs call.
+_RUN_STAGE = ("neuralbo_wrong_lambda", "ntk_scale", "drop_bias_ntk")
 IDENTITY_RTOL = 1e-6
 INEQ_SLACK = 1e-9
 
 _BASE = dict(d=2, depth=1, W_std=1.0, b_std=0.1, lam=0.01, noise=0.05, norm=1.0, centres=8,
-             alpha=0.05, c=1.0, num_test=256, fault=None)
+             alpha=0.05, c=1.0, num_test=256)
 SCALES = {
     "smoke": dict(_BASE, width=32, budget=16, seeds=2, train_steps=10),
     "cpu": dict(_BASE, width=128, budget=48, seeds=4, train_steps=50),
@@ -108,9 +119,11 @@ def _potential_rows(rep, g, lam, c, tag, paper_form):
 
 
 @functools.lru_cache(maxsize=4)
-def _runs(key_data: tuple, frozen: str):
+def _runs(key_data: tuple, frozen: str, fault):
     """``(f_min, results)``: NeuralBO runs on the RKHS function, all seeds in one ``vmap``; cached
-    per key and settings (the faults change only the analysis, not the runs)."""
+    per key, settings and the injected fault if it patches something the runs call (``fault``,
+    from ``theory_checks.faults.touches``)."""
+    del fault  # part of the cache key only
     s = json.loads(frozen)
     key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
     d, depth, input_map = s["d"], s["depth"], "sphere"
@@ -146,14 +159,13 @@ def run(key, settings) -> Report:
     f, _, _ = rkhs.rkhs_function(k_f, ntk_embedded, d, s["centres"], s["norm"])
     bounds = jnp.stack([jnp.zeros(d), jnp.ones(d)])
     f_min, res = _runs(tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
-                       json.dumps(dict(s, fault=None), sort_keys=True))
+                       json.dumps(dict(s, fault=None), sort_keys=True), faults.touches(_RUN_STAGE))
     zt = jax.random.uniform(k_test, (s["num_test"], d), bounds.dtype)
     f_test = np.asarray(jax.vmap(f)(zt))
     nu = math.sqrt(2) * s["norm"] + s["noise"] / math.sqrt(lam) * math.sqrt(2 * math.log(1 / s["alpha"]))
-    kscale = 0.01 if s["fault"] == "wrong_kernel_scale" else 1.0
-    kernel = lambda a, b: kscale * ntk_embedded(a, b)  # noqa: E731
+    kernel = ntk_embedded
     checkpoints = sorted({max(2, s["budget"] // 4), s["budget"] // 2, s["budget"]})
-    coverage, worst_primal = [], 0.0
+    coverage, worst_primal, erratum = [], 0.0, []
     for i in range(s["seeds"]):
         x = res.x[i]
         z = NB.embed(to_unit(x, bounds), input_map)
@@ -161,12 +173,17 @@ def run(key, settings) -> Report:
         g = feats(z, params0)
         gt = feats(NB.embed(zt[:64], input_map), params0)
         mask = jnp.ones(g.shape[0], bool)
-        r0 = (1.0 if s["fault"] == "wrong_lam_primal" else math.sqrt(lam)) * jnp.eye(g.shape[1])
+        r0 = math.sqrt(lam) * jnp.eye(g.shape[1])
         r = NB.cholesky_update(r0, g)
         primal = np.asarray(NB.variance_primal(gt, r, lam))
         dual = np.asarray(NB.variance_dual(gt, g, mask, NB.dual_factor(g, mask, lam)))
         worst_primal = max(worst_primal, float(np.max(np.abs(primal - dual) / np.abs(dual))))
         a = _potential_rows(rep, g, lam, s["c"], f"seed {i}, lam={lam}", False)
+        if lam < 1:
+            logdet = float(np.linalg.slogdet(np.eye(g.shape[0]) + np.asarray(g @ g.T) / lam)[1])
+            paper = float(np.sum(np.minimum(lam * a, s["c"])) /
+                          (lam * s["c"] / math.log1p(s["c"]) * logdet))
+            erratum.append(paper)
         _potential_rows(rep, g, 1.0, s["c"], f"seed {i}, lam=1", True)
         if i == 0:
             rep.curve("elliptical potential along run 0", "sum log(1+a_t)",
@@ -181,6 +198,10 @@ def run(key, settings) -> Report:
             coverage.append((i, t, float(inside.mean())))
     rep.add("max relative |primal - dual| variance", worst_primal, f"<= {IDENTITY_RTOL:g}",
             worst_primal <= IDENTITY_RTOL, "0 (identity)")
+    if erratum:
+        rep.add(f"erratum 3: min over seeds of the paper's Lemma 8.1 ratio at lam={lam} "
+                "(violated: > 1)", min(erratum), "> 1", min(erratum) > 1,
+                "> 1 (the form needs lam >= 1)")
     mean_cov = float(np.mean([c for _, _, c in coverage]))
     rep.add(f"coverage of nu sigma_t bands (nu={nu:.3g}), mean over runs/t", mean_cov,
             f">= {1 - s['alpha']:g}", mean_cov >= 1 - s["alpha"], f">= 1 - alpha = {1 - s['alpha']:g}")

@@ -27,14 +27,27 @@ minimum over a 4096-point Sobol grid refined by projected gradient descent, lowe
 value any run evaluated (so no regret is negative; ``notes`` says by how much it was lowered). All
 seeds of an algorithm are one ``jax.vmap`` over ``ntkbo.minimize``.
 
-Measured: the least-squares slope of ``log mean_seeds R_t`` on ``log t`` over ``t`` in
-``[T / 4, T]`` (past the initial design) and a 95% percentile bootstrap interval over seeds.
+Measured: the least-squares slope of ``log mean_seeds (R_t - R_{t/2})`` on ``log t`` over the
+``t`` in ``[T / 4, T]`` (past the initial design), and a 95% percentile bootstrap interval over
+seeds. The window regret ``R_t - R_{t/2} ~ (1 - 2^-a) t^a`` has the exponent ``a`` of ``R_t ~
+t^a`` but none of the regret accumulated before ``t / 2``: the former fit of ``log R_t`` measured
+a slope near 0.5 for a method with constant per-round regret after a costly initial design
+(``R_t = A + r t`` with ``A`` large), which passed; the window fit gives exactly 1 for it.
 
-Tolerances (fixed in advance; reasons): every algorithm's interval lies below 1 (sublinear: the
-common claim; a short horizon cannot pin the constant, only the exponent's side of 1); GO-UCB's
-slope ``<= 0.7`` (the digest's "about 0.5, up to logs, say below 0.6-0.7"); ``gamma_hat``'s slope
-interval below 1; NTK-GP-UCB's regret slope ``<= (1 + slope(gamma_hat)) / 2 + 0.15`` (0.15:
-the bootstrap half-width of the slopes at CPU scale, plus log factors).
+Tolerances (fixed in advance; reasons): every algorithm's interval lies below 1, by more than
+``1e-9`` (the rounding of a log-log fit of an exactly linear curve; sublinear: the common claim;
+a short horizon cannot pin the constant, only the exponent's side of 1); GO-UCB's slope ``<= 0.7``
+(the digest's "about 0.5, up to logs, say below 0.6-0.7"); ``gamma_hat``'s slope interval below 1;
+NTK-GP-UCB's regret exponent not significantly above ``(1 + rate(gamma_hat)) / 2``: the lower end
+of its bootstrap interval at most the upper end of ``(1 + gamma interval) / 2`` (both intervals
+computed, no constant).
+
+Detects (``DETECTS``; ``python -m theory_checks.fault_matrix``): ``linear_regret`` (every
+algorithm factory returns a method evaluating one fixed point after the initial design: constant
+per-round regret) at every scale: every algorithm's interval is ``[1, 1]`` to rounding. Runs are
+cached per key, settings and the injected fault when it patches something they call.
+Not done here (issue 18 item 3): runs at ``T`` on a geometric grid with ``T``-dependent
+parameters and the exponent of ``R_T`` against ``T``; the window fit is within one run.
 
 Seeds: GO-UCB runs ``go_ucb_seeds`` (24 at CPU scale) instead of ``seeds`` (6). Its row compares
 a point estimate with 0.7, and over 6 seeds that estimate is too noisy for the comparison: at CPU
@@ -49,10 +62,6 @@ Also tried (2026-11-22, not adopted): a width-4 teacher built as a bump with an 
 Phase-I points in ``Sigma`` (``sigma_phase1``). Slopes were 1.01-1.09: Phase II settles on the box
 edge nearest the bump (``x1 = 1``), where the sigmoid model's linearised optimum lies.
 
-Faults (tests only): ``"linear_regret"`` replaces every algorithm by random search (linear
-regret: the sublinearity rows must fail); ``"wrong_exponent"`` checks the slopes against exponent
-``0`` (strictly below: no regret growth at all, impossible for a non-decreasing cumulative
-regret) instead of the theorems' (the tolerance machinery must then fail).
 """
 
 from __future__ import annotations
@@ -70,7 +79,7 @@ import ntkbo
 from ntkbo.algorithms.gp_bo import to_sphere
 from ntkbo.benchmarks.problem import Problem
 from ntkbo.kernels import mlp
-from theory_checks import rkhs
+from theory_checks import faults, rkhs
 from theory_checks.report import Report
 from theory_checks.stats import bootstrap_slope
 
@@ -81,15 +90,16 @@ CLAIM = ("cumulative regret ~ T^a with a < 1 (NTK-GP-TS/UCB, NeuralBO, STO-BNTS 
          "GO-UCB ~ T^0.5 on a teacher network); information gain sublinear")
 SOURCE = ("Srinivas et al. 2010; NeuralBO Thm 1 (seed-000 5.3-5.4); STO-BNTS Thm 1 (seed-003 2.2); "
           "GO-UCB Thm 4.1 (seed-002 5.1)")
-FAULTS = {"linear_regret": "random search instead of every algorithm",
-          "wrong_exponent": "slopes checked against exponent 0 (strict)"}
+DETECTS = {scale: ("linear_regret",) for scale in ("smoke", "cpu", "gpu")}
+#: The faults that patch a function the runs call (the factories, the NTK of the test function).
+_RUN_STAGE = ("linear_regret", "ntk_scale", "drop_bias_ntk")
+ROUNDING = 1e-9
 SUBLINEAR = 1.0
 GO_UCB_MAX = 0.7
-GAMMA_SLACK = 0.15
 ALGORITHMS = ("ntk_gp_ucb", "ntk_gp_ts", "neural_bo", "sto_bnts", "go_ucb")
 
 _BASE = dict(d=2, norm=1.0, centres=8, teacher_scale=8.0, noise=0.01, lam=1e-2, teacher_width=25,
-             algorithms=list(ALGORITHMS), fault=None)
+             algorithms=list(ALGORITHMS))
 SCALES = {
     "smoke": dict(_BASE, budget=24, seeds=3, go_ucb_seeds=3, width=32,
                   algorithms=["ntk_gp_ucb", "go_ucb"]),
@@ -124,9 +134,10 @@ def _algorithm(name, s, horizon):
 
 
 @functools.lru_cache(maxsize=8)
-def _runs(key_data: tuple, frozen: str):
-    """Every algorithm's runs (cached per key and settings, so faults that only change the
-    comparison do not repeat the runs)."""
+def _runs(key_data: tuple, frozen: str, fault):
+    """Every algorithm's runs, cached per key, settings and ``fault`` (the injected fault if it
+    patches something the runs call, ``theory_checks.faults.touches``)."""
+    del fault  # part of the cache key only
     s = json.loads(frozen)
     key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
     d = s["d"]
@@ -148,8 +159,7 @@ def _runs(key_data: tuple, frozen: str):
         f_min = float(rkhs.minimum(k_min, fn, d)[0])
         problem = Problem(name=f"{name}_target", fn=fn, bounds=bounds, noise_std=s["noise"])
         n_init = 2 if name != "go_ucb" else GO.n_explore_paper(s["budget"])
-        run_name = "random_search" if s["fault"] == "linear_regret" else name
-        algo = _algorithm(run_name, s, s["budget"] - n_init)
+        algo = _algorithm(name, s, s["budget"] - n_init)
         seeds = s["go_ucb_seeds"] if name == "go_ucb" else s["seeds"]
         keys = jax.random.split(jax.random.fold_in(k_run, len(out)), seeds)
         res = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, s["budget"], k,
@@ -162,28 +172,27 @@ def run(key, settings) -> Report:
     """Runs the check with ``settings`` (one of ``SCALES``, possibly with ``"fault"``)."""
     s = dict(settings)
     rep = Report(NAME, CLAIM, SOURCE, s)
-    run_settings = dict(s, fault=s["fault"] if s["fault"] == "linear_regret" else None)
     runs = _runs(tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
-                 json.dumps(run_settings, sort_keys=True))
-    wrong = s["fault"] == "wrong_exponent"
+                 json.dumps(dict(s, fault=None), sort_keys=True), faults.touches(_RUN_STAGE))
     T = s["budget"]
     t = np.arange(1, T + 1)
     window = t >= T // 4
+    half = t // 2  # R_{t/2}: the regret before the window of t
     notes = []
     slopes = {}
     for name, (x, fvals, f_min) in runs.items():
         best = min(f_min, float(fvals.min()))
         notes.append(f"{name}: f* lowered by {f_min - best:.2g}")
         regret = np.cumsum(fvals - best, axis=1)
-        slope, low, high = bootstrap_slope(t[window], regret[:, window] + 1e-12)
+        recent = regret - np.concatenate([np.zeros((regret.shape[0], 1)), regret], 1)[:, half]
+        slope, low, high = bootstrap_slope(t[window], recent[:, window] + 1e-12)
         slopes[name] = (slope, low, high)
-        limit = 0.0 if wrong else SUBLINEAR
-        rep.add(f"{name}: regret slope (95% CI [{low:.2f}, {high:.2f}])", high,
-                f"CI upper < {limit}", high < limit, "< 1 (sublinear)")
+        rep.add(f"{name}: exponent of R_t - R_t/2 (95% CI [{low:.2f}, {high:.2f}])", high,
+                f"CI upper < {SUBLINEAR} - {ROUNDING:g}", high < SUBLINEAR - ROUNDING,
+                "< 1 (sublinear)")
         if name == "go_ucb":
-            ok = slope < 0.0 if wrong else slope <= GO_UCB_MAX
-            rep.add("go_ucb: regret slope on the teacher network", slope,
-                    "< 0" if wrong else f"<= {GO_UCB_MAX}", ok, "~0.5 (Thm 4.1)")
+            rep.add("go_ucb: exponent on the teacher network", slope, f"<= {GO_UCB_MAX}",
+                    slope <= GO_UCB_MAX, "~0.5 (Thm 4.1)")
         rep.curve("cumulative regret R_t", name, t, regret.mean(0))
     # Information gain along the NTK-GP-UCB runs (or the first algorithm's).
     ref = "ntk_gp_ucb" if "ntk_gp_ucb" in runs else next(iter(runs))
@@ -196,14 +205,13 @@ def run(key, settings) -> Report:
                       for n in t])
     gains = np.asarray(gains)
     g_slope, g_low, g_high = bootstrap_slope(t[window], gains[:, window])
-    limit = 0.0 if wrong else SUBLINEAR
     rep.add(f"information gain slope along {ref} runs (95% CI [{g_low:.2f}, {g_high:.2f}])",
-            g_high, f"CI upper < {limit}", g_high < limit, "(d-1)/d = 1/2 up to logs (d=2)")
-    bound = (1 + g_slope) / 2 + GAMMA_SLACK
-    r_slope = slopes[ref][0]
-    ok = r_slope < 0.0 if wrong else r_slope <= bound
-    rep.add(f"{ref}: regret slope vs (1 + slope(gamma))/2", r_slope,
-            "< 0" if wrong else f"<= {bound:.3f}", ok, "sqrt(T gamma_T)")
+            g_high, f"CI upper < {SUBLINEAR}", g_high < SUBLINEAR,
+            "(d-1)/d = 1/2 up to logs (d=2)")
+    bound = (1 + g_high) / 2
+    r_low = slopes[ref][1]
+    rep.add(f"{ref}: regret exponent CI lower end vs (1 + gamma CI upper end)/2", r_low,
+            f"<= {bound:.3f}", r_low <= bound, "sqrt(T gamma_T)")
     rep.curve("information gain 1/2 logdet(I + K_t/lam)", ref, t, gains.mean(0))
     rep.notes = "; ".join(notes)
     return rep
