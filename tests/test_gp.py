@@ -22,7 +22,8 @@ class _Jitted:
                   "mean": ("kernel",), "variance": ("kernel",), "covariance": ("kernel",),
                   "predict": ("kernel", "full_cov"), "sample": ("kernel", "num_samples"),
                   "gd_ensemble": ("nngp", "ntk", "get"),
-                  "gd_ensemble_predict": ("nngp", "ntk", "get", "compute_cov")}[name]
+                  "gd_ensemble_predict": ("nngp", "ntk", "get", "compute_cov"),
+                  "append": ("kernel", "q"), "cholesky_append": ()}[name]
         return jax.jit(fn, static_argnames=static)
 
 
@@ -216,3 +217,40 @@ def test_gd_ensemble_limits(problem):
     inf = gp.gd_ensemble_predict(nngp, ntk, post_n, xs, jnp.inf)
     np.testing.assert_allclose(far[0], inf[0], rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(far[1], inf[1], rtol=1e-8, atol=1e-10)
+
+
+def test_cholesky_append_equals_a_full_refactor():
+    """``append`` (rank-q extension of the factor, then ``alpha`` re-solved) against ``fit`` on the
+    longer buffer: the factor, ``alpha`` and predictions. Rows appended in two batches (q = 3 then
+    q = 1) into a padded buffer, with a failed (NaN) row among the old rows and one among the new
+    ones, ``start`` traced (jit). Catches: the solve not masked to the rows before ``start``
+    (padding or failed columns in ``L_21``), ``L_22`` not downdated by ``L_21 L_21^T``, the new
+    rows written at the wrong offset, a failed new row not turned into an identity row."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (14, 3))
+    y = np.sin(3 * x[:, 0]) + x[:, 1] ** 2
+    y[4], y[12] = np.nan, np.nan
+    lam = 1e-3
+    data = buffer(x[:10], y[:10], 16)
+    post = gp.fit(rbf, data, lam)
+    for q in (3, 1):
+        start = data.count
+        data = D.append(data, jnp.asarray(x[start:start + q]), jnp.asarray(y[start:start + q]))
+        post = gp.append(rbf, post, data, start, q, lam)
+        full = gp.fit(rbf, data, lam)
+        m = np.asarray(D.mask(data))
+        cond = np.linalg.cond(np.asarray(full.chol)[m][:, m]) ** 2  # cond(K + lam I)
+        # Both factors are backward stable in float64: they agree to ~eps * cond(K) relative
+        # (cond ~1e4 here), and alpha = K^-1 y to ~eps * cond(K) * |alpha|.
+        tol = 1e-16 * cond
+        assert tol < 1e-9
+        np.testing.assert_allclose(post.chol, full.chol, rtol=0, atol=10 * tol)
+        np.testing.assert_allclose(post.alpha, full.alpha, rtol=0,
+                                   atol=10 * tol * np.abs(full.alpha).max())
+        np.testing.assert_array_equal(post.mask, full.mask)
+        xs = jnp.asarray(rng.uniform(-1, 1, (5, 3)))
+        for a, b in zip(gp.predict(rbf, post, xs), gp.predict(rbf, full, xs)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=10 * tol * max(1.0, np.abs(b).max()))
+    # The padding rows past the last append stay identity rows of the factor.
+    n = int(data.count)
+    np.testing.assert_array_equal(np.asarray(post.chol)[n:, :], np.eye(16)[n:, :])

@@ -4,6 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import jax.flatten_util
+import scipy.optimize
 import scipy.stats
 
 import ntkbo
@@ -26,11 +28,28 @@ def observed_state(algo, n=12, capacity=16, seed=0):
 
 @pytest.fixture(scope="module")
 def fitted():
-    # 200 Adam steps from the prior medians: a driver warm-starts each round, so a run gets there.
-    algo = ntkbo.algorithms.gp(num_candidates=256, num_restarts=2, num_steps=10,
-                               num_fit_steps=200)
+    # The default fit: 20 L-BFGS iterations from the prior medians (the initial state) and modes.
+    algo = ntkbo.algorithms.gp(num_candidates=256, num_restarts=2, num_steps=10)
     state, x = observed_state(algo)
     return algo, state, x
+
+
+def unit_data(state):
+    return gp_bo.standardized_data(state.data, BOUNDS)[0]
+
+
+def matern_loss(p, data):
+    """The MAP objective of ``gp`` written out here: LML (R&W eq. 2.30, via ntkbo.gp, checked
+    against scipy in test_gp.py) plus the log-normal priors of Hvarfner et al. 2024."""
+    d = data.dim
+    ell = jnp.exp(jnp.maximum(p["log_ell"], np.log(0.025)))
+    k = lambda a, b: ntkbo.kernels.stationary.matern52(  # noqa: E731
+        a, b, ell, jnp.exp(p["log_signal"]))
+    lml = G.log_marginal_likelihood(k, data, jnp.exp(p["log_noise"]) + 1e-4)
+    loc = np.sqrt(2.0) + 0.5 * np.log(d)
+    prior = (-0.5 * jnp.sum(((p["log_ell"] - loc) / np.sqrt(3.0)) ** 2)
+             - 0.5 * p["log_signal"] ** 2 - 0.5 * (p["log_noise"] + 4.0) ** 2)
+    return -(lml + prior)
 
 
 def test_standardize_ignores_padding():
@@ -44,20 +63,55 @@ def test_standardize_ignores_padding():
 
 def test_fit_improves_the_map_objective(fitted):
     algo, state, x = fitted
-    data = D.Data(gp_bo.to_unit(state.data.x, BOUNDS),
-                  gp_bo.standardize(state.data.y, D.mask(state.data))[0], state.data.count)
-
-    def lml(p):
-        k = lambda a, b: ntkbo.kernels.stationary.matern52(  # noqa: E731
-            a, b, jnp.exp(p["log_ell"]), jnp.exp(p["log_signal"]))
-        return G.log_marginal_likelihood(k, data, jnp.exp(p["log_noise"]) + 1e-6)
-
+    data = unit_data(state)
     init = algo.init(jax.random.PRNGKey(0), BOUNDS, 16).params
-    # The fit maximises LML + log prior; on 12 noise-free points of a smooth quadratic the
-    # likelihood term dominates, so the fitted LML must exceed the prior-median LML.
-    assert lml(state.params) > lml(init) + 1.0
+    loss = jax.jit(matern_loss)
+    # On 12 noise-free points of a smooth quadratic the fitted MAP objective must improve on
+    # the prior medians' by far more than rounding.
+    assert loss(state.params, data) < loss(init, data) - 1.0
     # A noise-free quadratic: the fitted noise should fall well below its prior median exp(-4).
     assert float(jnp.exp(state.params["log_noise"])) < np.exp(-4.0)
+    # The L-BFGS result against scipy's L-BFGS-B on the same objective from the same start (an
+    # independent optimiser): not worse than its optimum by more than 1e-3 nats (20 iterations
+    # and a float64 objective of ~10 nats; scipy runs to its own tolerance). Catches a fit that
+    # stops early, a lost warm start or restart, or a wrong sign of the objective.
+    flat, unravel = jax.flatten_util.ravel_pytree(init)
+    f = jax.jit(lambda v: matern_loss(unravel(v), data))
+    g = jax.jit(jax.grad(lambda v: matern_loss(unravel(v), data)))
+    ref = scipy.optimize.minimize(lambda v: float(f(v)), np.asarray(flat),
+                                  jac=lambda v: np.asarray(g(v)), method="L-BFGS-B")
+    assert float(loss(state.params, data)) <= ref.fun + 1e-3
+
+
+def test_refit_schedule_grid_and_warm_state():
+    """``refit_due`` against the grid written out: every update up to ``refit_until``, then
+    exactly when n crosses ceil(until * ratio^k). Catches an off-by-one at the grid points
+    (``<`` for ``<=``), refitting every round past ``refit_until``, or never refitting."""
+    until, ratio = 10, 1.5
+    grid = sorted({int(np.ceil(until * ratio**k - 1e-9)) for k in range(1, 30)})
+    assert grid[:5] == [15, 23, 34, 51, 76]
+    due = jax.jit(lambda a, b: gp_bo.refit_due(a, b, until, ratio))
+    for n_old, n_new in [(0, 5), (9, 10), (10, 11), (14, 15), (15, 16), (22, 23), (23, 24),
+                         (20, 40), (35, 50), (50, 51), (80, 100)]:
+        want = n_new <= until or any(n_old < g <= n_new for g in grid)
+        assert bool(due(n_old, n_new)) == want, (n_old, n_new)
+    assert bool(gp_bo.refit_due(500, 501, 10, 1.0))  # ratio 1: every round
+    # In the algorithm: past refit_until, an update off the grid keeps the hyper-parameters
+    # bit for bit; one that crosses a grid point refits them.
+    algo = ntkbo.algorithms.gp(refit_until=8, refit_ratio=1.5)  # grid 12, 18, ...
+    x = ntkbo.qmc.sobol(jax.random.PRNGKey(0), 12, BOUNDS)
+    state = algo.init(jax.random.PRNGKey(1), BOUNDS, 16)
+    update = jax.jit(algo.update)  # one point per update: compiled once
+    params = []
+    for i in range(12):
+        state = update(state, x[i:i + 1], quad(x[i:i + 1]))
+        params.append(state.params)
+    p8 = params[7]  # n = 8 <= refit_until: fitted, so it moved from the prior medians
+    assert not np.array_equal(p8["log_ell"], algo.init(None, BOUNDS, 16).params["log_ell"])
+    for p in params[8:11]:  # n = 9, 10, 11: off the grid, kept bit for bit
+        jax.tree_util.tree_map(np.testing.assert_array_equal, p, p8)
+    state = params[11]  # n = 12: on the grid, refitted
+    assert not np.array_equal(state["log_ell"], p8["log_ell"])
 
 
 def test_suggestions_respect_bounds_and_sign_convention(fitted):
@@ -124,6 +178,31 @@ def test_ntk_gp_uses_the_exact_ntk_and_accepts_any_kernel_fn():
     assert np.isfinite(s3.params["log_noise"]) and s3.params["log_noise"] != np.log(1e-2)
 
 
+def test_ei_is_maximised_through_its_log_where_ei_underflows(fitted):
+    """With ``xi = 60`` every candidate's EI underflows to 0 (z < -38), so EI itself is flat and
+    its maximiser falls back to an arbitrary candidate; LogEI still ranks them. Catches ``"ei"``
+    ignoring ``log_ei`` (its point would then be the plain-EI one, no better in log EI)."""
+    kw = dict(fit=False, xi=60.0, num_candidates=128, num_restarts=2, num_steps=5)
+    state = fitted[1]  # fitted hyper-parameters, the same state layout
+    key = jax.random.PRNGKey(5)
+    x_log, info = jax.jit(ntkbo.algorithms.gp(acquisition="ei", **kw).suggest)(key, state)
+    x_lin, _ = jax.jit(ntkbo.algorithms.gp(acquisition="ei", log_ei=False, **kw).suggest)(
+        key, state)
+    assert info["acq_value"][0] == 0.0  # EI itself underflowed: it could not rank
+    data = unit_data(state)
+    p = state.params
+    k = lambda a, b: ntkbo.kernels.stationary.matern52(  # noqa: E731  (gp's floors below)
+        a, b, jnp.exp(jnp.maximum(p["log_ell"], np.log(0.025))), jnp.exp(p["log_signal"]))
+    post = G.fit(k, data, jnp.exp(p["log_noise"]) + 1e-4)
+    best = jnp.min(jnp.where(D.mask(data), data.y, jnp.inf))
+
+    def log_ei(x):
+        mu, var = G.predict(k, post, gp_bo.to_unit(x, BOUNDS))
+        return ntkbo.acquisition.log_expected_improvement(mu, jnp.sqrt(var), best, 60.0)
+
+    assert float(log_ei(x_log)[0]) > float(log_ei(x_lin)[0]) + 1.0
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="acquisition"):
         ntkbo.algorithms.gp(acquisition="foo")
@@ -137,3 +216,11 @@ def test_bad_arguments():
         ntkbo.algorithms.get("neural_foo")
     with pytest.raises(TypeError, match="unexpected"):
         ntkbo.algorithms.gp(num_candidatez=3)
+    with pytest.raises(ValueError, match="fit_method"):
+        ntkbo.algorithms.gp(fit_method="bfgs")
+    with pytest.raises(ValueError, match="refit_ratio"):
+        ntkbo.algorithms.gp(refit_ratio=0.5)
+    with pytest.raises(ValueError, match="refit_until"):
+        ntkbo.algorithms.ntk_gp(refit_until=0)
+    with pytest.raises(ValueError, match="log_ei"):
+        ntkbo.algorithms.gp(log_ei="yes")

@@ -30,6 +30,7 @@ from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize
+from ntkbo.algorithms.observations import from_unit, standardized_data, unit_box
 from ntkbo.base import Algorithm
 
 Array = jax.Array
@@ -55,8 +56,6 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
                           ) -> Algorithm:
     """cEI over ``K = n_constraints`` independent GPs of ``model``; ``base`` is the unconstrained
     EI algorithm of the same model, whose ``init``/``update`` hold and fit each function's GP."""
-    from ntkbo.algorithms.gp_bo import from_unit, standardize, to_unit
-
     if isinstance(n_constraints, bool) or not isinstance(n_constraints, int) or n_constraints < 0:
         raise ValueError(f"n_constraints must be an int >= 0, got {n_constraints!r}")
     if q != 1:
@@ -76,10 +75,7 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
             tuple(base.update(s, x, y[:, k + 1]) for k, s in enumerate(state.constraints)))
 
     def _posterior(s):
-        m = D.mask(s.data)
-        ys, mean, std = standardize(s.data.y, m)
-        ys = jnp.where(D.failed(s.data), jnp.nan, ys)  # failed rows stay out of G.fit's mask
-        data = D.Data(to_unit(s.data.x, s.bounds), ys, s.data.count)
+        data, mean, std = standardized_data(s.data, s.bounds)  # failed rows: out of G.fit's mask
         kernel = lambda a, b: model.kernel(s.params, a, b)  # noqa: E731
         return kernel, G.fit(kernel, data, model.noise(s.params), jitter=jitter), mean, std, data
 
@@ -109,7 +105,7 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
             return jnp.where(any_feasible, log_cei, log_pof)
 
         d = data.dim
-        unit = jnp.stack([jnp.zeros(d, data.x.dtype), jnp.ones(d, data.x.dtype)])
+        unit = unit_box(d, data.x.dtype)
         k = min(4, data.capacity)
         idx = jnp.argsort(jnp.where(feasible, data.y, jnp.inf))[:k]
         starts = jnp.where(feasible[idx][:, None], data.x[idx], jnp.nan)

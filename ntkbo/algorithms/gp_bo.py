@@ -1,17 +1,45 @@
 """Bayesian optimisation with an exact GP: the standard GP baseline and the infinite-width NTK-GP.
 
 Both are instances of one *kernel model*: inputs mapped to the unit cube, outputs standardised over
-the valid observations, an exact posterior from ``ntkbo.gp`` and an acquisition maximised by
-``ntkbo.optimize``. They differ in the kernel and in which hyper-parameters are fitted:
+the valid observations (``observations.standardized_data``), an exact posterior from ``ntkbo.gp`` and
+an acquisition maximised by ``ntkbo.optimize``. They differ in the kernel and in which
+hyper-parameters are fitted:
 
-* ``gp``: ARD Matern-5/2 or RBF kernel; lengthscales, signal variance and noise fitted by maximum a
-  posteriori (the log marginal likelihood, Rasmussen and Williams 2006 eq. 2.30, plus log-normal
-  priors) with optax Adam, warm-started from the previous round's values. The lengthscale prior is the
-  dimension-scaled ``LogNormal(sqrt2 + log(d)/2, sqrt3)`` of Hvarfner et al. 2024 (BoTorch's default);
-  noise ``LogNormal(-4, 1)``, signal ``LogNormal(0, 1)``.
+* ``gp``: ARD Matern-5/2 or RBF kernel with a signal variance; lengthscales ``ell``, signal and
+  noise fitted by maximum a posteriori, the log marginal likelihood (Rasmussen and Williams 2006,
+  eq. 2.30) plus the log priors, as BoTorch's ``SingleTaskGP`` (>= 0.12) does. The priors scale
+  with the dimension (Hvarfner, Hellsten and Nardi 2024, "Vanilla Bayesian optimization performs
+  great in high dimensions", BoTorch's ``get_covar_module_with_dim_scaled_prior`` and
+  ``get_gaussian_likelihood_with_lognormal_prior``)::
+
+      ell_i ~ LogNormal(sqrt(2) + log(d) / 2, sqrt(3)),   ell_i >= 0.025,
+      noise ~ LogNormal(-4, 1),                           noise >= 1e-4 (standardised units),
+      signal ~ LogNormal(0, 1).
+
+  The starts are BoTorch's initial values, the prior modes ``exp(loc - scale^2)``.
 * ``ntk_gp``: the exact infinite-width NTK of an MLP (``ntkbo.kernels.mlp``) or any
-  neural-tangents ``kernel_fn``, on inputs mapped to ``[-1, 1]^d``; the signal scale and the noise
-  ``lam`` are fixed by default (as in the papers), optionally fitted by the same marginal likelihood.
+  neural-tangents ``kernel_fn``, on inputs mapped to the sphere or ``[-1, 1]^d``; the signal scale
+  and the noise ``lam`` are fixed by default (as in the papers), optionally fitted by the same MAP.
+
+**Fitting** (``fit_hyperparameters``): ``optax.lbfgs`` (zoom line search) on the negative log
+posterior of the unconstrained (log) hyper-parameters, ``num_fit_steps`` iterations from each of
+several starts run side by side (``jax.vmap``): the previous round's values (the warm start) and the
+model's fixed starts (for ``gp`` the prior modes and the prior medians); the iterate of the lowest
+loss wins. ``fit_method="adam"`` is the former fit: Adam steps from the warm start only.
+
+**Refit schedule** (``refit_due``): the hyper-parameters are refitted after every update while the
+number of observations ``n <= refit_until`` (default 100), then only when ``n`` crosses a point of
+the geometric grid ``ceil(refit_until * refit_ratio^k)``, ``k = 1, 2, ...`` (default ratio 1.1: a
+refit per 10% more data, 7 refits from n = 1000 to 2000). ``refit_ratio=1`` refits every round.
+Between refits the model keeps its hyper-parameters. Inside ``jax.vmap`` (many seeds) the choice
+becomes a select, so a vmapped run pays for the fit every round; a single run does not.
+
+**Acquisition**: ``"ei"`` is maximised through its logarithm by default (``log_ei=True``; LogEI of
+Ament et al. 2023, ``ntkbo.acquisition.log_expected_improvement``): the same maximiser as EI, but the
+candidate ranking and the gradients survive where EI underflows to 0 far from the incumbent;
+``info["acq_value"]`` stays EI. ``"logei"`` reports the log. The maximiser (``ntkbo.optimize``)
+starts from scrambled Sobol candidates plus the best observed points and their perturbations, then
+refines the best ``num_restarts`` by projected gradient ascent.
 
 Sign convention: ntkbo minimises ``f``; the acquisitions of ``ntkbo.acquisition`` are maximised (EI of
 improvement below the best observation, UCB as the negated lower confidence bound ``-(mu - sqrt(beta)
@@ -19,17 +47,21 @@ sigma)``, TS as the negated sample).
 
 Batches (``q > 1``): Thompson sampling draws ``q`` independent joint posterior samples (parallel
 Thompson sampling, Kandasamy et al. 2018) over one candidate set, draw ``j`` taking its best
-candidate not already taken by draws ``< j`` so that a batch never repeats a point; the other acquisitions use the *kriging believer* rule
-(Ginsbourger et al. 2010): after each point the posterior is conditioned on its own posterior mean as
-a fantasy observation, with the hyper-parameters fixed, and the acquisition is maximised again.
+candidate not already taken by draws ``< j`` so that a batch never repeats a point; the other
+acquisitions use the *kriging believer* rule (Ginsbourger et al. 2010): after each point the
+posterior is conditioned on its own posterior mean as a fantasy observation, with the
+hyper-parameters fixed (the factor extended by one row, ``ntkbo.gp.append``), and the acquisition is
+maximised again.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from ntkbo.validation import check_bounds, check_choice, check_int, check_number
@@ -37,15 +69,22 @@ from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize, qmc
+from ntkbo.algorithms.constrained_ei import constrained_kernel_bo
 # to_unit, from_unit, to_sphere, standardize live in observations; gp_bo.<name> still works.
-from ntkbo.algorithms.observations import (best_points, from_unit, standardize, to_sphere,
-                                          to_unit, unit_box)
+from ntkbo.algorithms.observations import (best_points, from_unit, standardize,  # noqa: F401
+                                          standardized_data, to_sphere, to_unit, unit_box)
 from ntkbo.base import Algorithm
 from ntkbo.kernels.stationary import STATIONARY
 
 Array = jax.Array
 
 ACQUISITIONS = ("ucb", "ei", "logei", "pi", "ts", "mean", "cei")
+FIT_METHODS = ("lbfgs", "adam")
+#: Lower bounds of BoTorch's defaults (``gpytorch_modules.py``): lengthscale, noise variance.
+MIN_LENGTHSCALE = 0.025
+MIN_NOISE = 1e-4
+#: The largest ``n`` the refit grid covers (``ntkbo.loop.MAX_BUDGET``); beyond it, no refits.
+_GRID_MAX = 1 << 16
 
 
 class KernelBOState(NamedTuple):
@@ -70,18 +109,139 @@ class _Model(NamedTuple):
     init_params: Callable[[int, Any], Any]  # (d, dtype) -> params
     log_prior: Callable[[Any, int], Array]  # (params, d) -> scalar
     fitted: Callable[[Any], Any]  # params -> mask pytree of which leaves are fitted (bool)
+    # (d, dtype) -> params with a leading axis of starts: the fit's starts besides the warm one
+    restarts: Callable[[int, Any], Any] = None
 
 
-def _acquisition_fn(name, post, kernel, best, beta, xi):
+def neg_log_posterior(model: _Model, params, data: D.Data, jitter=None) -> Array:
+    """``-(log p(y | X, theta) + log p(theta))`` (R&W eq. 2.30 plus the model's log prior) of the
+    standardised unit-cube ``data``; ``+inf`` where it is not finite (a failed factorisation)."""
+    kernel = lambda a, b: model.kernel(params, a, b)  # noqa: E731
+    lml = G.log_marginal_likelihood(kernel, data, model.noise(params), jitter=jitter)
+    v = -(lml + model.log_prior(params, data.dim))
+    return jnp.where(jnp.isfinite(v), v, jnp.inf)
+
+
+def _masked(params, anchor, mask_tree):
+    """``params`` on the fitted leaves, ``anchor`` on the others."""
+    return jax.tree_util.tree_map(lambda new, old, f: new if f else old, params, anchor, mask_tree)
+
+
+def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, jitter=None
+                        ) -> tuple[Any, Array]:
+    """MAP hyper-parameters by L-BFGS from several starts (module docstring, "Fitting").
+
+    Args:
+      model: the kernel model; params: the current (warm-start) unconstrained hyper-parameters;
+      data: standardised observations in the unit cube (``observations.standardized_data``);
+      num_steps: L-BFGS iterations per start (static; each has a zoom line search).
+
+    Returns:
+      ``(params, loss)``: the iterate of the lowest ``neg_log_posterior`` over every start and
+      iteration (the warm start itself included, so a fit never makes the objective worse), and
+      that loss. Leaves that ``model.fitted`` marks ``False`` keep their values.
+    """
+    mask_tree = model.fitted(params)
+    anchor = params
+
+    def loss(p):
+        return neg_log_posterior(model, _masked(p, anchor, mask_tree), data, jitter)
+
+    def grad_of(g):
+        g = jax.tree_util.tree_map(lambda gi, f: gi if f else jnp.zeros_like(gi), g, mask_tree)
+        return jax.tree_util.tree_map(lambda gi: jnp.where(jnp.isfinite(gi), gi, 0.0), g)
+
+    opt = optax.lbfgs(linesearch=optax.scale_by_backtracking_linesearch(
+        max_backtracking_steps=15, store_grad=True))
+    value_and_grad = optax.value_and_grad_from_state(loss)
+
+    def run(p0):
+        def step(carry, _):
+            p, state, best_p, best_v = carry
+            v, g = value_and_grad(p, state=state)
+            g = grad_of(g)
+            better = v < best_v
+            best_p = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best_p)
+            best_v = jnp.where(better, v, best_v)
+            updates, state = opt.update(g, state, p, value=v, grad=g, value_fn=loss)
+            return (optax.apply_updates(p, updates), state, best_p, best_v), None
+
+        v0 = loss(p0)
+        (p, _, best_p, best_v), _ = jax.lax.scan(step, (p0, opt.init(p0), p0, v0), None,
+                                                 length=num_steps)
+        v = loss(p)
+        better = v < best_v
+        return (jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best_p),
+                jnp.where(better, v, best_v))
+
+    starts = jax.tree_util.tree_map(lambda a: a[None], params)
+    if model.restarts is not None:
+        extra = model.restarts(data.dim, data.y.dtype)
+        starts = jax.tree_util.tree_map(
+            lambda w, e, f: jnp.concatenate([w, e if f else jnp.broadcast_to(w, e.shape)]),
+            starts, extra, mask_tree)
+    ps, vs = jax.vmap(run)(starts)
+    i = jnp.argmin(vs)
+    best = jax.tree_util.tree_map(lambda a: a[i], ps)
+    return _masked(best, anchor, mask_tree), vs[i]
+
+
+def fit_adam(model: _Model, params, data: D.Data, *, num_steps: int, learning_rate: float,
+             jitter=None):
+    """The former fit: ``num_steps`` optax Adam steps on ``neg_log_posterior`` from ``params``
+    (kept if the result is not finite)."""
+    mask_tree = model.fitted(params)
+    anchor = params
+
+    def loss(p):
+        return neg_log_posterior(model, _masked(p, anchor, mask_tree), data, jitter)
+
+    opt = optax.adam(learning_rate)
+
+    def step(carry, _):
+        p, s = carry
+        g = jax.grad(loss)(p)
+        g = jax.tree_util.tree_map(lambda gi, f: gi if f else jnp.zeros_like(gi), g, mask_tree)
+        g = jax.tree_util.tree_map(lambda gi: jnp.where(jnp.isfinite(gi), gi, 0.0), g)
+        u, s = opt.update(g, s, p)
+        return (optax.apply_updates(p, u), s), None
+
+    (p, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=num_steps)
+    ok = jnp.isfinite(loss(p))
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), p, params)
+
+
+def refit_grid(refit_until: int, refit_ratio: float) -> np.ndarray:
+    """The sizes past ``refit_until`` at which a refit is due: ``ceil(refit_until * ratio^k)``,
+    ``k >= 1``, distinct, up to ``2^16`` (a static int array; empty for ``ratio == 1``)."""
+    if refit_ratio == 1.0:
+        return np.zeros((0,), np.int64)
+    k_max = math.ceil(math.log(_GRID_MAX / refit_until) / math.log(refit_ratio)) + 1
+    grid = np.ceil(refit_until * refit_ratio ** np.arange(1, max(k_max, 1) + 1) - 1e-9)
+    return np.unique(grid.astype(np.int64))
+
+
+def refit_due(n_old, n_new, refit_until: int, refit_ratio: float) -> Array:
+    """Whether an update from ``n_old`` to ``n_new`` observations refits (module docstring):
+    always if ``refit_ratio == 1`` or ``n_new <= refit_until``; else iff some grid size ``g`` of
+    ``refit_grid`` has ``n_old < g <= n_new``. ``n_old``, ``n_new`` may be traced ints."""
+    if refit_ratio == 1.0:
+        return jnp.ones((), bool)
+    grid = jnp.asarray(refit_grid(refit_until, refit_ratio), jnp.int32)
+    crossed = jnp.any((n_old < grid) & (grid <= n_new))
+    return (n_new <= refit_until) | crossed
+
+
+def _acquisition_fn(name, post, kernel, best, beta, xi, log_ei):
     def fn(z):
         mu, var = G.predict(kernel, post, z)
         sigma = jnp.sqrt(var)
         if name == "ucb":
             return acq.upper_confidence_bound(mu, sigma, beta)
+        if name == "logei" or (name == "ei" and log_ei):
+            return acq.log_expected_improvement(mu, sigma, best, xi)
         if name == "ei":
             return acq.expected_improvement(mu, sigma, best, xi)
-        if name == "logei":
-            return acq.log_expected_improvement(mu, sigma, best, xi)
         if name == "pi":
             return acq.probability_of_improvement(mu, sigma, best, xi)
         return acq.posterior_mean(mu)
@@ -92,28 +252,35 @@ def _acquisition_fn(name, post, kernel, best, beta, xi):
 def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int, fit: bool,
               num_fit_steps: int, fit_learning_rate: float, num_candidates: int,
               num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
-              n_constraints: int = 0) -> Algorithm:
+              n_constraints: int = 0, fit_method: str = "lbfgs", refit_until: int = 100,
+              refit_ratio: float = 1.1, log_ei: bool = True) -> Algorithm:
     """The shared kernel-model algorithm (see the module docstring)."""
     check_choice("acquisition", acquisition, ACQUISITIONS)
+    check_choice("fit_method", fit_method, FIT_METHODS)
     check_int("q", q, 1)
     check_number("beta", beta, low=0.0)
     check_number("xi", xi, low=0.0)
     check_int("num_fit_steps", num_fit_steps, 0)
     check_number("fit_learning_rate", fit_learning_rate, low=0.0, allow_low=False)
+    check_int("refit_until", refit_until, 1)
+    check_number("refit_ratio", refit_ratio, low=1.0)
     check_int("num_candidates", num_candidates, 1)
     check_int("num_restarts", num_restarts, 1)
     check_int("num_steps", num_steps, 0)
     check_int("num_ts_candidates", num_ts_candidates, 1)
     check_int("n_constraints", n_constraints, 0)
+    if not isinstance(log_ei, bool):
+        raise ValueError(f"log_ei must be True or False, got {log_ei!r}")
     if jitter is not None:
         check_number("jitter", jitter, low=0.0)
+    refit_ratio = float(refit_ratio)
     if acquisition == "cei":
-        from ntkbo.algorithms.constrained_ei import constrained_kernel_bo
-
         base = kernel_bo(model, acquisition="ei", beta=beta, xi=xi, q=1, fit=fit,
                          num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
                          num_candidates=num_candidates, num_restarts=num_restarts,
-                         num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter)
+                         num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
+                         fit_method=fit_method, refit_until=refit_until,
+                         refit_ratio=refit_ratio, log_ei=log_ei)
         return constrained_kernel_bo(model, base, n_constraints, q=q, xi=xi, jitter=jitter,
                                      num_candidates=num_candidates, num_restarts=num_restarts,
                                      num_steps=num_steps)
@@ -128,21 +295,13 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         return KernelBOState(D.empty(capacity, d, bounds.dtype), bounds,
                              model.init_params(d, bounds.dtype))
 
-    def _standardised(state):
-        m = D.mask(state.data)
-        ys, _, _ = standardize(state.data.y, m)
-        ys = jnp.where(D.failed(state.data), jnp.nan, ys)  # failed rows stay out of G.fit's mask
-        return D.Data(to_unit(state.data.x, state.bounds), ys, state.data.count), m
-
-    def _posterior(params, data):
-        kernel = lambda a, b: model.kernel(params, a, b)  # noqa: E731
-        return kernel, G.fit(kernel, data, model.noise(params), jitter=jitter)
-
     def suggest(key, state):
-        data, m = _standardised(state)
-        d = data.dim
-        unit = unit_box(d, data.x.dtype)
-        kernel, post = _posterior(state.params, data)
+        data, _, _ = standardized_data(state.data, state.bounds)
+        m = D.mask(data)
+        unit = unit_box(data.dim, data.x.dtype)
+        kernel = lambda a, b: model.kernel(state.params, a, b)  # noqa: E731
+        lam = model.noise(state.params)
+        post = G.fit(kernel, data, lam, jitter=jitter)
         starts = best_points(data.x, data.y, m, 4)
         if acquisition == "ts":
             k_cand, k_pert, k_draw = jax.random.split(key, 3)
@@ -172,47 +331,35 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         zs, vals = [], []
         for j in range(q):
             key, sub = jax.random.split(key)
-            fn = _acquisition_fn(acquisition, post, kernel, best, beta, xi)
+            fn = _acquisition_fn(acquisition, post, kernel, best, beta, xi, log_ei)
             z, val, _ = optimize.maximize_acquisition(
                 sub, fn, unit, num_candidates=num_candidates, num_restarts=num_restarts,
                 x_best=starts, num_steps=num_steps)
             zs.append(z)
-            vals.append(val)
+            vals.append(jnp.exp(val) if acquisition == "ei" and log_ei else val)
             if j + 1 < q:  # kriging believer: condition on the posterior mean at z
                 fantasy = G.mean(kernel, post, z[None])
+                n = data.count
                 data = D.append(data, z[None], fantasy)
-                post = G.fit(kernel, data, model.noise(state.params), jitter=jitter)
+                post = G.append(kernel, post, data, n, 1, lam, jitter=jitter)
         return from_unit(jnp.stack(zs), state.bounds), {"acq_value": jnp.stack(vals)}
 
     def _fit(params, data):
-        mask_tree = model.fitted(params)
-
-        def loss(p):
-            p = jax.tree_util.tree_map(lambda new, old, f: new if f else old, p, params, mask_tree)
-            kernel = lambda a, b: model.kernel(p, a, b)  # noqa: E731
-            lml = G.log_marginal_likelihood(kernel, data, model.noise(p), jitter=jitter)
-            return -(lml + model.log_prior(p, data.dim))
-
-        opt = optax.adam(fit_learning_rate)
-
-        def step(carry, _):
-            p, s = carry
-            g = jax.grad(loss)(p)
-            g = jax.tree_util.tree_map(lambda gi, f: gi if f else jnp.zeros_like(gi), g, mask_tree)
-            g = jax.tree_util.tree_map(lambda gi: jnp.where(jnp.isfinite(gi), gi, 0.0), g)
-            u, s = opt.update(g, s, p)
-            return (optax.apply_updates(p, u), s), None
-
-        (p, _), _ = jax.lax.scan(step, (params, opt.init(params)), None, length=num_fit_steps)
-        ok = jnp.isfinite(loss(p))
-        return jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), p, params)
+        if fit_method == "adam":
+            return fit_adam(model, params, data, num_steps=num_fit_steps,
+                            learning_rate=fit_learning_rate, jitter=jitter)
+        return fit_hyperparameters(model, params, data, num_steps=num_fit_steps,
+                                   jitter=jitter)[0]
 
     def update(state, x, y):
+        n_old = state.data.count
         state = state._replace(data=D.append(state.data, x, y))
         if not fit:
             return state
-        data, _ = _standardised(state)
-        return state._replace(params=_fit(state.params, data))
+        due = refit_due(n_old, state.data.count, refit_until, refit_ratio)
+        data, _, _ = standardized_data(state.data, state.bounds)
+        params = jax.lax.cond(due, lambda p: _fit(p, data), lambda p: p, state.params)
+        return state._replace(params=params)
 
     return Algorithm(init, suggest, update)
 
@@ -228,9 +375,14 @@ def _optimizer_defaults(kw):
 
 
 def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, xi: float = 0.0,
-       q: int = 1, fit: bool = True, num_fit_steps: int = 50, fit_learning_rate: float = 0.1,
-       **optimizer_kwargs) -> Algorithm:
-    """The standard GP baseline of the papers: ARD ``"matern52"`` or ``"rbf"`` kernel.
+       q: int = 1, fit: bool = True, fit_method: str = "lbfgs", num_fit_steps: int = 20,
+       fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
+       log_ei: bool = True, **optimizer_kwargs) -> Algorithm:
+    """The standard GP baseline of the papers, at BoTorch's level: ARD ``"matern52"`` or ``"rbf"``.
+
+    Hyper-parameters by MAP with the dimension-scaled priors of Hvarfner et al. 2024, L-BFGS from
+    the warm start, the prior modes and the prior medians, refitted on a schedule; EI maximised
+    through LogEI (module docstring).
 
     Args:
       kernel: ``"matern52"`` or ``"rbf"`` (Rasmussen and Williams eqs. 4.17, 4.9).
@@ -239,35 +391,54 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
       beta: UCB exploration, the acquisition is ``-(mu - sqrt(beta) sigma)`` (Srinivas et al. 2010).
       xi: EI/PI margin.
       q: points per round (see the module docstring for the batch rule).
-      fit: fit lengthscales, signal and noise by MAP every update (else keep the prior medians).
-      num_fit_steps, fit_learning_rate: Adam steps per update, warm-started.
+      fit: fit lengthscales, signal and noise by MAP (else keep the prior modes).
+      fit_method: ``"lbfgs"`` (``num_fit_steps`` iterations per start) or ``"adam"`` (the former
+        fit: ``num_fit_steps`` Adam steps of ``fit_learning_rate`` from the warm start).
+      refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
+        after every update.
+      log_ei: maximise ``"ei"`` through its logarithm (LogEI); ``False``: EI itself.
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
         optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
         ``n_constraints`` (``K`` for ``acquisition="cei"``).
+
+    The former behaviour (before the L-BFGS fit): ``fit_method="adam", num_fit_steps=50,
+    refit_ratio=1, log_ei=False`` (the priors' floors and starts are BoTorch's now).
     """
     if kernel not in STATIONARY:
         raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
     base = STATIONARY[kernel]
+    sqrt3 = math.sqrt(3.0)
+    log_min_ell = math.log(MIN_LENGTHSCALE)
 
     def ell_loc(d):
-        return jnp.sqrt(2.0) + 0.5 * jnp.log(d)
+        return math.sqrt(2.0) + 0.5 * math.log(d)
+
+    def params_at(d, dt, ell, noise, signal):
+        """Unconstrained parameters with ``exp``-scale values ``ell``, ``noise`` (above the floor)."""
+        return {"log_ell": jnp.full((d,), ell, dt), "log_signal": jnp.full((), signal, dt),
+                "log_noise": jnp.full((), noise, dt)}
+
+    def mode(d, dt):  # LogNormal(mu, s) has its mode at exp(mu - s^2): BoTorch's initial values
+        return params_at(d, dt, ell_loc(d) - 3.0, -4.0 - 1.0, -1.0)
+
+    def median(d, dt):
+        return params_at(d, dt, ell_loc(d), -4.0, 0.0)
 
     model = _Model(
-        kernel=lambda p, a, b: base(a, b, jnp.exp(p["log_ell"]), jnp.exp(p["log_signal"])),
-        noise=lambda p: jnp.exp(p["log_noise"]) + 1e-6,
-        init_params=lambda d, dt: {
-            "log_ell": jnp.full((d,), ell_loc(d), dt),
-            "log_signal": jnp.zeros((), dt),
-            "log_noise": jnp.full((), -4.0, dt),
-        },
-        log_prior=lambda p, d: (_lognormal_logpdf(p["log_ell"], ell_loc(d), jnp.sqrt(3.0))
+        kernel=lambda p, a, b: base(a, b, jnp.exp(jnp.maximum(p["log_ell"], log_min_ell)),
+                                    jnp.exp(p["log_signal"])),
+        noise=lambda p: jnp.exp(p["log_noise"]) + MIN_NOISE,
+        init_params=median,
+        log_prior=lambda p, d: (_lognormal_logpdf(p["log_ell"], ell_loc(d), sqrt3)
                                 + _lognormal_logpdf(p["log_signal"], 0.0, 1.0)
                                 + _lognormal_logpdf(p["log_noise"], -4.0, 1.0)),
         fitted=lambda p: {"log_ell": True, "log_signal": True, "log_noise": True},
+        restarts=lambda d, dt: jax.tree_util.tree_map(lambda a: a[None], mode(d, dt)),
     )
     return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
                      num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
-                     **_optimizer_defaults(optimizer_kwargs))
+                     fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
+                     log_ei=log_ei, **_optimizer_defaults(optimizer_kwargs))
 
 
 NTK_INPUT_MAPS = ("centered", "sphere")
@@ -276,16 +447,17 @@ NTK_INPUT_MAPS = ("centered", "sphere")
 def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activation="relu",
            W_std: float = 2.0**0.5, b_std: float | None = 0.1, lam: float = 1e-2,
            signal: float = 1.0, beta: float = 4.0, xi: float = 0.0, q: int = 1, fit: bool = False,
-           num_fit_steps: int = 50, fit_learning_rate: float = 0.1, input_map: str = "sphere",
-           **optimizer_kwargs) -> Algorithm:
+           fit_method: str = "lbfgs", num_fit_steps: int = 20, fit_learning_rate: float = 0.1,
+           refit_until: int = 100, refit_ratio: float = 1.1, log_ei: bool = True,
+           input_map: str = "sphere", **optimizer_kwargs) -> Algorithm:
     """GP-BO with an exact infinite-width NTK kernel (NTK-GP-UCB/EI/TS of the papers' baselines).
 
     The kernel is ``signal * Theta(e(z), e(z'))`` on inputs ``z`` mapped to the unit cube, with
     ``Theta`` the ``"ntk"`` kernel of ``kernel_fn`` (an ntkbo or neural-tangents ``kernel_fn``; by
     default ``ntkbo.kernels.mlp(depth, width=1, activation, W_std, b_std)``, ``width`` being
     irrelevant to the ``"ntk"``-parameterised limit), and noise variance ``lam`` on standardised
-    outputs. ``fit=True`` fits ``signal`` and ``lam`` by maximum marginal likelihood (through
-    ``jax.grad``) with weak log-normal priors centred on the given values.
+    outputs. ``fit=True`` fits ``signal`` and ``lam`` by maximum a posteriori (L-BFGS from the warm
+    start, on ``gp``'s refit schedule) with weak log-normal priors centred on the given values.
 
     The input map ``e`` (``input_map``): ``"sphere"`` (default) is ``to_sphere``, the unit sphere of
     ``R^(d+1)`` with the box centre at the pole, the input domain of the NTK theory; there the NTK
@@ -296,7 +468,8 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
     mean best value on Branin (budget 40) 0.425 with ``"sphere"`` against 1.68 with
     ``"centered"`` and 1.02 for random search.
 
-    Args: as ``gp``, plus the architecture (``depth``, ``activation``, ``W_std``, ``b_std``),
+    Args: as ``gp`` (``fit_method``, ``num_fit_steps``, ``refit_until``, ``refit_ratio``,
+      ``log_ei`` included), plus the architecture (``depth``, ``activation``, ``W_std``, ``b_std``),
       ``lam``, ``signal`` and ``input_map`` (``"sphere"`` or ``"centered"``).
     """
     from ntkbo.kernels import as_kernel, mlp
@@ -321,4 +494,5 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
     )
     return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
                      num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
-                     **_optimizer_defaults(optimizer_kwargs))
+                     fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
+                     log_ei=log_ei, **_optimizer_defaults(optimizer_kwargs))

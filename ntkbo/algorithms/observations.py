@@ -4,7 +4,8 @@ Every model in ``ntkbo.algorithms`` works on the box mapped to ``[0, 1]^d`` (:fu
 :func:`from_unit`) and on the observations standardised over the valid rows of the fixed-capacity
 buffer (:func:`standardize`); the neural models feed the unit sphere (:func:`to_sphere`). The block
 that opens their ``suggest``/``update`` is :func:`unit_view`; :func:`best_points` gives the best
-observed points the acquisition optimiser starts from.
+observed points the acquisition optimiser starts from. :func:`standardized_data` is the buffer as the
+exact-GP models see it (``ntkbo.algorithms.gp_bo``, ``ntkbo.algorithms.constrained_ei``).
 
 **Output transforms** (:func:`transform_outputs`, ``y_transform=`` of the algorithms that take it):
 before standardisation the observations may be warped by a strictly increasing map, so that the
@@ -44,7 +45,8 @@ from ntkbo import data as D
 Array = jax.Array
 
 __all__ = ["LOG_OFFSET", "UnitView", "Y_TRANSFORMS", "best_points", "from_unit", "standardize",
-           "to_sphere", "to_unit", "transform_outputs", "unit_box", "unit_view"]
+           "standardized_data", "to_sphere", "to_unit", "transform_outputs", "unit_box",
+           "unit_view"]
 
 #: The output transforms of :func:`transform_outputs` (module docstring).
 Y_TRANSFORMS = ("standardize", "log", "rank")
@@ -118,6 +120,20 @@ def standardize(y: Array, mask: Array) -> tuple[Array, Array, Array]:
     mean = jnp.where(plain, mean, mean_s * r1 * r2)
     std = jnp.where(plain | ~spread_s, std, jnp.minimum(std_s * r1 * r2, fin.max))
     return jnp.where(mask, ys, 0.0), mean, std
+
+
+def standardized_data(data: D.Data, bounds: Array) -> tuple[D.Data, Array, Array]:
+    """The buffer ``data`` (capacity ``C``, dimension ``d``) as an exact GP sees it.
+
+    Returns ``(D.Data(to_unit(x), ys, count), mean, std)``: inputs in the unit cube ``(C, d)``;
+    ``ys`` ``(C,)`` the :func:`standardize`-d observations, 0 on padding and NaN on failed rows, so
+    that ``ntkbo.data.mask`` (hence ``ntkbo.gp.fit``) leaves the failed rows out; ``mean``, ``std``
+    the scalars that map ``ys`` back, ``y = mean + std * ys``.
+    """
+    m = D.mask(data)
+    ys, mean, std = standardize(data.y, m)
+    ys = jnp.where(D.failed(data), jnp.nan, ys)
+    return D.Data(to_unit(data.x, bounds), ys, data.count), mean, std
 
 
 def transform_outputs(y: Array, mask: Array, method: str = "standardize") -> Array:
