@@ -31,9 +31,12 @@ KEY = jax.random.PRNGKey(0)
 # Many small programs: compiled with XLA's optimisations off, although slow (tests/conftest.py).
 pytestmark = pytest.mark.compile_bound
 
-#: Rows whose claim is not reached at the smoke scale's short horizon, measured and reported
-#: (README.md). Their verdict is the check's; the command line exits 1 on them.
-KNOWN_FAILING: dict = {}
+#: Rows whose claim is not reached at the smoke scale's short horizon (prefixes of the row's
+#: quantity), measured and reported, not exempted: their verdict is the check's and the command
+#: line exits 1 on them. GO-UCB at T = 24 with 3 seeds: a seed whose Phase II settles on one
+#: non-optimal point has a constant per-round regret, so the bootstrap interval of the window-
+#: regret exponent reaches 1 (measured [-29, 1.00]); the former fit of log R_t hid this.
+KNOWN_FAILING = {"regret_scaling": ("go_ucb: exponent of R_t - R_t/2",)}
 
 
 @pytest.fixture(scope="module")
@@ -128,9 +131,9 @@ def test_smoke_passes_and_writes_outputs(smoke, name):
     """The smoke run passes; the JSON holds the same rows and verdict; the PNG is a PNG."""
     rep, json_path, png_path = smoke(name)
     known = KNOWN_FAILING.get(name, ())
-    assert all(r.passed for r in rep.rows if r.quantity not in known), R.table(rep)
+    assert all(r.passed for r in rep.rows if not r.quantity.startswith(known)), R.table(rep)
     assert all(np.isfinite(r.measured) for r in rep.rows)
-    assert len(rep.rows) > len(known)
+    assert sum(not r.quantity.startswith(known) for r in rep.rows) > 0
     assert rep.seconds > 0 and rep.cpu_seconds > 0
     with open(json_path) as f:
         data = json.load(f)
@@ -227,13 +230,15 @@ FAULT_CASES = [(name, fault) for name in theory_checks.CHECKS
 @pytest.mark.slow
 @pytest.mark.parametrize("name,fault", FAULT_CASES, ids=[f"{n}-{f}" for n, f in FAULT_CASES])
 def test_detected_faults_fail(smoke, name, fault):
-    """Every fault a check lists for the smoke scale makes it fail. The smoke run comes first, so
-    the fault run finds the reference side it does not patch in the check's cache."""
+    """Every fault a check lists for the smoke scale makes it fail, on a row that passes without
+    the fault. The smoke run comes first, so the fault run finds the reference side it does not
+    patch in the check's cache."""
     smoke(name)
     overrides = FAULT_OVERRIDES.get((name, fault), {})
     rep = theory_checks.run_check(name, KEY, "smoke", fault=fault, **overrides)
     assert rep.settings["fault"] == fault
-    assert not rep.passed, R.table(rep)
+    known = KNOWN_FAILING.get(name, ())
+    assert not all(r.passed for r in rep.rows if not r.quantity.startswith(known)), R.table(rep)
     assert all(np.isfinite(r.measured) or not r.passed for r in rep.rows)
 
 
