@@ -337,3 +337,77 @@ def test_vmap_over_keys_equals_separate_runs(default_algo):
 def test_bad_arguments_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         neural_bo(**kwargs)
+
+
+# ---- the selection rule (issue 15 item 6) --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def selection_setup():
+    """A width-32 network in d = 2 after 6 observations, for nu = 3 and both reg_centers: the
+    states and the suggestions of one key."""
+    d, n, width, lam = 2, 6, 32, 0.1
+    bounds = np.array([[-1.0, 0.0], [2.0, 4.0]])
+    rng = np.random.default_rng(11)
+    x = bounds[0] + (bounds[1] - bounds[0]) * rng.uniform(size=(n, d))
+    y = np.sin(2 * x[:, 0]) + 0.3 * x[:, 1] ** 2
+    out = {}
+    for reg_center in ("init", "zero"):
+        # candidates only (num_best = 0): the rule is the argmin over the Sobol set
+        algo = neural_bo(width, lam=lam, nu=3.0, reg_center=reg_center, input_map="cube",
+                         num_candidates=128, num_best=0, num_perturbations=0, num_steps=50)
+
+        @jax.jit
+        def one(key, algo=algo):
+            state = algo.update(algo.init(jax.random.PRNGKey(1), bounds, 8), x, y)
+            return state, algo.suggest(key, state)
+
+        out[reg_center] = one(jax.random.PRNGKey(5))
+    return dict(d=d, width=width, lam=lam, bounds=bounds, out=out)
+
+
+def test_thompson_choice_is_the_argmin_of_the_draw(selection_setup):
+    """The suggestion is ``argmin_c h(c) + nu sigma(c) eps_c`` over the candidates (Alg. 1 lines
+    3-5 for minimisation), recomputed here from the state: ``h`` from the network at
+    ``state.params``, ``sigma^2`` the GP posterior variance of ``ntkbo.gp`` under the empirical NTK
+    at ``theta_0`` (not the algorithm's ``variance_dual``), the candidates and ``eps`` drawn from
+    the same keys as ``suggest`` draws them.
+
+    Mutations this catches (each checked by hand): the argmax of the draw instead of its argmin
+    (``values = mu + nu sigma eps``); ``nu`` ignored (``nu_t = 1``); ``sigma^2`` without the
+    noise ``lam`` (``k - k (K + lam' I)^-1 k`` with another ``lam'``); ``reg_center`` ignored
+    (the two states' networks would be equal, asserted below)."""
+    s = selection_setup
+    from ntkbo import qmc
+    from ntkbo.algorithms.neural_bo import embed
+
+    d, lam, bounds = s["d"], s["lam"], s["bounds"]
+    _, apply_fn, _ = mlp(1, s["width"], W_std=paper_W_std(d, 1))
+    k_cand, k_noise = jax.random.split(jax.random.PRNGKey(5))
+    unit = np.stack([np.zeros(d), np.ones(d)])
+    cand = np.asarray(qmc.sobol(k_cand, 128, unit))
+    eps = np.asarray(jax.random.normal(k_noise, (128,), jnp.float64))
+    chosen = {}
+    for reg_center, (state, (x, info)) in s["out"].items():
+        z = embed((np.asarray(state.data.x)[:6] - bounds[0]) / (bounds[1] - bounds[0]), "cube")
+        zc = embed(cand, "cube")
+        h = np.asarray(apply_fn(state.params, zc))[:, 0]
+        # sigma^2 = k(c, c) - k_X(c)^T (K + lam I)^-1 k_X(c) with the empirical NTK at theta_0,
+        # dense in numpy (float64)
+        ntk = empirical_ntk(apply_fn)
+        kxx = np.asarray(ntk(z, z, state.params0))
+        kcx = np.asarray(ntk(zc, z, state.params0))
+        kcc = np.diag(np.asarray(ntk(zc, zc, state.params0)))
+        sigma = np.sqrt(np.maximum(
+            kcc - np.einsum("ij,ji->i", kcx, np.linalg.solve(kxx + lam * np.eye(6), kcx.T)), 0.0))
+        draw = h + 3.0 * sigma * eps
+        i = int(np.argmin(draw))
+        # the draw's minimum is isolated: the second-best value is further than rounding away
+        assert np.sort(draw)[1] - draw[i] > 1e-9
+        expect = bounds[0] + (bounds[1] - bounds[0]) * cand[i]
+        np.testing.assert_allclose(np.asarray(x)[0], expect, rtol=0, atol=1e-12)
+        # nu sigma at x; the algorithm's Cholesky jitter (1e-10 relative) moves sigma by ~1e-8
+        np.testing.assert_allclose(info["std"], 3.0 * sigma[i], rtol=1e-6)
+        chosen[reg_center] = h
+    # reg_center is observable: the two penalties train different networks
+    assert np.max(np.abs(chosen["init"] - chosen["zero"])) > 1e-3

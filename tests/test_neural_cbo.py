@@ -22,11 +22,17 @@ SMALL = dict(width=32, num_steps=20, optimizer="gd", num_candidates=64, num_best
 
 
 def test_select_takes_the_best_ei_among_the_optimistically_feasible():
+    # Mutations caught: argmin of log EI (picks 1 or 3), feasibility as LCB < 0 (excludes row 1's
+    # 0) or as "any constraint <= 0" (admits 0), infeasible candidates ranked above feasible ones
+    # with log EI = -inf, the fallback without the per-constraint scales s_k.
     log_ei = jnp.array([5.0, 1.0, 3.0, -jnp.inf])
     lcb = jnp.array([[1.0, -1.0], [-1.0, 0.0], [-2.0, -3.0], [-1.0, -1.0]])
     i, ok = ncbo.select(log_ei, lcb, jnp.ones(2))
     # candidate 0 has the largest EI but LCB_1 > 0; of 1, 2, 3 (LCB <= 0, 0 included) 2 is best
     assert int(i) == 2 and bool(ok)
+    # LCB = 0 is feasible (Alg. 3: LCB_k <= 0): the larger EI at LCB exactly 0 wins
+    i, ok = ncbo.select(jnp.array([1.0, 5.0]), jnp.array([[-1.0], [0.0]]), jnp.ones(1))
+    assert int(i) == 1 and bool(ok)
     # a feasible candidate with log EI = -inf still beats infeasible ones
     i, ok = ncbo.select(jnp.array([0.0, -jnp.inf]), jnp.array([[1.0], [-1.0]]), jnp.ones(1))
     assert int(i) == 1 and bool(ok)
@@ -37,6 +43,32 @@ def test_select_takes_the_best_ei_among_the_optimistically_feasible():
     assert int(i) == 0 and not bool(ok)
     i, ok = ncbo.select(jnp.zeros(3), lcb, jnp.array([1.0, 10.0]))
     assert int(i) == 2 and not bool(ok)
+
+
+def test_incumbent_ranges_over_the_observed_feasible_points():
+    # Mutations caught: the incumbent over every evaluated point although some were observed
+    # feasible (it would be 0.1, the infeasible point's mean); feasibility read as c > 0 or as
+    # "any constraint" instead of "every constraint" (pool {1} or {0, 1, 2}); padding rows in the
+    # pool (mean -9 at the masked row 4); no fallback when nothing is feasible (+inf, not -0.5).
+    v = jnp.array([0.1, 0.7, 0.4, 2.0, -9.0])
+    mask = jnp.array([True, True, True, True, False])
+    c_obs = jnp.array([[0.5, -1.0], [-0.2, -0.3], [-1.0, 0.2], [0.0, 0.0], [-5.0, -5.0]])
+    pool = ncbo.incumbent_pool(mask, c_obs)
+    # feasible iff every c_k <= 0 (0 included): rows 1 and 3
+    np.testing.assert_array_equal(pool, [False, True, False, True, False])
+    assert float(ncbo.incumbent(v, pool)) == 0.7
+    # nothing observed feasible: every evaluated point (the thesis's mu^+), padding excluded
+    none = ncbo.incumbent_pool(mask, jnp.abs(c_obs) + 0.1)
+    np.testing.assert_array_equal(none, mask)
+    assert float(ncbo.incumbent(jnp.array([0.1, -0.5, 0.4, 2.0, -9.0]), none)) == -0.5
+
+
+def test_lower_confidence_bound_is_optimistic():
+    # LCB_k = u_k - beta_k sigma_k - slack (Cor. 4.1.6): more uncertainty makes a constraint look
+    # more feasible. Mutations caught: + beta sigma (pessimistic), + slack, beta applied to u.
+    u, sigma, beta = jnp.array([0.3, -0.1]), jnp.array([0.2, 0.5]), jnp.array([2.0, 1.0])
+    np.testing.assert_allclose(ncbo.lower_confidence_bound(u, sigma, beta, 0.05),
+                               [0.3 - 0.4 - 0.05, -0.1 - 0.5 - 0.05], rtol=1e-15)
 
 
 def test_information_gain_and_beta_rule():

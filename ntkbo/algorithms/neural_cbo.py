@@ -142,6 +142,19 @@ def beta_theory(gamma: Array, B=1.0, R=0.1, delta=0.1) -> Array:
     return B + R * jnp.sqrt(jnp.maximum(gamma, 0.0) + 2.0 + 2.0 * math.log(1.0 / delta))
 
 
+def incumbent_pool(mask: Array, c_obs: Array) -> Array:
+    """``(C,)`` bool: the evaluated points (``mask (C,)``) observed feasible (every
+    ``c_obs[i, k] <= 0``, ``c_obs (C, K)``), or every evaluated point when none was (the thesis's
+    ``mu^+`` then; module docstring). The incumbent and the best points come from this pool."""
+    obs_feasible = mask & jnp.all(c_obs <= 0, axis=-1)
+    return jnp.where(jnp.any(obs_feasible), obs_feasible, mask)
+
+
+def incumbent(v_data: Array, pool: Array) -> Array:
+    """``mu^+ = min_{i in pool} v(x_i)``: the network means ``v_data (C,)`` over ``pool (C,)``."""
+    return jnp.min(jnp.where(pool, v_data, jnp.inf))
+
+
 def lower_confidence_bound(mean: Array, sigma: Array, beta: Array, slack=0.0) -> Array:
     """``mean - beta sigma - slack`` (Cor. 4.1.6), elementwise; a constraint is optimistically
     feasible where this is ``<= 0``."""
@@ -320,10 +333,9 @@ def neural_cbo(
 
         # observed feasibility of the evaluated points; incumbent mu^+ (standardised units)
         c_obs = jnp.stack([b.y for b in state.constraint_data], axis=-1)  # (C, K)
-        obs_feasible = m & jnp.all(c_obs <= 0, axis=-1)
         v_data = apply_fn(jax.tree_util.tree_map(lambda a: a[0], state.params), ze)[:, 0]
-        pool = jnp.where(jnp.any(obs_feasible), obs_feasible, m)
-        incumbent = jnp.min(jnp.where(pool, v_data, jnp.inf))
+        pool = incumbent_pool(m, c_obs)
+        mu_plus = incumbent(v_data, pool)
 
         # candidates: Sobol points, the best observed(-feasible) points and their perturbations
         k_cand, k_pert = jax.random.split(key)
@@ -354,7 +366,7 @@ def neural_cbo(
         var = jnp.moveaxis(var, 0, 1).reshape(K + 1, -1)[:, :n]
         sigma = jnp.sqrt(jnp.maximum(var, 0.0))
 
-        log_ei = acq.log_expected_improvement(mu[0], sigma[0], incumbent, -epsilon)
+        log_ei = acq.log_expected_improvement(mu[0], sigma[0], mu_plus, -epsilon)
         # constraint LCBs in original units: mean_k + std_k (u_k - beta_k sigma_k - slack)
         lcb_s = lower_confidence_bound(mu[1:], sigma[1:], beta_k[:, None], slack)  # (K, n)
         lcb = (mean[1:, None] + std[1:, None] * lcb_s).T  # (n, K)
@@ -366,7 +378,7 @@ def neural_cbo(
             "lcb": lcb[i][None],
             "estimated_feasible": any_feasible,
             "beta": beta_k,
-            "incumbent": incumbent,
+            "incumbent": mu_plus,
             "train_loss": state.train_loss,
             "train_ok": state.train_ok,
         }
