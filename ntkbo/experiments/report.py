@@ -340,7 +340,7 @@ def render(summary: dict, figures: dict, plot_note: str | None) -> str:
         constrained = any("feasible_fraction" in d for d in e["algorithms"].values())
         logs = e["kind"].startswith("regret")
         head = ("| algorithm | seeds | mean | sd | median |" + (" mean log10 |" if logs else "")
-                + (" seeds with a feasible point |" if constrained else "") + " s/seed |")
+                + (" fraction of seeds with a feasible point |" if constrained else "") + " s/seed |")
         lines += [f"Final {e['kind']} after {max(d['budget'] for d in e['algorithms'].values())} "
                   "evaluations:", "", head,
                   "|" + "---|" * (head.count("|") - 1)]
