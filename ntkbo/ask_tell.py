@@ -37,12 +37,22 @@ The first ``n_init`` points asked are a scrambled Sobol design drawn from the st
 initial design of ``ntkbo.minimize`` with the same key; after that ``ask`` calls ``algo.suggest``.
 Saving and loading with ``flax.serialization`` keeps the key, so a resumed study asks exactly the
 points an uninterrupted one would.
+
+**Save files** (format 3) record the algorithm's ``name`` and resolved ``config`` (``ntkbo.base``),
+the bounds, the dtype and the versions, device and git revision that wrote them. ``load`` refuses
+a different algorithm, a different option or different bounds with a ``ValueError`` naming each
+field that differs and both values (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same
+algorithm). A file of an earlier format (1 or 2, no algorithm record) still loads, with a
+``UserWarning`` saying that its algorithm and options could not be checked; saving it again
+writes format 3.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
+import warnings
 from typing import Any, NamedTuple
 
 import jax
@@ -55,8 +65,9 @@ from ntkbo.base import Algorithm
 from ntkbo.loop import MIN_CAPACITY, grow_state, initial_design
 from ntkbo.validation import check_bounds, check_int
 
-#: The save format: 2 adds the float64 record and the bounds; files of format 1 still load.
-FORMAT_VERSION = 2
+#: The save format: 2 adds the float64 record and the bounds; 3 the algorithm's name and resolved
+#: config, the dtype and the provenance. Files of formats 1 and 2 still load (with a warning).
+FORMAT_VERSION = 3
 
 
 class Study(NamedTuple):
@@ -70,6 +81,8 @@ class Study(NamedTuple):
       told_x: ``(n, d)`` float64 numpy, every point told, as told (module docstring, "Precision").
       told_y: ``(n, 1 + K)`` float64 numpy, the observations (then the ``K`` constraint values)
         told, NaN or inf for a failed evaluation.
+      algorithm: ``{"name", "config", "reproducible"}``, the record of the algorithm the study was
+        started with (``record``; ``None`` for a study built by hand); ``save`` writes it.
     """
 
     state: Any
@@ -78,6 +91,25 @@ class Study(NamedTuple):
     asked: jax.Array
     told_x: Any
     told_y: Any
+    algorithm: Any = None
+
+
+def record(algo: Algorithm) -> dict:
+    """``{"name", "config", "reproducible"}``: what a save file records of ``algo`` (its
+    ``Config.to_json()``; ``None`` fields for an algorithm without a record)."""
+    config = getattr(algo, "config", None)
+    return {"name": getattr(algo, "name", None),
+            "config": None if config is None else config.to_json(),
+            "reproducible": None if config is None else bool(config.reproducible)}
+
+
+@functools.lru_cache(maxsize=1)
+def _provenance() -> dict:
+    """Versions, device kind and git revision (computed once per process)."""
+    from ntkbo.experiments.runner import git_revision, versions
+
+    return {"versions": versions(), "device_kind": jax.devices()[0].device_kind,
+            "git_revision": git_revision()}
 
 
 @functools.lru_cache(maxsize=64)
@@ -118,7 +150,7 @@ def start(algo: Algorithm, bounds, key, *, n_init: int = 5, capacity: int = MIN_
     state = algo.init(k_algo, bounds, D.next_capacity(max(capacity, n_init), MIN_CAPACITY))
     k = int(getattr(algo, "n_constraints", 0))
     return Study(state, k_loop, design, jnp.zeros((), jnp.int32),
-                 np.zeros((0, bounds.shape[1])), np.zeros((0, 1 + k)))
+                 np.zeros((0, bounds.shape[1])), np.zeros((0, 1 + k)), record(algo))
 
 
 def observations(study: Study) -> tuple[np.ndarray, np.ndarray]:
@@ -240,11 +272,15 @@ def tell(algo: Algorithm, study: Study, x, y, c=None) -> Study:
 
 
 def save(path: str | os.PathLike, study: Study) -> None:
-    """Writes the study (state, key, design, the float64 record, the bounds) with
-    ``flax.serialization`` msgpack; atomic rename."""
-    core = study._replace(told_x=None, told_y=None)
+    """Writes the study (state, key, design, the float64 record, the bounds, the algorithm's name
+    and config, the dtype and provenance) with ``flax.serialization`` msgpack; atomic rename."""
+    core = study._replace(told_x=None, told_y=None, algorithm=None)
     payload = {
         "format": FORMAT_VERSION,
+        # JSON text: the config's values are nested lists and dicts of any JSON type
+        "algorithm": json.dumps(study.algorithm),
+        "dtype": str(np.dtype(_buffer(study.state).x.dtype)),
+        "provenance": json.dumps(_provenance()),
         "capacity": _buffer(study.state).capacity,
         "n_init": int(study.design.shape[0]),
         "bounds": np.asarray(_state_bounds(study.state), np.float64),
@@ -259,20 +295,46 @@ def save(path: str | os.PathLike, study: Study) -> None:
 
 
 def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
-    """Reads a study saved by ``save`` for the same algorithm and bounds; ``ValueError`` if
-    ``bounds`` differ from the saved ones (compared in the state's dtype) or the saved state does
-    not fit ``algo``."""
+    """Reads a study saved by ``save`` for the same algorithm and bounds. ``ValueError`` naming
+    every field that differs (both values): the algorithm's name or an option of its config
+    (``ntkbo.algorithms.record_differences``), the bounds (compared in the state's dtype), the
+    dtype, or a saved state that does not fit ``algo``. A file of format 1 or 2 (no algorithm
+    record) loads with a ``UserWarning`` (module docstring)."""
     bounds = check_bounds(bounds)
     with open(path, "rb") as fh:
         payload = serialization.msgpack_restore(fh.read())
     fmt = payload.get("format")
-    if fmt not in (1, FORMAT_VERSION):
-        raise ValueError(f"{path}: not an ntkbo study file (format {fmt!r})")
+    if fmt not in (1, 2, FORMAT_VERSION):
+        raise ValueError(f"{path}: not an ntkbo study file of a known format (format {fmt!r}; "
+                         f"this ntkbo reads 1 to {FORMAT_VERSION})")
+    differ = []
+    if fmt == FORMAT_VERSION:
+        saved = json.loads(payload["algorithm"]) or {}
+        from ntkbo.algorithms import record_differences
+
+        differ += record_differences(saved.get("name"), saved.get("config"), algo)
+    else:
+        warnings.warn(
+            f"{path}: a study file of format {fmt} records no algorithm: its name and options "
+            f"cannot be checked against {getattr(algo, 'name', None)!r} (save it again to write "
+            f"format {FORMAT_VERSION})", UserWarning, stacklevel=2)
+    saved_bounds = np.asarray(payload["bounds"], np.float64) if "bounds" in payload else None
+    given = np.asarray(bounds, np.float64)
+    dtype = np.dtype(bounds.dtype)
+    if saved_bounds is not None and (saved_bounds.shape != given.shape or not np.array_equal(
+            saved_bounds.astype(dtype), given.astype(dtype))):
+        differ.append(f"bounds {given.tolist()} differ from the saved study's bounds "
+                      f"{saved_bounds.tolist()}")
+    if "dtype" in payload and payload["dtype"] != str(dtype):
+        differ.append(f"dtype: saved {payload['dtype']}, now {dtype} (jax_enable_x64 is "
+                      f"{'on' if jax.config.jax_enable_x64 else 'off'})")
+    if differ:
+        raise ValueError(f"{path}: the saved study does not match: " + "; ".join(differ))
     template = start(algo, bounds, jax.random.PRNGKey(0), n_init=int(payload["n_init"]),
                      capacity=int(payload["capacity"]))
-    core = template._replace(told_x=None, told_y=None)
+    core = template._replace(told_x=None, told_y=None, algorithm=None)
     saved = dict(payload["study"])
-    saved.update(told_x=None, told_y=None)  # kept apart in the payload (float64)
+    saved.update(told_x=None, told_y=None, algorithm=None)  # kept apart in the payload
     restored = serialization.from_state_dict(core, saved)
     for a, b in zip(jax.tree_util.tree_leaves(core), jax.tree_util.tree_leaves(restored)):
         if np.shape(a) != np.shape(b):
@@ -281,13 +343,12 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
                 f"(array of shape {np.shape(b)} where {np.shape(a)} was expected)")
     study = jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
                                    core, restored)
-    saved_bounds = np.asarray(payload.get("bounds", _state_bounds(study.state)), np.float64)
-    given = np.asarray(bounds, np.float64)
-    dtype = np.dtype(bounds.dtype)
-    if saved_bounds.shape != given.shape or not np.array_equal(saved_bounds.astype(dtype),
-                                                               given.astype(dtype)):
-        raise ValueError(f"{path}: bounds {given.tolist()} differ from the saved study's bounds "
-                         f"{saved_bounds.tolist()}")
+    if saved_bounds is None:  # format 1: the state's own bounds
+        saved_bounds = np.asarray(_state_bounds(study.state), np.float64)
+        if saved_bounds.shape != given.shape or not np.array_equal(saved_bounds.astype(dtype),
+                                                                   given.astype(dtype)):
+            raise ValueError(f"{path}: bounds {given.tolist()} differ from the saved study's "
+                             f"bounds {saved_bounds.tolist()}")
     if "told_x" in payload:
         told_x = np.asarray(payload["told_x"], np.float64).reshape(-1, given.shape[1])
         k = int(getattr(algo, "n_constraints", 0))
@@ -300,4 +361,4 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
             bufs = _buffers(study.state)[1:1 + algo.n_constraints]
             told_y = np.concatenate([told_y] + [np.asarray(b.y[:n], np.float64)[:, None]
                                                 for b in bufs], axis=1)
-    return study._replace(told_x=told_x, told_y=told_y)
+    return study._replace(told_x=told_x, told_y=told_y, algorithm=record(algo))

@@ -17,13 +17,26 @@ constraint values, in the problem's order. Such an algorithm keeps its observati
 constraint (same ``x``), so the drivers can grow them and ``ntkbo.ask_tell`` can read them back.
 An algorithm with ``n_constraints = 0`` gets ``y`` of shape ``(q,)``: on a constrained problem it
 sees only the objective (the drivers still record the constraint values in the ``Result``).
+
+Records: an algorithm built by ``ntkbo.algorithms`` (``get(name, ...)`` or a factory such as
+``ntkbo.algorithms.neural_bo(width=64)``) carries its registry ``name`` and its resolved ``config``
+(every factory option, defaults included, as a :class:`Config`), so ``ntkbo.get(algo.name,
+**algo.config)`` rebuilds it and save files and ``results.json`` record what ran. An option that
+is not JSON-able (a callable, a network, a PDE) is recorded by a stable description (its
+``module.qualname``, never a memory address) and marks the config ``reproducible = False``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import math
+import re
+from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
 import jax
+import numpy as np
 
 Array = jax.Array
 PRNGKey = jax.Array
@@ -49,12 +62,110 @@ class UpdateFn(Protocol):
         with ``n_constraints = K > 0``: objective, then constraints) and refits the surrogate."""
 
 
+def describe(value) -> tuple[Any, bool]:
+    """``(json_value, exact)``: ``value`` as plain JSON (numbers, strings, lists, dicts; arrays as
+    nested lists) and whether that JSON rebuilds it. A value JSON cannot hold is described stably
+    instead (the same text in every process) and ``exact`` is False: a callable as
+    ``"<callable module.qualname>"``, a ``functools.partial`` as ``{"partial": ..., "args": ...,
+    "keywords": ...}``, a NamedTuple as ``{"type": ..., field: ...}``, anything else as its
+    ``repr`` with memory addresses removed."""
+    if value is None or isinstance(value, (bool, str)):
+        return value, True
+    if isinstance(value, (int, np.integer)):
+        return int(value), True
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return (v, True) if math.isfinite(v) else (repr(v), False)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        fields = {k: describe(getattr(value, k)) for k in value._fields}
+        return {"type": f"{type(value).__module__}.{type(value).__qualname__}",
+                **{k: v for k, (v, _) in fields.items()}}, False
+    if isinstance(value, (list, tuple)):
+        items = [describe(v) for v in value]
+        return [v for v, _ in items], all(e for _, e in items)
+    if isinstance(value, Mapping):
+        items = {str(k): describe(v) for k, v in value.items()}
+        return ({k: v for k, (v, _) in items.items()},
+                all(isinstance(k, str) for k in value) and all(e for _, e in items.values()))
+    if isinstance(value, functools.partial):
+        return {"partial": describe(value.func)[0], "args": describe(value.args)[0],
+                "keywords": describe(value.keywords)[0]}, False
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        try:
+            return describe(np.asarray(value).tolist())
+        except (TypeError, ValueError, jax.errors.TracerArrayConversionError,
+                jax.errors.ConcretizationTypeError):
+            pass  # a tracer: described by its repr below
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"<callable {getattr(value, '__module__', '?')}.{value.__qualname__}>", False
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value)), False
+
+
+class Config(Mapping):
+    """An algorithm's resolved options: an immutable mapping ``option -> value`` (the values as
+    given, so ``get(name, **config)`` rebuilds the algorithm), hashable so that an ``Algorithm``
+    stays a valid static argument of ``jax.jit``.
+
+    ``to_json()`` is the recorded form (``describe`` of every value); equality and the hash compare
+    that form. ``reproducible`` is False when some value is not exactly JSON-able (a callable, a
+    network, a non-finite float): the record then describes it but cannot rebuild it, and
+    ``non_reproducible`` names those options.
+    """
+
+    __slots__ = ("_values", "_json", "_exact", "_key")
+
+    def __init__(self, options: Mapping[str, Any] | None = None):
+        self._values = dict(options or {})
+        described = {k: describe(v) for k, v in self._values.items()}
+        self._json = {k: v for k, (v, _) in described.items()}
+        self._exact = {k: e for k, (_, e) in described.items()}
+        self._key = json.dumps(self._json, sort_keys=True, default=str)
+
+    def __getitem__(self, k):
+        return self._values[k]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        if isinstance(other, Config):
+            return self._key == other._key
+        return NotImplemented
+
+    def __repr__(self):
+        return f"Config({self._values!r})"
+
+    @property
+    def reproducible(self) -> bool:
+        """Whether ``to_json()`` holds every option exactly (no callable or other description)."""
+        return all(self._exact.values())
+
+    @property
+    def non_reproducible(self) -> list[str]:
+        """The options recorded by a description rather than exactly."""
+        return [k for k, e in self._exact.items() if not e]
+
+    def to_json(self) -> dict:
+        """``{option: JSON value}`` (``describe``), the form save files and results record."""
+        return json.loads(json.dumps(self._json, default=str))  # a copy, in the factory's order
+
+
 class Algorithm(NamedTuple):
     """``init(key, bounds, capacity) -> state``; ``suggest(key, state) -> (x, info)``;
     ``update(state, x, y) -> state``; ``n_constraints``: the number ``K`` of black-box constraints
-    whose observed values ``update`` expects in ``y[:, 1:]`` (0: ``y`` is the objective only)."""
+    whose observed values ``update`` expects in ``y[:, 1:]`` (0: ``y`` is the objective only);
+    ``name``: the ``ntkbo.algorithms`` registry name it was built as (``None`` for an algorithm
+    assembled by hand); ``config``: its resolved options (a ``Config``; ``None`` likewise)."""
 
     init: InitFn
     suggest: SuggestFn
     update: UpdateFn
     n_constraints: int = 0
+    name: str | None = None
+    config: Config | None = None

@@ -2,6 +2,14 @@
 
 ``get(name, **options)`` builds one by name (the command line uses it); ``names()`` lists them. Names
 with an acquisition suffix (``gp_ucb``, ``ntk_gp_ts``, ...) fix the ``acquisition`` argument.
+
+Records (``ntkbo.base``): every factory reached through this package, by ``get`` or as an
+attribute (``ntkbo.algorithms.neural_bo(width=64)``), returns an ``Algorithm`` carrying its
+``name`` and resolved ``config`` (``resolved_options``: every option, defaults included). The
+factories are wrapped here, once, by :func:`recorded`; the functions in the algorithm modules
+(``ntkbo.algorithms.gp_bo.gp``, ...) stay unwrapped and build algorithms without a record.
+``same_algorithm`` tells whether two records describe the same algorithm (``gp_ucb`` is
+``gp(acquisition="ucb")``).
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from ntkbo.algorithms.neural_linear import neural_linear
 from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, Config
 
 _FACTORIES = {
     "neural_bo": neural_bo,
@@ -45,6 +53,52 @@ _FACTORIES = {
 for _acq in ACQUISITIONS:
     _FACTORIES[f"gp_{_acq}"] = functools.partial(gp, acquisition=_acq)
     _FACTORIES[f"ntk_gp_{_acq}"] = functools.partial(ntk_gp, acquisition=_acq)
+
+#: The registry name of each unwrapped factory function (the base of the partial names).
+_BASE_NAMES = {f: n for n, f in _FACTORIES.items() if not isinstance(f, functools.partial)}
+
+
+def _resolve(factory, name: str, args: tuple, options: dict) -> dict:
+    """Every option of ``factory(*args, **options)``: the signature's defaults merged with the
+    arguments (a ``**kwargs`` parameter's entries kept as given); ``ValueError`` naming the option
+    the factory does not take. A required option not given is left out."""
+    sig = inspect.signature(factory)
+    try:
+        bound = sig.bind_partial(*args, **options)
+    except TypeError as err:
+        raise ValueError(f"algorithm {name!r}: {err}; it takes {', '.join(sig.parameters)}") from None
+    bound.apply_defaults()
+    out = {}
+    for k, v in bound.arguments.items():
+        if sig.parameters[k].kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(v)
+        else:
+            out[k] = v
+    return out
+
+
+def recorded(name: str, factory):
+    """``factory`` wrapped so that the ``Algorithm`` it returns carries ``name`` and its resolved
+    ``Config`` (``ntkbo.base``); same signature and docstring (``inspect.signature`` follows
+    ``__wrapped__``)."""
+
+    @functools.wraps(factory)
+    def build(*args, **options):
+        algo = factory(*args, **options)  # its own errors first (it validates its options)
+        return algo._replace(name=name, config=Config(_resolve(factory, name, args, options)))
+
+    if isinstance(factory, functools.partial):
+        build.__name__ = build.__qualname__ = name
+    return build
+
+
+_FACTORIES = {n: recorded(n, f) for n, f in _FACTORIES.items()}
+# The attributes users call (``ntkbo.algorithms.neural_bo(...)``) are the recorded factories.
+(go_ucb, gp, ntk_gp, neural_bo, pinn_bo, pinn_ntk_gp, neural_cbo, neural_greedy, neural_linear,
+ neural_ts, neural_ucb, random_search, sto_bnts, sto_bnts_linear) = (
+    _FACTORIES[n] for n in ("go_ucb", "gp", "ntk_gp", "neural_bo", "pinn_bo", "pinn_ntk_gp",
+                            "neural_cbo", "neural_greedy", "neural_linear", "neural_ts",
+                            "neural_ucb", "random_search", "sto_bnts", "sto_bnts_linear"))
 
 
 #: Names whose factory models black-box constraints (takes ``n_constraints``; ``ntkbo.base``).
@@ -96,18 +150,41 @@ def resolved_options(name: str, **options) -> dict:
     the option if the factory does not take it."""
     if name not in _FACTORIES:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
-    sig = inspect.signature(_FACTORIES[name])
-    try:
-        bound = sig.bind_partial(**options)
-    except TypeError as err:
-        raise ValueError(f"algorithm {name!r}: {err}; it takes {', '.join(sig.parameters)}") from None
-    bound.apply_defaults()
-    out = {}
-    for k, v in bound.arguments.items():
-        if sig.parameters[k].kind is inspect.Parameter.VAR_KEYWORD:
-            out.update(v)
-        else:
-            out[k] = v
+    return _resolve(_FACTORIES[name], name, (), options)
+
+
+def base_name(name: str) -> str:
+    """The registry name of the factory function behind ``name``: ``"gp"`` for ``gp_ucb``,
+    ``"neural_linear"`` for ``dngo``, ``name`` itself for a plain factory (and for a name the
+    registry does not know)."""
+    f = _FACTORIES.get(name)
+    inner = getattr(f, "__wrapped__", None)
+    if isinstance(inner, functools.partial):
+        return _BASE_NAMES.get(inner.func, name)
+    return name
+
+
+def record_differences(saved_name, saved_config: dict | None, algo: Algorithm) -> list[str]:
+    """What differs between a recorded algorithm (``saved_name`` and its ``Config.to_json()``) and
+    ``algo``, one line per field, naming both values (empty if they are the same algorithm).
+    Names are compared through ``base_name`` with the configs, so a save from ``gp_ucb`` matches
+    ``gp(acquisition="ucb")``."""
+    given_name = getattr(algo, "name", None)
+    given = None if getattr(algo, "config", None) is None else algo.config.to_json()
+    if saved_name is None and given_name is None:
+        return []
+    if saved_name is None or given_name is None or base_name(saved_name) != base_name(given_name):
+        why = "" if given_name is not None else (
+            " (an Algorithm assembled by hand or by an unwrapped factory records no name; build it "
+            "with ntkbo.algorithms)")
+        return [f"algorithm: saved {saved_name!r}, given {given_name!r}{why}"]
+    out = []
+    saved_config, given = saved_config or {}, given or {}
+    for k in list(saved_config) + [k for k in given if k not in saved_config]:
+        absent = "<not given: the factory's default>"  # a **kwargs option left out
+        a, b = saved_config.get(k, absent), given.get(k, absent)
+        if a != b:
+            out.append(f"option {k}: saved {a!r}, given {b!r}")
     return out
 
 
@@ -124,8 +201,8 @@ def get(name: str, **options) -> Algorithm:
 
 
 __all__ = [
-    "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo", "neural_cbo",
-    "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
-    "pinn_ntk_gp", "problem_options", "random_search", "resolved_options", "sto_bnts",
-    "sto_bnts_linear", "uses_pde",
+    "base_name", "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
+    "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
+    "pinn_ntk_gp", "problem_options", "random_search", "record_differences", "recorded",
+    "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde",
 ]

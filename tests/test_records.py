@@ -1,0 +1,194 @@
+"""Reproducible records (issue 19 item 4): an ``Algorithm`` carries its name and resolved config;
+save files and ``results.json`` record them; ``ask_tell.load`` refuses a different algorithm,
+option or box naming what differs; ``ntkbo run --config FILE.toml``; ``ntkbo run --seed-index``
+reproduces one seed of a vmapped run bit for bit."""
+
+import functools
+import importlib
+import inspect
+import json
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import serialization
+
+import ntkbo
+from ntkbo import ask_tell, cli
+from ntkbo import algorithms as A
+
+BRANIN = ntkbo.benchmarks.get("branin")
+
+
+def _module_factory(name):
+    """The unwrapped factory function behind the registry's ``name`` (its own module)."""
+    f = A._FACTORIES[name].__wrapped__
+    return f
+
+
+# ---- the Algorithm's record ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in A.names() if not A.uses_pde(n)])
+def test_every_registered_algorithm_records_its_name_and_every_default(name):
+    """``get(name)`` carries ``name`` and a config equal to the factory's signature defaults, read
+    here with ``inspect.signature`` of the unwrapped function (a partial's bound keywords
+    included). Catches a record that drops keyword-only options or a partial's fixed option."""
+    algo = A.get(name, **({"n_constraints": 1} if A.models_constraints(name) else {}))
+    expected = {k: p.default for k, p in inspect.signature(_module_factory(name)).parameters.items()
+                if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    if A.models_constraints(name):
+        expected["n_constraints"] = 1
+    assert algo.name == name
+    assert dict(algo.config) == expected
+    assert algo.config.reproducible and json.loads(json.dumps(algo.config.to_json())) == expected
+    hash(algo)  # a static argument of jax.jit: must stay hashable
+
+
+def test_a_factory_called_directly_records_positional_and_keyword_options():
+    """``ntkbo.algorithms.neural_bo(64, lam=0.1)`` (a factory attribute, not ``get``) records
+    ``width=64`` (positional), ``lam=0.1`` and the other defaults; equals ``get``'s record."""
+    algo = A.neural_bo(64, lam=0.1)
+    raw = importlib.import_module("ntkbo.algorithms.neural_bo").neural_bo
+    defaults = {k: p.default for k, p in inspect.signature(raw).parameters.items()}
+    assert algo.name == "neural_bo"
+    assert dict(algo.config) == {**defaults, "width": 64, "lam": 0.1}
+    assert algo.config == A.get("neural_bo", width=64, lam=0.1).config
+
+
+def test_non_json_options_are_described_stably_and_mark_the_config():
+    """A callable option is recorded as ``<callable module.qualname>`` (no memory address, so the
+    text is the same in every process), a ``functools.partial`` by its function and arguments;
+    either makes ``reproducible`` False and is listed in ``non_reproducible``."""
+    algo = A.neural_bo(nu=jnp.sin, width=8)
+    rec = algo.config.to_json()
+    assert rec["nu"] == f"<callable {jnp.sin.__module__}.{jnp.sin.__qualname__}>"
+    assert not algo.config.reproducible and algo.config.non_reproducible == ["nu"]
+    part = functools.partial(jnp.clip, a_min=0.0)
+    rec2 = A.neural_bo(nu=part, width=8).config.to_json()["nu"]
+    assert rec2["partial"].startswith("<callable ") and rec2["keywords"] == {"a_min": 0.0}
+    assert "0x" not in json.dumps(rec) + json.dumps(rec2)
+    assert algo.config != A.neural_bo(nu=jnp.cos, width=8).config
+
+
+def test_same_algorithm_under_two_names():
+    """``gp_ucb`` is ``gp(acquisition="ucb")``: same config, no difference reported; ``gp_ei``
+    differs in ``acquisition``, named with both values."""
+    assert A.record_differences("gp_ucb", A.get("gp_ucb").config.to_json(),
+                                A.gp(acquisition="ucb")) == []
+    assert A.record_differences("gp_ei", A.get("gp_ei").config.to_json(),
+                                A.gp(acquisition="ucb")) == [
+        "option acquisition: saved 'ei', given 'ucb'"]
+
+
+# ---- save files ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved_ucb(tmp_path_factory):
+    """A study of ``ntk_gp(acquisition="ucb")`` saved before any tell (no compilation)."""
+    path = tmp_path_factory.mktemp("save") / "s.msgpack"
+    algo = A.ntk_gp(acquisition="ucb")
+    ask_tell.save(path, ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(0), n_init=2))
+    return path
+
+
+def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
+    """Issue 19: a save from ``ntk_gp(acquisition="ucb")`` loaded into ``ntk_gp(acquisition="ei")``
+    without a word. Now each differing field is named with both values, together with bounds."""
+    payload = serialization.msgpack_restore(saved_ucb.read_bytes())
+    assert payload["format"] == ask_tell.FORMAT_VERSION == 3
+    rec = json.loads(payload["algorithm"])
+    assert rec["name"] == "ntk_gp" and rec["config"]["acquisition"] == "ucb" and rec["reproducible"]
+    assert payload["dtype"] == "float64" and "jax" in json.loads(payload["provenance"])["versions"]
+    with pytest.raises(ValueError, match="option acquisition: saved 'ucb', given 'ei'"):
+        ask_tell.load(saved_ucb, A.ntk_gp(acquisition="ei"), BRANIN.bounds)
+    with pytest.raises(ValueError, match="algorithm: saved 'ntk_gp', given 'gp'"):
+        ask_tell.load(saved_ucb, A.gp(acquisition="ucb"), BRANIN.bounds)
+    hand_made = A.ntk_gp(acquisition="ucb")._replace(name=None, config=None)
+    with pytest.raises(ValueError, match="given None .*records no name"):
+        ask_tell.load(saved_ucb, hand_made, BRANIN.bounds)
+    # num_candidates is one of ntk_gp's **optimizer_kwargs: recorded only when given
+    with pytest.raises(ValueError, match=r"option num_candidates: saved .*default.*, given 64; "
+                                         r"bounds .* differ"):
+        ask_tell.load(saved_ucb, A.ntk_gp(acquisition="ucb", num_candidates=64),
+                      np.asarray(BRANIN.bounds) + 1.0)
+    same = ask_tell.load(saved_ucb, A.get("ntk_gp_ucb"), BRANIN.bounds)  # the same algorithm
+    assert same.algorithm["name"] == "ntk_gp_ucb"
+
+
+def test_a_previous_format_file_loads_with_a_warning(tmp_path):
+    """A format-2 file (no algorithm record: the payload of format 3 without its new keys) loads
+    with a ``UserWarning`` naming the format, and the resumed study asks exactly what the saved
+    one asks (the state and key were restored)."""
+    algo = A.random_search()
+    study = ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(1), n_init=2)
+    for _ in range(3):
+        x, study = ask_tell.ask(algo, study)
+        study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(jnp.asarray(x))))
+    ask_tell.save(tmp_path / "new.msgpack", study)
+    payload = serialization.msgpack_restore((tmp_path / "new.msgpack").read_bytes())
+    for k in ("algorithm", "dtype", "provenance"):
+        del payload[k]
+    payload["format"] = 2
+    (tmp_path / "old.msgpack").write_bytes(serialization.msgpack_serialize(payload))
+    with pytest.warns(UserWarning, match="format 2 records no algorithm"):
+        old = ask_tell.load(tmp_path / "old.msgpack", algo, BRANIN.bounds)
+    np.testing.assert_array_equal(ask_tell.ask(algo, old)[0], ask_tell.ask(algo, study)[0])
+    np.testing.assert_array_equal(old.told_y, study.told_y)
+    payload["format"] = 99
+    (tmp_path / "future.msgpack").write_bytes(serialization.msgpack_serialize(payload))
+    with pytest.raises(ValueError, match="format 99"):
+        ask_tell.load(tmp_path / "future.msgpack", algo, BRANIN.bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # format 3: no warning
+        ask_tell.load(tmp_path / "new.msgpack", algo, BRANIN.bounds)
+
+
+# ---- the command line ----------------------------------------------------------------------------
+
+
+def test_run_config_file_with_flag_overrides_and_unknown_keys(tmp_path, capsys):
+    """``--config`` supplies every setting; a flag given on the command line overrides it
+    (``--budget 7`` over the file's 6), ``--set`` overrides one option; the record keeps the
+    file's settings. An unknown key or a wrongly typed value exits 2 naming the key."""
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('algo = "random_search"\nproblem = "branin"\nbudget = 6\nseeds = 2\n'
+                   'n_init = 3\nplot = false\n[options]\nq = 1\n')
+    out = tmp_path / "out"
+    assert cli.main(["--no-cache", "run", "--config", str(cfg), "--budget", "7", "--out",
+                     str(out)]) == 0
+    rec = json.loads((out / "results.json").read_text())
+    assert rec["budget"] == 7 and rec["seeds"] == 2 and rec["n_init"] == 3
+    assert rec["algorithm"] == "random_search" and rec["resolved_options"] == {"q": 1}
+    assert rec["config_file"]["settings"]["budget"] == 6 and not (out / "best_so_far.png").exists()
+    assert rec["schema"] == 3 and rec["config_reproducible"] and len(rec["runs"][0]["y"]) == 7
+    bad = tmp_path / "bad.toml"
+    bad.write_text('algo = "random_search"\nproblem = "branin"\nbugdet = 6\n')
+    assert cli.main(["run", "--config", str(bad), "--out", ""]) == 2
+    assert "unknown key 'bugdet'" in capsys.readouterr().err
+    bad.write_text('algo = "random_search"\nproblem = "branin"\nseeds = "4"\n')
+    assert cli.main(["run", "--config", str(bad), "--out", ""]) == 2
+    assert "seeds must be int" in capsys.readouterr().err
+    assert cli.main(["run", "--problem", "branin", "--out", ""]) == 2
+    assert "--algo is required" in capsys.readouterr().err
+
+
+def test_seed_index_reproduces_a_vmapped_seed_exactly(tmp_path):
+    """Two seeds of NTK-GP-UCB vmapped in one block (``--block 2``); ``--seed-index 1`` re-runs
+    seed 1 alone and its points and observations equal the stored ones bit for bit (``==`` on
+    the JSON floats: no tolerance, the claim is bit-identity). The same key run by
+    ``ntkbo.minimize`` (another program) is not required to match (module docstring of cli)."""
+    args = ["--no-cache", "run", "--algo", "ntk_gp_ucb", "--problem", "branin", "--budget", "5",
+            "--n-init", "3", "--seeds", "2", "--block", "2", "--chunk", "2", "--no-plot",
+            "--set", "num_candidates=16", "num_restarts=1"]
+    assert cli.main(args + ["--out", str(tmp_path / "all")]) == 0
+    assert cli.main(args + ["--out", str(tmp_path / "one"), "--seed-index", "1"]) == 0
+    full = json.loads((tmp_path / "all" / "results.json").read_text())
+    one = json.loads((tmp_path / "one" / "results.json").read_text())
+    assert one["seed_index"] == 1 and one["runs"][0]["seed_index"] == 1 and len(one["runs"]) == 1
+    assert one["runs"][0]["x"] == full["runs"][1]["x"]
+    assert one["runs"][0]["y"] == full["runs"][1]["y"]
+    assert cli.main(args + ["--out", "", "--seed-index", "2"]) == 2
