@@ -1,15 +1,34 @@
 """The ``ntkbo`` command line: run, demo, list, bench, report, coco and coco-report.
 
-``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds at once
-(``jax.vmap``), in chunks so that a progress bar can show the best value so far, then writes
-``results.json`` (every evaluated point and value, per seed, plus the summary) and ``best_so_far.png``
-(the best noise-free value against evaluations, mean and standard error across seeds).
+``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds in
+blocks (``--block``; ``jax.vmap`` within a block), in chunks so that a progress bar can show the
+best value so far, then writes ``results.json`` (every evaluated point and value, per seed, plus
+the summary and what rebuilds the run) and ``best_so_far.png`` (the best noise-free value against
+evaluations, mean and standard error across seeds).
+
+``ntkbo run --config run.toml`` reads the same settings from a TOML file (keys ``CONFIG_KEYS``:
+``algo``, ``problem``, ``budget``, ... and an ``[options]`` table of algorithm options); flags
+given on the command line override the file, ``--set`` overrides single options, and an unknown
+key is an error naming it.
+
+**Reproducing one seed.** XLA compiles a vmapped program differently from the unbatched one (on
+CPU: fused multiply-adds contracted in vectorised but not in scalar code, and other fusion and
+vectorisation choices), so a seed run inside a block of ``b`` vmapped seeds and the same key run
+alone differ in the last bits, and Bayesian optimisation amplifies that into different points
+(up to 0.06 in ``y`` on Branin after ten evaluations, float32). Bit-identity needs the same
+program: ``ntkbo run ... --seed-index I`` re-runs only the block holding seed ``I``, with the same
+keys, block size and chunk, and reproduces its stored trajectory exactly. On CPU the default block
+is one seed per call (``ntkbo.experiments.runner.default_block``; vmapped seeds gain nothing
+there and jaxlib's batched LAPACK can hang), so seed ``I`` is also ``loop.minimize_chunks(algo,
+problem, budget, keys[I:I + 1], n_init=..., chunk=...)`` with ``keys =
+jax.random.split(PRNGKey(seed), seeds)``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import os
 import platform
@@ -20,8 +39,41 @@ import numpy as np
 
 
 #: The layout version of ``results.json`` (2: schema, resolved options, n_init, q, dtype, versions,
-#: device, command and git revision added).
-RESULTS_SCHEMA = 2
+#: device, command and git revision added; 3: the algorithm's name and config from its
+#: ``Algorithm`` record with ``config_reproducible``, ``block``, ``seed_index``, ``config_file``).
+RESULTS_SCHEMA = 3
+
+#: The keys of a ``ntkbo run --config`` TOML file and their defaults (``None``: none or required).
+CONFIG_KEYS = {"algo": None, "problem": None, "dim": None, "budget": 50, "seeds": 4, "seed": 0,
+               "n_init": None, "noise_std": None, "chunk": 5, "block": None, "seed_index": None,
+               "out": "runs/latest", "plot": True, "options": {}}
+
+
+def read_config(path: str) -> dict:
+    """The settings of a ``ntkbo run --config`` TOML file: a dict with keys from ``CONFIG_KEYS``
+    (``options`` a table of algorithm options). ``ValueError`` naming the file and the key for an
+    unknown key, a value of the wrong type or a file that is not TOML."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            cfg = tomllib.load(fh)
+    except OSError as err:
+        raise ValueError(f"--config: cannot read {path!r} ({err.strerror or err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"--config: {path!r} is not valid TOML: {err}") from None
+    unknown = [k for k in cfg if k not in CONFIG_KEYS]
+    if unknown:
+        raise ValueError(f"--config {path!r}: unknown key {unknown[0]!r}; the keys are "
+                         f"{', '.join(CONFIG_KEYS)}")
+    types = {"algo": str, "problem": str, "out": str, "plot": bool, "options": dict,
+             "noise_std": (int, float)}
+    for k, v in cfg.items():
+        want = types.get(k, int)
+        if isinstance(v, bool) and want is not bool or not isinstance(v, want):
+            raise ValueError(f"--config {path!r}: {k} must be "
+                             f"{getattr(want, '__name__', 'a number')}, got {v!r}")
+    return cfg
 
 
 def _parse_options(items: list[str]) -> dict:
@@ -35,6 +87,25 @@ def _parse_options(items: list[str]) -> dict:
         except (ValueError, SyntaxError):
             out[k] = v
     return out
+
+
+def _algorithm(name: str, options: dict):
+    """``ntkbo.algorithms.get(name, **options)``, the same object for the same hashable options
+    within a process, so that a second ``run`` (``--seed-index`` after a full run, in-process
+    callers) reuses the compiled programs, which are cached per ``Algorithm``."""
+    import ntkbo
+
+    try:
+        return _cached_algorithm(name, tuple(sorted(options.items())))
+    except TypeError:  # an unhashable option (a list, an array): built afresh
+        return ntkbo.algorithms.get(name, **options)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_algorithm(name: str, options: tuple):
+    import ntkbo
+
+    return ntkbo.algorithms.get(name, **dict(options))
 
 
 def summarise(f: np.ndarray, optimum: float | None) -> dict:
@@ -88,8 +159,14 @@ def plot(path: str, title: str, summary: dict, optimum: float | None) -> bool:
 def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: int,
         n_init: int | None, out: str | None, options: dict, problem_options: dict,
         seed: int = 0, chunk: int = 5, quiet: bool = False, make_plot: bool = True,
-        command: str | None = None) -> dict:
+        command: str | None = None, block: int | None = None, seed_index: int | None = None,
+        config_file: dict | None = None) -> dict:
     """Runs ``seeds`` seeds of an algorithm on a benchmark; returns the JSON-able record.
+
+    The seeds' keys are ``jax.random.split(PRNGKey(seed), seeds)``; they run ``block`` at a time
+    (vmapped; default one on CPU, all elsewhere). With ``seed_index = I`` only the block holding
+    seed ``I`` runs and the record holds seed ``I`` alone, bit-identical to its trajectory in the
+    full run (module docstring). ``config_file``: the settings read by ``--config``, recorded.
 
     Every argument is checked before anything is compiled or run (``ValueError`` naming the
     option): the counts, the algorithm's options (by its factory) and that ``out`` is writable."""
@@ -100,6 +177,12 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     check_int("--budget", budget, 1)
     if n_init is not None:
         check_int("--n-init", n_init, 1)
+    if block is not None:
+        check_int("--block", block, 1)
+    if seed_index is not None:
+        check_int("--seed-index", seed_index, 0)
+        if seed_index >= seeds:
+            raise ValueError(f"--seed-index must be < --seeds={seeds}, got {seed_index}")
     if out:
         check_writable_folder("--out", out)
 
@@ -115,31 +198,56 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     built = ntkbo.algorithms.problem_options(algo_name, problem, **options)
     options = {k: v for k, v in built.items() if k != "pde" or "pde" in options}
     k = problem.n_constraints
-    algo = ntkbo.algorithms.get(algo_name, **built)
+    algo = _algorithm(algo_name, built)
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
+    if block is None:
+        block = 1 if jax.devices()[0].platform == "cpu" else seeds
+    block = min(block, seeds)
+    starts = list(range(0, seeds, block))
+    if seed_index is not None:
+        starts = [seed_index - seed_index % block]
     t0 = time.time()
-    bar = tqdm(total=budget, desc=f"{algo_name} on {problem.name}-{problem.dim}d x{seeds}",
+    n_run = sum(min(block, seeds - b) for b in starts)
+    bar = tqdm(total=budget * n_run,
+               desc=f"{algo_name} on {problem.name}-{problem.dim}d x{n_run}",
                unit="eval", disable=quiet, file=sys.stderr)
-    last = None
-    for progress in loop.minimize_chunks(algo, problem, budget, keys, n_init=n_init, chunk=chunk):
-        bar.update(progress.done - bar.n)
-        bar.set_postfix(best=f"{np.fmin.reduce(progress.f, axis=1).mean():.4g}")
-        last = progress
+    parts, finished = [], 0
+    for b in starts:
+        last = None
+        for progress in loop.minimize_chunks(algo, problem, budget, keys[b:b + block],
+                                             n_init=n_init, chunk=chunk):
+            bar.update(finished + progress.done * progress.f.shape[0] - bar.n)
+            bar.set_postfix(best=f"{np.fmin.reduce(progress.f, axis=1).mean():.4g}")
+            last = progress
+        finished += budget * last.f.shape[0]
+        parts.append(last)
     bar.close()
     wall = time.time() - t0
+    last = loop.Progress(budget, *(np.concatenate([getattr(p, f) for p in parts])
+                                   for f in ("x", "y", "f", "c", "c_obs")))
+    if seed_index is not None:  # the block ran with its companions; keep seed I
+        i = seed_index % block
+        last = loop.Progress(budget, *(a[i:i + 1] for a in last[1:]))
+    ran = [seed_index] if seed_index is not None else list(range(seeds))
     optimum = None if problem.optimum is None else float(problem.optimum)
     from ntkbo.experiments.runner import git_revision, versions
-    from ntkbo.experiments.spec import jsonable
 
+    # Every factory option, defaults included (the Algorithm's own record): enough to rebuild
+    # exactly what ran. The PDE is the problem's (rebuilt from the problem's name), so it does not
+    # make the record irreproducible.
+    config = algo.config.to_json()
+    inexact = [k for k in algo.config.non_reproducible if not (k == "pde" and "pde" in built
+                                                                and "pde" not in options)]
+    if "pde" in config and "pde" not in options:
+        config["pde"] = f"the PDE of problem {problem.name!r}"
     record = {
         "schema": RESULTS_SCHEMA,
-        "algorithm": algo_name, "options": {k: repr(v) for k, v in options.items()},
-        # every factory option, defaults included: enough to rebuild exactly what ran
-        "resolved_options": jsonable({**ntkbo.algorithms.resolved_options(
-            algo_name, **{k: v for k, v in built.items() if k != "pde"}),
-            **({"pde": f"the PDE of problem {problem.name!r}"} if "pde" in built else {})}),
+        "algorithm": algo.name, "options": {k: repr(v) for k, v in options.items()},
+        "resolved_options": config,
+        "config_reproducible": not inexact, "config_described_only": inexact,
         "problem": problem.name, "dim": int(problem.dim), "noise_std": float(problem.noise_std),
         "optimum": optimum, "budget": budget, "seeds": seeds, "seed": seed,
+        "block": block, "seed_index": seed_index, "config_file": config_file,
         "n_init": int(loop.default_n_init(problem, budget) if n_init is None else n_init),
         "q": loop.batch_size(algo, problem),
         "dtype": "float64" if jax.config.jax_enable_x64 else "float32",
@@ -150,8 +258,8 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         "summary": {**summarise(last.f, optimum),
                     # failed evaluations (NaN/inf observations), per seed (ntkbo.data)
                     "failed": (~np.isfinite(last.y)).sum(axis=1).tolist()},
-        "runs": [{"x": last.x[i].tolist(), "y": last.y[i].tolist(), "f": last.f[i].tolist()}
-                 for i in range(seeds)],
+        "runs": [{"seed_index": s, "x": last.x[i].tolist(), "y": last.y[i].tolist(),
+                  "f": last.f[i].tolist()} for i, s in enumerate(ran)],
     }
     if k:  # constraints c_k(x) <= 0: values, feasibility and Neural-CBO's metric per run
         metric = np.asarray(loop.best_regret_plus_violation(last.f, last.c, optimum))
@@ -168,15 +276,19 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
             json.dump(record, fh)
         if make_plot:
             record["plot"] = plot(os.path.join(out, "best_so_far.png"),
-                                  f"{algo_name} on {problem.name} (d={problem.dim}), {seeds} seeds",
+                                  f"{algo_name} on {problem.name} (d={problem.dim}), "
+                                  + (f"{seeds} seeds" if seed_index is None
+                                     else f"seed {seed_index} of {seeds}"),
                                   record["summary"], optimum)
     return record
 
 
 def _print_summary(rec: dict, out: str | None) -> None:
     s = rec["summary"]
+    seeds = (f"{rec['seeds']} seeds" if rec.get("seed_index") is None
+             else f"seed {rec['seed_index']} of {rec['seeds']}")
     print(f"\n{rec['algorithm']} on {rec['problem']} (d={rec['dim']}), budget {rec['budget']}, "
-          f"{rec['seeds']} seeds, {rec['wall_time_s']:.1f} s")
+          f"{seeds}, {rec['wall_time_s']:.1f} s")
     print(f"  best value found: {s['final_best_mean']:.6g} +- {s['final_best_se']:.2g} (mean +- se)")
     if rec["optimum"] is not None:
         print(f"  known optimum:    {rec['optimum']:.6g}   final simple regret "
@@ -292,16 +404,28 @@ def main(argv: list[str] | None = None) -> int:
                         "$NTKBO_CACHE_DIR, default ~/.cache/ntkbo/jax)")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run an algorithm on a benchmark over several seeds")
-    r.add_argument("--algo", required=True)
-    r.add_argument("--problem", required=True)
+    # Defaults are CONFIG_KEYS', applied after --config: None here means "not given".
+    r.add_argument("--config", default=None, metavar="FILE.toml",
+                   help="settings from a TOML file (keys: " + ", ".join(CONFIG_KEYS)
+                   + "); flags given here override it")
+    r.add_argument("--algo", default=None, help="required (here or in --config)")
+    r.add_argument("--problem", default=None, help="required (here or in --config)")
     r.add_argument("--dim", type=int, default=None)
-    r.add_argument("--budget", type=int, default=50)
-    r.add_argument("--seeds", type=int, default=4)
-    r.add_argument("--seed", type=int, default=0, help="master seed for the seeds' keys")
+    r.add_argument("--budget", type=int, default=None, help="default 50")
+    r.add_argument("--seeds", type=int, default=None, help="default 4")
+    r.add_argument("--seed", type=int, default=None, help="master seed for the seeds' keys "
+                   "(default 0)")
     r.add_argument("--n-init", type=int, default=None)
     r.add_argument("--noise-std", type=float, default=None)
-    r.add_argument("--chunk", type=int, default=5, help="rounds between progress updates")
-    r.add_argument("--out", default="runs/latest", help="output folder ('' for none)")
+    r.add_argument("--chunk", type=int, default=None, help="rounds between progress updates "
+                   "(default 5)")
+    r.add_argument("--block", type=int, default=None,
+                   help="seeds vmapped per call (default: 1 on CPU, all elsewhere)")
+    r.add_argument("--seed-index", type=int, default=None, metavar="I",
+                   help="re-run only seed I, bit-identical to its trajectory in the full run "
+                   "with the same settings (module docstring)")
+    r.add_argument("--out", default=None, help="output folder ('' for none; default "
+                   "runs/latest)")
     r.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                    help="algorithm options, e.g. --set width=200 lam=0.01")
     r.add_argument("--no-plot", action="store_true")
@@ -388,16 +512,40 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(args)
-        problem_options = {} if args.noise_std is None else {"noise_std": args.noise_std}
-        rec = run(args.algo, args.problem, args.dim, args.budget, args.seeds, args.n_init,
-                  args.out or None, _parse_options(args.set), problem_options, seed=args.seed,
-                  chunk=args.chunk, make_plot=not args.no_plot,
-                  command=" ".join(["ntkbo", *(sys.argv[1:] if argv is None else argv)]))
+        cfg = _run_settings(args)
+        problem_options = {} if cfg["noise_std"] is None else {"noise_std": cfg["noise_std"]}
+        rec = run(cfg["algo"], cfg["problem"], cfg["dim"], cfg["budget"], cfg["seeds"],
+                  cfg["n_init"], cfg["out"] or None, cfg["options"], problem_options,
+                  seed=cfg["seed"], chunk=cfg["chunk"], make_plot=cfg["plot"],
+                  command=" ".join(["ntkbo", *(sys.argv[1:] if argv is None else argv)]),
+                  block=cfg["block"], seed_index=cfg["seed_index"],
+                  config_file=None if args.config is None else
+                  {"path": args.config, "settings": cfg["file"]})
     except (ValueError, TypeError) as err:
         print(f"ntkbo: error: {err}", file=sys.stderr)
         return 2
-    _print_summary(rec, args.out or None)
+    _print_summary(rec, cfg["out"] or None)
     return 0
+
+
+def _run_settings(args) -> dict:
+    """``ntkbo run``'s settings: ``CONFIG_KEYS``' defaults, then the ``--config`` file, then the
+    flags given on the command line (``--set`` options over the file's ``[options]``); the file's
+    own settings under ``"file"``. ``ValueError`` if ``algo`` or ``problem`` is missing."""
+    file = read_config(args.config) if args.config else {}
+    cfg = {**CONFIG_KEYS, **file}
+    for k in CONFIG_KEYS:
+        v = getattr(args, k, None)
+        if v is not None:
+            cfg[k] = v
+    if args.no_plot:
+        cfg["plot"] = False
+    cfg["options"] = {**file.get("options", {}), **_parse_options(args.set)}
+    for k in ("algo", "problem"):
+        if not cfg[k]:
+            raise ValueError(f"--{k} is required (on the command line or in --config)")
+    cfg["file"] = file
+    return cfg
 
 
 if __name__ == "__main__":
