@@ -55,7 +55,8 @@ Tolerances (fixed in advance; reasons): pathwise slope in ``[-1.0, -0.3]`` (theo
 empirical NTK's fluctuation; a shape check allowing pre-asymptotic curvature and a slope seed noise
 below 0.1); mean-residual ``max |z|`` and ensemble-mean ``max |z|`` at most the Bonferroni normal
 quantile ``z(1 - 1e-3 / (2 n_test n_times))`` (3.99 for 15 z-scores: a false alarm below 1e-3;
-the residual means are averages of ``M >= 96`` members, so normal); time-scale ``|beta| / SE`` at most ``z(1 - 1e-3 / 2) = 3.29`` (normal: an average over ``M``
+the residual means are averages of ``M >= 96`` members, so normal); time-scale ``|beta| / SE`` at
+most ``z(1 - 1e-3 / 2) = 3.29`` (normal: an average over ``M``
 members); covariance error ``<= 3``
 Monte Carlo scales (its expectation is about 1; it is a norm over ``n_test^2`` entries, so
 concentrated).
@@ -65,8 +66,10 @@ pathwise shift of ``(F - 1) t d f_t / dt``; at ``t = inf`` the prediction (*) an
 moments do not depend on the NTK's scale (``Theta_xX Theta^-1``), so only the finite times can
 detect it. Detects (``DETECTS``, measured with ``python -m theory_checks.fault_matrix``): at
 ``cpu`` scale ``ntk_scale:1.02`` (the time-scale row: ``beta = -0.0219 +- 0.0023``, ``z = -9.5``;
-``ntk_scale:1.01`` fails too, ``z = -5.0``; without a fault ``beta = -0.0008 +- 0.0022``); at ``smoke`` scale ``ntk_scale:1.1`` (the
-time-scale row: ``beta = -0.058 +- 0.017`` for ``F = 1.05``, ``-0.026 +- 0.017`` for ``1.02``). ``drop_bias_ntk`` changes the kernel by about 0.4% at ``b_std = 0.1`` and
+``ntk_scale:1.01`` fails too, ``z = -5.0``; without a fault ``beta = -0.0008 +- 0.0022``); at
+``smoke`` scale ``ntk_scale:1.1`` (the
+time-scale row: ``beta = -0.058 +- 0.017`` for ``F = 1.05``, ``-0.026 +- 0.017`` for ``1.02``).
+``drop_bias_ntk`` changes the kernel by about 0.4% at ``b_std = 0.1`` and
 is left to ``ntk_convergence``.
 """
 

@@ -29,7 +29,8 @@ inequalities; rounding only); 5: the mean coverage over runs, times and points `
 
 6. erratum 3 of the digest: the paper's Lemma 8.1 form ``sum min(sigma^2, c) <= lam c /
    log(1 + c) log det(...)`` needs ``lam >= 1``; at the runs' ``lam < 1`` it is violated (ratio
-   above 1 on real runs: ``min(a, C) <= C log(1 + a) / log(1 + C)`` bounds ``sum min(lam a_t, c)`` by
+   above 1 on real runs: ``min(a, C) <= C log(1 + a) / log(1 + C)`` bounds ``sum min(lam a_t, c)``
+   by
    ``c / log(1 + c / lam) logdet``, which exceeds ``lam c / log(1 + c) logdet`` by the factor
    ``log(1 + c) / (lam log(1 + c / lam))``, 15 at ``lam = 0.01``, ``c = 1``). The row passes
    when the paper's form fails on every seed: the erratum is real, and rows 3-4 at ``lam < 1``

@@ -32,7 +32,8 @@ Tolerances (fixed before running; reasons):
 
 * ``|c - 1| / SE <= t_{S-1}(1 - 1e-3 / (2 K))`` (row "mean projection", ``K`` configurations):
   ``(c - 1) / SE`` is Student-t with ``S - 1`` degrees of freedom, so the rows together raise a
-  false alarm with probability at most ``1e-3`` (Bonferroni); 3.95 for ``S = 64``, ``K = 4``. This row carries the power: it replaces the former ``error <= 5 /
+  false alarm with probability at most ``1e-3`` (Bonferroni); 3.95 for ``S = 64``, ``K = 4``. This
+  row carries the power: it replaces the former ``error <= 5 /
   sqrt(m_max)`` row, whose constant was read off measured values and which no 10% fault failed.
 * convergence slope in ``[-0.75, -0.3]`` and training-change slope in ``[-1.2, -0.3]`` (theory
   ``-0.5`` for the first, at most ``-0.5`` and down to ``-1`` for the second, see above). These
@@ -155,8 +156,8 @@ def run(key, settings) -> Report:
     notes = []
     for i, (activation, depth) in enumerate(s["configs"]):
         k_i = jax.random.fold_in(key, i)
-        t0s, changes, t_mean = _networks(tuple(np.asarray(jax.random.key_data(k_i)).ravel().tolist()),
-                                         frozen, activation, depth)
+        key_data = tuple(np.asarray(jax.random.key_data(k_i)).ravel().tolist())
+        t0s, changes, t_mean = _networks(key_data, frozen, activation, depth)
         x = _inputs(k_i, s)[0]
         # The library's analytic NTK: the side a fault patches.
         theta = np.asarray(mlp(depth, 1, activation, W_std=s["W_std"],

@@ -28,7 +28,8 @@ value any run evaluated (so no regret is negative; ``notes`` says by how much it
 seeds of an algorithm are one ``jax.vmap`` over ``ntkbo.minimize``.
 
 Measured: the least-squares slope of ``log mean_seeds (R_t - R_{t/2})`` on ``log t`` over the
-even ``t`` in ``[max(T / 4, 2 n_init), T]`` (``t / 2`` past the initial design), and a 95% percentile bootstrap interval over
+even ``t`` in ``[max(T / 4, 2 n_init), T]`` (``t / 2`` past the initial design), and a 95%
+percentile bootstrap interval over
 seeds. The window regret ``R_t - R_{t/2} ~ (1 - 2^-a) t^a`` has the exponent ``a`` of ``R_t ~
 t^a`` but none of the regret accumulated before ``t / 2``: the former fit of ``log R_t`` measured
 a slope near 0.5 for a method with constant per-round regret after a costly initial design
