@@ -16,16 +16,19 @@ hyper-parameters are fitted:
       noise ~ LogNormal(-4, 1),                           noise >= 1e-4 (standardised units),
       signal ~ LogNormal(0, 1).
 
-  The starts are BoTorch's initial values, the prior modes ``exp(loc - scale^2)``.
+  The fit starts from the prior medians and BoTorch's initial values, the prior modes
+  ``exp(loc - scale^2)``.
 * ``ntk_gp``: the exact infinite-width NTK of an MLP (``ntkbo.kernels.mlp``) or any
   neural-tangents ``kernel_fn``, on inputs mapped to the sphere or ``[-1, 1]^d``; the signal scale
   and the noise ``lam`` are fixed by default (as in the papers), optionally fitted by the same MAP.
 
-**Fitting** (``fit_hyperparameters``): ``optax.lbfgs`` (zoom line search) on the negative log
-posterior of the unconstrained (log) hyper-parameters, ``num_fit_steps`` iterations from each of
-several starts run side by side (``jax.vmap``): the previous round's values (the warm start) and the
-model's fixed starts (for ``gp`` the prior modes and the prior medians); the iterate of the lowest
-loss wins. ``fit_method="adam"`` is the former fit: Adam steps from the warm start only.
+**Fitting** (``fit_hyperparameters``): ``optax.lbfgs`` (backtracking line search) on the negative
+log posterior of the unconstrained (log) hyper-parameters, ``num_fit_steps`` iterations from each of
+the starts, run side by side (``jax.vmap``): the previous round's values (the warm start; the prior
+medians at the first fit) and, while ``n <= refit_until``, the model's restarts (for ``gp`` the prior
+modes, BoTorch's initial values); the iterate of the lowest loss wins. Past ``refit_until`` the warm
+start alone (half the cost of a refit at large ``n``). ``fit_method="adam"`` is the former fit:
+Adam steps from the warm start only.
 
 **Refit schedule** (``refit_due``): the hyper-parameters are refitted after every update while the
 number of observations ``n <= refit_until`` (default 100), then only when ``n`` crosses a point of
@@ -127,14 +130,15 @@ def _masked(params, anchor, mask_tree):
     return jax.tree_util.tree_map(lambda new, old, f: new if f else old, params, anchor, mask_tree)
 
 
-def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, jitter=None
-                        ) -> tuple[Any, Array]:
+def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, jitter=None,
+                        restarts: bool = True) -> tuple[Any, Array]:
     """MAP hyper-parameters by L-BFGS from several starts (module docstring, "Fitting").
 
     Args:
       model: the kernel model; params: the current (warm-start) unconstrained hyper-parameters;
       data: standardised observations in the unit cube (``observations.standardized_data``);
-      num_steps: L-BFGS iterations per start (static; each has a zoom line search).
+      num_steps: L-BFGS iterations per start (static; each has a backtracking line search).
+      restarts: also start from ``model.restarts`` (static); ``False``: the warm start only.
 
     Returns:
       ``(params, loss)``: the iterate of the lowest ``neg_log_posterior`` over every start and
@@ -175,7 +179,7 @@ def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, 
                 jnp.where(better, v, best_v))
 
     starts = jax.tree_util.tree_map(lambda a: a[None], params)
-    if model.restarts is not None:
+    if restarts and model.restarts is not None:
         extra = model.restarts(data.dim, data.y.dtype)
         starts = jax.tree_util.tree_map(
             lambda w, e, f: jnp.concatenate([w, e if f else jnp.broadcast_to(w, e.shape)]),
@@ -344,22 +348,27 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                 post = G.append(kernel, post, data, n, 1, lam, jitter=jitter)
         return from_unit(jnp.stack(zs), state.bounds), {"acq_value": jnp.stack(vals)}
 
-    def _fit(params, data):
-        if fit_method == "adam":
-            return fit_adam(model, params, data, num_steps=num_fit_steps,
-                            learning_rate=fit_learning_rate, jitter=jitter)
-        return fit_hyperparameters(model, params, data, num_steps=num_fit_steps,
-                                   jitter=jitter)[0]
-
     def update(state, x, y):
         n_old = state.data.count
         state = state._replace(data=D.append(state.data, x, y))
         if not fit:
             return state
-        due = refit_due(n_old, state.data.count, refit_until, refit_ratio)
+        n = state.data.count
+        due = refit_due(n_old, n, refit_until, refit_ratio)
         data, _, _ = standardized_data(state.data, state.bounds)
-        params = jax.lax.cond(due, lambda p: _fit(p, data), lambda p: p, state.params)
-        return state._replace(params=params)
+        if fit_method == "adam":
+            adam = lambda p: fit_adam(model, p, data, num_steps=num_fit_steps,  # noqa: E731
+                                      learning_rate=fit_learning_rate, jitter=jitter)
+            return state._replace(params=jax.lax.cond(due, adam, lambda p: p, state.params))
+        # Past refit_until the warm start alone (the restarts matter while the data are few).
+        branches = [lambda p: p] + [
+            lambda p, r=r: fit_hyperparameters(model, p, data, num_steps=num_fit_steps,
+                                               jitter=jitter, restarts=r)[0]
+            for r in (False, True)]
+        if model.restarts is None:
+            branches = branches[:2]
+        which = jnp.where(due, jnp.where(n <= refit_until, len(branches) - 1, 1), 0)
+        return state._replace(params=jax.lax.switch(which, branches, state.params))
 
     return Algorithm(init, suggest, update)
 
@@ -381,8 +390,8 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
     """The standard GP baseline of the papers, at BoTorch's level: ARD ``"matern52"`` or ``"rbf"``.
 
     Hyper-parameters by MAP with the dimension-scaled priors of Hvarfner et al. 2024, L-BFGS from
-    the warm start, the prior modes and the prior medians, refitted on a schedule; EI maximised
-    through LogEI (module docstring).
+    the warm start and the prior modes, refitted on a schedule; EI maximised through LogEI (module
+    docstring).
 
     Args:
       kernel: ``"matern52"`` or ``"rbf"`` (Rasmussen and Williams eqs. 4.17, 4.9).
