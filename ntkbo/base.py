@@ -19,11 +19,12 @@ An algorithm with ``n_constraints = 0`` gets ``y`` of shape ``(q,)``: on a const
 sees only the objective (the drivers still record the constraint values in the ``Result``).
 
 Records: an algorithm built by ``ntkbo.algorithms`` (``get(name, ...)`` or a factory such as
-``ntkbo.algorithms.neural_bo(width=64)``) carries its registry ``name`` and its resolved ``config``
-(every factory option, defaults included, as a :class:`Config`), so ``ntkbo.get(algo.name,
-**algo.config)`` rebuilds it and save files and ``results.json`` record what ran. An option that
-is not JSON-able (a callable, a network, a PDE) is recorded by a stable description (its
-``module.qualname``, never a memory address) and marks the config ``reproducible = False``.
+``ntkbo.algorithms.neural_bo(width=64)``) carries its registry ``name`` and its resolved
+``config`` (every factory option, defaults included, as a :class:`Config`), so
+``ntkbo.algorithms.get(algo.name, **algo.config)`` rebuilds it, and save files and
+``results.json`` record what ran. An option that is not JSON-able (a callable, a network, a PDE)
+is recorded by a stable description (its ``module.qualname``, never a memory address) and marks
+the config ``reproducible = False``.
 """
 
 from __future__ import annotations

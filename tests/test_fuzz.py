@@ -1,0 +1,52 @@
+"""The fuzz of issue 19 (``benchmarks/fuzz.py``) at CI size, and its checker on known defects."""
+
+import importlib.util
+import pathlib
+import sys
+
+import numpy as np
+
+SPEC = importlib.util.spec_from_file_location(
+    "fuzz", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz.py")
+fuzz = importlib.util.module_from_spec(SPEC)
+sys.modules["fuzz"] = fuzz  # its dataclasses look their module up while being defined
+SPEC.loader.exec_module(fuzz)
+
+
+class _Res:
+    """The fields of ``ntkbo.Result`` that ``fuzz.check`` reads, for one run (leading axis 1)."""
+
+    def __init__(self, x, failed, best_y, info):
+        self.x, self.failed, self.best_y, self.info = (np.asarray(x)[None], np.asarray(failed)[None],
+                                                       np.asarray(best_y)[None], info)
+
+
+def test_check_flags_each_defect_it_is_meant_to_find():
+    """The checker itself: a NaN point, a NaN best value while an evaluation succeeded, and a
+    non-finite acquisition value with no counter are flagged; the same round with
+    ``ts_retries > 0`` or ``train_ok`` False, or GO-UCB's exploration phase, is not silent; a
+    run where every evaluation failed may have a NaN best value."""
+    x = np.zeros((4, 2))
+    ok_info = {"acq_value": np.ones((1, 2, 1))}
+    assert fuzz.check(_Res(x, [False] * 4, 1.0, ok_info), 0) == []
+    assert fuzz.check(_Res(np.where(np.eye(4, 2), np.nan, x), [False] * 4, 1.0, ok_info),
+                      0) == ["nan_x"]
+    assert fuzz.check(_Res(x, [True, False, True, True], np.nan, ok_info), 0) == ["nan_best"]
+    assert fuzz.check(_Res(x, [True] * 4, np.nan, ok_info), 0) == []
+    blind = {"acq_value": np.array([[[1.0], [np.nan]]])}
+    assert fuzz.check(_Res(x, [False] * 4, 1.0, blind), 0) == ["silent_blind_rounds=1"]
+    for flag in ({"ts_retries": np.array([[0, 3]])}, {"train_ok": np.array([[True, False]])},
+                 {"phase": np.array([[2, 1]])}):
+        assert fuzz.check(_Res(x, [False] * 4, 1.0, {**blind, **flag}), 0) == []
+
+
+def test_ten_fuzzed_runs_pass():
+    """Ten runs (two compiled groups: float32 then float64) of random search and NTK-GP-UCB on
+    random problems with NaN regions and extreme scales pass every check; the draw holds at least
+    one failed evaluation and one run at a scale of 1e20 or 1e-30 (so the checks were exercised)."""
+    tally = fuzz.fuzz(10, seed=3, per_group=5, algos=["random_search", "ntk_gp_ucb"],
+                      log=lambda s: None)
+    assert tally["runs"] == 10 and not tally["errors"], tally["errors"]
+    assert not tally["failures"], tally["failures"]
+    assert tally["failed_evaluations"] > 0
+    assert set(tally["by_dtype"]) == {"float32", "float64"}
