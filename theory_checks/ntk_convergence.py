@@ -43,8 +43,10 @@ Tolerances (fixed before running; reasons):
 
 Detects (``DETECTS``; measured with ``python -m theory_checks.fault_matrix``, results in
 ``theory_checks/results/fault_matrix_cpu.md``): at ``cpu`` scale ``ntk_scale:1.02`` (a 2% NTK
-scale; mean-projection rows at ``|z|`` about 6-9 for depth 1) and ``drop_bias_ntk`` (``|z| > 20``
-with ``b_std = 0.5``); at ``smoke`` scale ``ntk_scale:1.03`` and ``drop_bias_ntk``. Faults are
+scale; relu depth 1 mean projection ``c = 0.9819 +- 0.0026``, ``z = -7.0`` against 3.88;
+``ntk_scale:1.01`` fails too, erf depth 1 ``z = -4.7``) and ``drop_bias_ntk`` (with ``b_std =
+0.5``: every slope and projection row fails); at ``smoke`` scale ``ntk_scale:1.03`` (relu depth 1
+``z = -7.3`` against 3.67) and ``drop_bias_ntk`` (``z = 18``). Faults are
 injected into the library's analytic kernel only (``theory_checks.faults``); the networks, their
 empirical NTKs and the training are the reference and are cached across faults (:func:`_networks`
 calls no function a fault patches).

@@ -42,10 +42,10 @@ passed at smoke scale).
 
 Detects (``DETECTS``; ``python -m theory_checks.fault_matrix``): ``sto_no_regulariser`` (STO-BNTS
 loss (1) without its regulariser: the members interpolate ``y + eps``; smoke: the Linear m=8
-covariance scale ``s = 1.15``, ``z = 5.8``, and the pathwise slope ``-0.25``) and the NTK's scale
+covariance scale ``s = 1.12``, ``z = 5.5``) and the NTK's scale
 only through the covariance of the members, i.e. at Monte Carlo precision: smoke ``ntk_scale:1.5``
-fails (PosteriorSMB ``s = 0.69``, ``z = -5.2``; listed: ``ntk_scale:2``), cpu: see the fault
-matrix. The mean and the pathwise limit depend on the scale only through ``lam / F``. The member
+fails (PosteriorSMB ``s = 0.69``, ``z = -5.2``; listed: ``ntk_scale:2``, ``z = -6.9`` and
+``-6.2`` for STO-BNTS), cpu: see the fault matrix. The mean and the pathwise limit depend on the scale only through ``lam / F``. The member
 draws are cached per fault that patches them (``sto_bnts.linear_solve``, ``train_member``); SMB
 draws are shared by every fault (``neural_greedy`` imports ``train_member`` by name).
 ``settings["linear"]``, ``["nonlinear"]`` and ``["smb"]`` switch the three parts on and off (all
