@@ -132,8 +132,10 @@ _CHOICES: dict = {}
 def random_options(rng: np.random.Generator, name: str) -> dict:
     """Valid-looking random options for ``A.get(name)`` (the factory may still refuse a mix)."""
     out = {}
+    inner = getattr(A._FACTORIES[name], "__wrapped__", None)
+    fixed = set(getattr(inner, "keywords", {}))  # what the name fixes (gp_ts: acquisition)
     for k, v in A.resolved_options(name).items():
-        if k in KEEP:
+        if k in KEEP or k in fixed:
             continue
         if k in TINY:
             out[k] = int(rng.choice(TINY[k]))
