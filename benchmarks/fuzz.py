@@ -284,6 +284,9 @@ def fuzz(runs: int, seed: int = 0, per_group: int = 5, algos: list[str] | None =
             while todo > 0:
                 n = min(per_group, todo)
                 case, algo, problem = draw_case(rng, dtype, n, algos, probs)
+                # before compiling, so that a group that never finishes names itself
+                log(f"[{time.time() - t0:7.1f} s] group {tally['groups'] + 1}: "
+                    f"{case.reproducer(0)}")
                 try:
                     res = run_case(case, algo, problem)
                 except Exception as err:  # noqa: BLE001 - a crash is a finding, not the end
