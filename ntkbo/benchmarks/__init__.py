@@ -16,11 +16,36 @@ the papers' real-world tasks (robot pushing, rover, Lunar Lander, tuning: host p
 ``jax.pure_callback``) in ``ntkbo.benchmarks.tasks``, with the ``tasks`` extra.
 """
 
-from ntkbo.benchmarks import synthetic, tasks  # tasks imports its packages only when evaluated
-from ntkbo.benchmarks.optima import separable_minimum
+# The package imports only the ``Problem`` type eagerly; the problems themselves (the registry,
+# its functions, suites and host tasks) load on first use (PEP 562 ``__getattr__``). An algorithm
+# that needs a type of ``ntkbo.benchmarks.problem`` (PINN-BO's ``Pde``) or the drivers'
+# ``violation`` therefore imports ``problem.py`` alone, not the problems (issue 19 item 7).
+import importlib
+
 from ntkbo.benchmarks.problem import Problem, relative_noise_std, uniform
-from ntkbo.benchmarks.registry import get, names
-from ntkbo.benchmarks.suites import suite, suite_names
+
+#: Public names defined in submodules, loaded on first access: name -> (module, attribute).
+_LAZY = {
+    "get": ("registry", "get"), "names": ("registry", "names"),
+    "suite": ("suites", "suite"), "suite_names": ("suites", "suite_names"),
+    "separable_minimum": ("optima", "separable_minimum"),
+    "synthetic": ("synthetic", None), "tasks": ("tasks", None),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        mod = importlib.import_module(f"ntkbo.benchmarks.{module}")
+        value = mod if attr is None else getattr(mod, attr)
+        globals()[name] = value  # once: later lookups are plain attribute reads
+        return value
+    raise AttributeError(f"module 'ntkbo.benchmarks' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "Problem",
