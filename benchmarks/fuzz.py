@@ -352,6 +352,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-group", type=int, default=5, help="runs per compilation")
     p.add_argument("--algos", default=None, help="comma-separated (default: every algorithm)")
+    p.add_argument("--dtypes", default="float32,float64",
+                   help="comma-separated, run in this order (the runs split evenly)")
     p.add_argument("--out", default=None, help="write the markdown summary here too")
     args = p.parse_args(argv)
     algos = args.algos.split(",") if args.algos else None
@@ -366,6 +368,7 @@ def main(argv=None) -> int:
 
     t_cpu = time.process_time()
     tally = fuzz(args.runs, args.seed, args.per_group, algos,
+                 dtypes=tuple(args.dtypes.split(",")),
                  log=lambda s: print(s, file=sys.stderr, flush=True), on_group=write)
     tally["cpu_time_s"] = time.process_time() - t_cpu
     print(markdown(tally, command))
