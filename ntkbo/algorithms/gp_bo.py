@@ -331,7 +331,11 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
             i = jnp.stack(picks)
             info = {"acq_value": values[jnp.arange(q), i], "ts_retries": retries}
             return from_unit(cand[i], state.bounds), info
-        best = jnp.min(jnp.where(m, data.y, jnp.inf))
+        # No successful evaluation yet (all failed): EI and PI have no incumbent. Take the prior
+        # mean (0 in standardised units) as the incumbent, so the acquisition stays finite and
+        # prefers uncertain points, and count the round in info["acq_fallback"].
+        no_incumbent = ~jnp.any(m)
+        best = jnp.where(no_incumbent, 0.0, jnp.min(jnp.where(m, data.y, jnp.inf)))
         zs, vals = [], []
         for j in range(q):
             key, sub = jax.random.split(key)
@@ -346,7 +350,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                 n = data.count
                 data = D.append(data, z[None], fantasy)
                 post = G.append(kernel, post, data, n, 1, lam, jitter=jitter)
-        return from_unit(jnp.stack(zs), state.bounds), {"acq_value": jnp.stack(vals)}
+        return from_unit(jnp.stack(zs), state.bounds), {
+            "acq_value": jnp.stack(vals), "acq_fallback": no_incumbent.astype(jnp.int32)}
 
     def update(state, x, y):
         n_old = state.data.count

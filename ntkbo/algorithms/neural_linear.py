@@ -320,7 +320,10 @@ def neural_linear(
             zq, values, _ = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)
             mu, sd = moments(post, zq)
         else:
-            best0 = jnp.min(jnp.where(mask, ys, jnp.inf))
+            # No successful evaluation yet: the prior mean (0, standardised) is the incumbent, so
+            # EI stays finite (counted in info["acq_fallback"]).
+            no_incumbent = ~jnp.any(mask)
+            best0 = jnp.where(no_incumbent, 0.0, jnp.min(jnp.where(mask, ys, jnp.inf)))
 
             def choose(carry, k):
                 chol, best = carry
@@ -341,6 +344,8 @@ def neural_linear(
                                                    jax.random.split(key, q))
         info = {"acq_value": values, "mean": mu, "std": sd, "alpha": post.alpha,
                 "beta": post.beta, "train_loss": state.train_loss, "train_ok": state.train_ok}
+        if acquisition == "ei":
+            info["acq_fallback"] = no_incumbent.astype(jnp.int32)
         return from_unit(zq, state.bounds), info
 
     return Algorithm(init, suggest, update)
