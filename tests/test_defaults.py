@@ -45,6 +45,10 @@ def test_spec_uses_reporting_keys_and_2d_initial_points():
     dev = suites.suite("dev")
     assert [p.label for p in spec.problems] == list(dev)
     assert all(p.n_init == 2 * dev[p.label].dim for p in spec.problems)
+    # the cpu scale shrinks the budget, never the 16 keys (the built-in cpu preset caps seeds at
+    # 10: a first cpu run used 10 keys before this was set)
+    cells = D.dev_spec(["random_search"]).resolve("cpu")
+    assert {c.seeds for c in cells} == {16} and {c.budget for c in cells} == {60}
 
 
 @pytest.fixture(scope="module")
