@@ -1,8 +1,14 @@
-"""The import graph (issue 19 item 7): the algorithms need PINN-BO's ``Pde`` type and the drivers
-``violation``, both in ``ntkbo.benchmarks.problem``; importing them must not load the problems."""
+"""The import graph (issue 19 item 7): the algorithms need PINN-BO's ``Pde`` type, which lives in the
+neutral ``ntkbo.pde``, and the drivers need ``violation`` from ``ntkbo.benchmarks.problem``;
+importing either must not load the problems, and the algorithms must not load the problems package
+at all."""
 
 import subprocess
 import sys
+
+import ntkbo.benchmarks.pde
+import ntkbo.benchmarks.problem
+import ntkbo.pde
 
 
 def test_importing_ntkbo_loads_the_problem_type_not_the_problems():
@@ -17,3 +23,34 @@ def test_importing_ntkbo_loads_the_problem_type_not_the_problems():
                          timeout=300, check=True).stdout.splitlines()
     assert out[0] == "['ntkbo.benchmarks', 'ntkbo.benchmarks.problem']"
     assert out[1] == "True"
+
+
+def test_the_algorithms_do_not_import_the_problems_package():
+    """``ntkbo/__init__.py`` imports ``ntkbo.benchmarks`` itself (the public surface), which would
+    hide what the algorithms import; so a fresh interpreter registers a bare ``ntkbo`` package (its
+    ``__init__`` not run) and imports ``ntkbo.algorithms`` (every algorithm, PINN-BO included)
+    through it: no ``ntkbo.benchmarks`` module may be loaded, while ``ntkbo.pde`` is.
+
+    Mutation caught: ``pinn_bo.py`` importing ``Pde`` from ``ntkbo.benchmarks.problem`` again (the
+    list is then ``['ntkbo.benchmarks', 'ntkbo.benchmarks.problem']``)."""
+    code = ("import importlib.util, sys, types\n"
+            "spec = importlib.util.find_spec('ntkbo')\n"
+            "pkg = types.ModuleType('ntkbo')\n"
+            "pkg.__path__, pkg.__spec__ = list(spec.submodule_search_locations), spec\n"
+            "sys.modules['ntkbo'] = pkg\n"
+            "import ntkbo.algorithms, ntkbo.algorithms.pinn_bo\n"
+            "print(sorted(m for m in sys.modules if m.startswith('ntkbo.benchmarks')))\n"
+            "print('ntkbo.pde' in sys.modules, 'ntkbo.algorithms.neural_bo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True).stdout.splitlines()
+    assert out == ["[]", "True True"]
+
+
+def test_pde_is_one_type_under_its_old_and_new_names():
+    """Existing code importing ``Pde`` from ``ntkbo.benchmarks.problem`` (or ``.pde``) gets the
+    very class ``ntkbo.pde.Pde``, so ``isinstance`` checks (PINN-BO's ``check_pde``) agree; the
+    problems' operators are instances of it. Mutation caught: a copy of the class left in
+    ``problem.py`` instead of the re-export."""
+    assert ntkbo.benchmarks.problem.Pde is ntkbo.pde.Pde
+    assert ntkbo.benchmarks.pde.Pde is ntkbo.pde.Pde
+    assert isinstance(ntkbo.benchmarks.get("dropwave_pde").pde, ntkbo.pde.Pde)

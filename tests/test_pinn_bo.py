@@ -225,7 +225,7 @@ def test_pinn_ntk_gp_minimize():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(pde=None), r"pde must be an ntkbo.benchmarks.problem.Pde"),
+        (dict(pde=None), r"pde must be an ntkbo.pde.Pde"),
         (dict(loss="l1"), r"loss must be one of \('sum', 'mean'\)"),
         (dict(num_residuals=0), r"num_residuals must be an int >= 1"),
         (dict(nu=-1.0), r"nu must be finite and > 0"),

@@ -107,9 +107,9 @@ from ntkbo import gp as G
 from ntkbo.algorithms.observations import best_points, standardize
 from ntkbo.algorithms.neural_bo import train
 from ntkbo.base import Algorithm
-from ntkbo.benchmarks.problem import Pde
 from ntkbo.kernels import as_kernel, mlp, mlp_spec
 from ntkbo.optimize import maximize_acquisition
+from ntkbo.pde import Pde
 from ntkbo.validation import check_choice, check_int, check_positive
 
 Array = jax.Array
@@ -147,10 +147,10 @@ def to_cube(x: Array, bounds: Array) -> Array:
 
 
 def check_pde(pde) -> Pde:
-    """``pde`` must be an ``ntkbo.benchmarks.problem.Pde`` (e.g. ``problem.pde``)."""
+    """``pde`` must be an ``ntkbo.pde.Pde`` (e.g. ``problem.pde``)."""
     if not isinstance(pde, Pde):
         raise ValueError(
-            "pde must be an ntkbo.benchmarks.problem.Pde (e.g. ntkbo.benchmarks.get("
+            "pde must be an ntkbo.pde.Pde (e.g. ntkbo.benchmarks.get("
             f"'dropwave_pde').pde), got {type(pde).__name__} {pde!r}")
     return pde
 

@@ -42,7 +42,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ntkbo.benchmarks.problem import Pde
+from ntkbo.pde import Pde
 
 Array = jax.Array
 

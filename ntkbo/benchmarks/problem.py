@@ -15,39 +15,15 @@ feasible iff every ``c_k(x) <= 0``), and PDE operators ``N[f] = g`` for PINN-BO.
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from ntkbo.pde import Pde  # re-exported: the type lives in the neutral ntkbo.pde (issue 19 item 7)
+
 Array = jax.Array
-
-
-class Pde(NamedTuple):
-    """A known differential equation ``N[f](x) = g(x)`` obeyed by a problem's objective (PINN-BO,
-    seed-001 digest section 2.1), with ``N`` linear in ``f`` and ``g`` cheap to evaluate.
-
-    Attributes:
-      operator: ``operator(f)`` maps a scalar function ``f: (d,) -> ()`` to the function
-        ``x (d,) -> N[f](x)``, of shape ``()`` or ``(r,)`` for a system of ``r`` equations. It is
-        built with ``jax.grad`` / ``jax.hessian`` / ``jax.jvp`` (no hand-written derivatives), so it
-        applies to the objective, to a neural network and to a kernel ``k(x, .)`` alike.
-      rhs: ``g(x)`` for one point ``x (d,)``, same shape as ``N[f](x)``.
-      name: a short description of the equation (for reports).
-
-    Module-level functions keep a ``Pde`` hashable and equal across ``get`` calls, so jitted code
-    taking a ``Problem`` compiles once. ``ntkbo.benchmarks.pde`` builds the operators.
-    """
-
-    operator: Callable[[Callable[[Array], Array]], Callable[[Array], Array]]
-    rhs: Callable[[Array], Array]
-    name: str = ""
-
-    def residual(self, f: Callable[[Array], Array]) -> Callable[[Array], Array]:
-        """``x -> N[f](x) - g(x)``, zero everywhere when ``f`` solves the equation."""
-        op = self.operator(f)
-        return lambda x: op(x) - self.rhs(x)
 
 
 @struct.dataclass
