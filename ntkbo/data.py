@@ -11,12 +11,14 @@ record: ``valid`` returns it), but :func:`mask` leaves it out, so no model fit, 
 choice of the best point ever sees it. :func:`failed` marks those rows.
 
 Capacity is grown outside ``jit`` in powers of two (``grow``, ``next_capacity``), so the cost of a step
-follows the number of observations, not the largest capacity a run will need.
+follows the number of observations, not the largest capacity a run will need. A state may hold other
+capacity-sized arrays (a Cholesky factor of the buffer's Gram matrix, ``ntkbo.gp.Factor``): their
+type registers how it grows (``register_growable``), and ``grow_tree`` grows a whole state.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -144,3 +146,30 @@ def valid(data: Data) -> tuple[np.ndarray, np.ndarray]:
     arrays (outside jit; unbatched buffers)."""
     n = int(data.count)
     return np.asarray(data.x[:n]), np.asarray(data.y[:n])
+
+
+#: Types other than ``Data`` whose arrays follow the buffer's capacity: type -> ``grow(node, capacity)``.
+_GROWABLE: dict[type, Callable] = {}
+
+
+def register_growable(cls: type, grow_fn: Callable) -> None:
+    """Declares that nodes of type ``cls`` in an algorithm's state are sized by the buffer's
+    capacity and grow with ``grow_fn(node, capacity)`` (outside jit, nothing lost), so
+    ``grow_tree`` (the drivers' ``ntkbo.loop.grow_state``) grows them with the ``Data``."""
+    _GROWABLE[cls] = grow_fn
+
+
+def grow_tree(tree, capacity: int):
+    """Grows every ``Data`` buffer and every registered growable node (``register_growable``) in
+    the pytree ``tree`` to ``capacity``; other leaves are returned as they are."""
+    def growable(node):
+        return isinstance(node, Data) or type(node) in _GROWABLE
+
+    def grow_node(node):
+        if isinstance(node, Data):
+            return grow(node, capacity)
+        if type(node) in _GROWABLE:
+            return _GROWABLE[type(node)](node, capacity)
+        return node
+
+    return jax.tree_util.tree_map(grow_node, tree, is_leaf=growable)

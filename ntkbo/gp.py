@@ -31,9 +31,11 @@ Two posteriors:
 
   where ``K`` is the NNGP kernel and ``Theta`` the NTK.
 
-Appending observations with the kernel and ``lam`` unchanged (``append``) extends the Cholesky
-factor by the new rows (``cholesky_append``, ``O(capacity^2 q)``) instead of refactoring
-(``O(capacity^3)``); the result equals ``fit`` on the longer buffer up to rounding.
+Appending observations with the kernel and ``lam`` unchanged (``factor_append``, ``append``) extends
+the Cholesky factor by the new rows (``cholesky_append``, ``O(capacity^2 q)``) instead of
+refactoring (``O(capacity^3)``); the result equals ``fit`` on the longer buffer up to rounding. A
+model keeps its ``Factor`` in its state, extends it in ``update`` and refactors only when its
+hyper-parameters change; ``condition`` then solves for new targets in ``O(capacity^2)``.
 
 Everything is jit-able and vmap-able; Cholesky factors with jitter, never explicit inverses.
 """
@@ -46,7 +48,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from ntkbo.data import Data, mask as data_mask
+from ntkbo.data import Data, mask as data_mask, register_growable
 from ntkbo.lapack_threads import configure_from_environment
 
 # Every kernel model factorises through this module: pin the LAPACK library jax's Cholesky and
@@ -101,6 +103,92 @@ class Posterior(NamedTuple):
     prior_mean: Array
 
 
+class Factor(NamedTuple):
+    """The Cholesky factor of a buffer's masked Gram matrix, kept in an algorithm's state so that
+    new observations extend it (``factor_append``, ``O(C^2 q)``) instead of refactoring it
+    (``factor``, ``O(C^3)``). It grows with the buffer (``ntkbo.data.register_growable``: the new
+    rows and columns are identity, the factor of padding).
+
+    Attributes:
+      chol: ``(..., C, C)`` lower factor of ``[[K + (lam + jitter) I, 0], [0, I]]`` over the
+        buffer's valid rows (``ntkbo.data.mask``), for the kernel and ``lam`` it was made with.
+    """
+
+    chol: Array
+
+
+def empty_factor(capacity: int, dtype=None) -> Factor:
+    """The factor of an empty buffer: the identity ``(capacity, capacity)``."""
+    return Factor(jnp.eye(int(capacity), dtype=dtype or jnp.result_type(float)))
+
+
+def grow_factor(f: Factor, capacity: int) -> Factor:
+    """``f`` padded to ``capacity`` with identity rows and columns (leading batch axes kept)."""
+    c = f.chol.shape[-1]
+    if capacity < c:
+        raise ValueError(f"capacity must not shrink the factor: {capacity} < current {c}")
+    pad = [(0, 0)] * (f.chol.ndim - 2) + [(0, capacity - c)] * 2
+    new_rows = jnp.arange(capacity) >= c
+    return Factor(jnp.pad(f.chol, pad) + jnp.diag(new_rows.astype(f.chol.dtype)))
+
+
+register_growable(Factor, grow_factor)
+
+
+def _noise(kernel: Kernel, data: Data, m: Array, lam, jitter) -> Array:
+    """``lam`` plus the relative jitter (``_jitter_value``) of ``data``'s valid rows ``m``."""
+    kd = kernel_diag(kernel, data.x)
+    return jnp.asarray(lam, data.y.dtype) + _jitter_value(kd, m, jitter)
+
+
+def factor(kernel: Kernel, data: Data, lam, *, jitter=None) -> Factor:
+    """The ``Factor`` of ``data``'s valid rows under ``kernel`` and noise ``lam`` (``O(C^3)``).
+
+    ``jitter`` as in ``fit``. A failed factorisation (the matrix not positive definite in the
+    working precision) gives NaN, as ``jnp.linalg.cholesky`` reports it.
+    """
+    m = data_mask(data)
+    gram = _masked_gram(kernel, data.x, m, _noise(kernel, data, m, lam, jitter))
+    return Factor(jnp.linalg.cholesky(gram))
+
+
+def factor_append(kernel: Kernel, f: Factor, data: Data, start, q: int, lam, *,
+                  jitter=None) -> Factor:
+    """``factor(kernel, data, lam)`` by extending ``f``, the factor of ``data``'s first ``start``
+    rows, by the ``q`` (static) rows ``start .. start + q - 1`` (``cholesky_append``,
+    ``O(C^2 q)``).
+
+    ``data`` is the buffer after ``ntkbo.data.append`` of a ``(q, d)`` batch; ``kernel`` and
+    ``lam`` are the ones ``f`` was made with. New rows that are failed (non-finite ``y``) or past
+    ``count`` are identity rows, as in ``factor``. The new rows' jitter is the one ``factor`` gives
+    ``data``; it equals the old rows' when the kernel's diagonal is constant (stationary kernels,
+    the NTK on the sphere), and then the result is ``factor``'s up to rounding; otherwise the old
+    rows keep the jitter they were factored with (a relative ``1e-6`` in float32). The new
+    block's Schur complement has its diagonal floored at ``lam`` plus jitter, its exact-arithmetic
+    lower bound (the conditional variance is non-negative), so rounding cannot make it fail.
+    """
+    m = data_mask(data)
+    noise = _noise(kernel, data, m, lam, jitter)
+    d = data.x.shape[-1]
+    start = jnp.asarray(start, jnp.int32)
+    x_new = jax.lax.dynamic_slice(data.x, (start, jnp.zeros((), jnp.int32)), (q, d))
+    m_new = jax.lax.dynamic_slice(m, (start,), (q,))
+    b = jnp.where(m_new[:, None] & m[None, :], kernel(x_new, data.x), 0.0)
+    both = m_new[:, None] & m_new[None, :]
+    c = jnp.where(both, kernel(x_new, x_new), 0.0) + jnp.diag(jnp.where(m_new, noise, 1.0))
+    floor = jnp.where(m_new, noise, 1.0)
+    return Factor(cholesky_append(f.chol, start, b, c, floor=floor))
+
+
+def condition(f: Factor, data: Data, *, prior_mean=0.0) -> Posterior:
+    """The ``Posterior`` of ``data`` given its ``Factor`` ``f``: only ``alpha = (K + lam I)^-1
+    (y - m)`` is solved (``O(C^2)``), so new targets (re-standardised ``y``) cost no factorisation."""
+    m = data_mask(data)
+    r = jnp.where(m, data.y - prior_mean, 0.0)
+    alpha = cho_solve((f.chol, True), r)
+    return Posterior(data.x, m, f.chol, alpha, jnp.asarray(prior_mean, data.y.dtype))
+
+
 def fit(kernel: Kernel, data: Data, lam, *, prior_mean=0.0, jitter=None) -> Posterior:
     """Conditions ``GP(prior_mean, kernel)`` on ``data`` with Gaussian noise variance ``lam``.
 
@@ -114,18 +202,12 @@ def fit(kernel: Kernel, data: Data, lam, *, prior_mean=0.0, jitter=None) -> Post
 
     Returns:
       A ``Posterior``. Cost ``O(capacity^3)`` once; predictions then cost ``O(capacity^2)`` each.
+      ``condition(factor(kernel, data, lam), data)``.
     """
-    m = data_mask(data)
-    kd = kernel_diag(kernel, data.x)
-    noise = jnp.asarray(lam, data.y.dtype) + _jitter_value(kd, m, jitter)
-    gram = _masked_gram(kernel, data.x, m, noise)
-    chol = jnp.linalg.cholesky(gram)
-    r = jnp.where(m, data.y - prior_mean, 0.0)
-    alpha = cho_solve((chol, True), r)
-    return Posterior(data.x, m, chol, alpha, jnp.asarray(prior_mean, data.y.dtype))
+    return condition(factor(kernel, data, lam, jitter=jitter), data, prior_mean=prior_mean)
 
 
-def cholesky_append(chol: Array, start, b: Array, c: Array) -> Array:
+def cholesky_append(chol: Array, start, b: Array, c: Array, floor=None) -> Array:
     """The Cholesky factor of a masked Gram matrix extended by ``q`` rows written at ``start``.
 
     ``chol`` ``(C, C)`` factors the padded matrix ``[[A, 0], [0, I]]`` whose rows ``>= start`` are
@@ -139,7 +221,10 @@ def cholesky_append(chol: Array, start, b: Array, c: Array) -> Array:
         L_22 = chol(D - L_21 L_21^T)   (O(q^3)),
 
     gives the new factor; rows after ``start + q`` stay identity. ``start`` may be traced (an
-    int32 scalar); ``q`` is static. ``start + q <= C`` is the caller's to ensure.
+    int32 scalar); ``q`` is static. ``start + q <= C`` is the caller's to ensure. ``floor``
+    ``(q,)``, if given, is a lower bound on the diagonal of the Schur complement
+    ``D - L_21 L_21^T`` (its exact value is at least the noise): it is applied there before the
+    ``q x q`` factorisation.
 
     Returns:
       ``(C, C)`` the extended lower factor (NaN rows if ``D - L_21 L_21^T`` is not positive
@@ -152,7 +237,11 @@ def cholesky_append(chol: Array, start, b: Array, c: Array) -> Array:
     b = jnp.where(before[None, :], b, 0.0)
     # chol's rows >= start are identity, so the solve leaves columns >= start of L_21 at zero.
     l21 = solve_triangular(chol, b.T, lower=True).T  # (q, C)
-    l22 = jnp.linalg.cholesky(c - l21 @ l21.T)
+    schur = c - l21 @ l21.T
+    if floor is not None:
+        diag = jnp.diagonal(schur)
+        schur = schur + jnp.diag(jnp.maximum(diag, floor) - diag)
+    l22 = jnp.linalg.cholesky(schur)
     rows = l21 + jax.lax.dynamic_update_slice(jnp.zeros_like(l21), l22, (zero, start))
     return jax.lax.dynamic_update_slice(chol, rows, (start, zero))
 
@@ -163,29 +252,14 @@ def append(kernel: Kernel, post: Posterior, data: Data, start, q: int, lam, *, p
 
     ``data`` holds those rows and ``q`` (static) more at ``start .. start + q - 1`` (the buffer
     after ``ntkbo.data.append`` of a ``(q, d)`` batch); ``kernel``, ``lam`` and ``prior_mean`` are
-    the ones ``post`` was fitted with. The factor is extended by ``cholesky_append`` (new rows whose
-    ``y`` is not finite are failed: identity rows, as in ``fit``), then ``alpha`` is re-solved:
-    ``O(C^2 q)`` in all instead of ``fit``'s ``O(C^3)``. The jitter of the new rows is the one
-    ``fit`` gives ``data``; it equals the old rows' when the kernel's diagonal is constant
-    (stationary kernels, the NTK on the sphere), and then the result is ``fit``'s up to rounding.
+    the ones ``post`` was fitted with: ``factor_append`` on ``post``'s factor, then ``condition``
+    (``O(C^2 q)`` in all instead of ``fit``'s ``O(C^3)``).
 
     Returns:
       The ``Posterior`` of the ``start + q`` rows.
     """
-    m = data_mask(data)
-    kd = kernel_diag(kernel, data.x)
-    noise = jnp.asarray(lam, data.y.dtype) + _jitter_value(kd, m, jitter)
-    d = data.x.shape[-1]
-    start = jnp.asarray(start, jnp.int32)
-    x_new = jax.lax.dynamic_slice(data.x, (start, jnp.zeros((), jnp.int32)), (q, d))
-    m_new = jax.lax.dynamic_slice(m, (start,), (q,))
-    b = jnp.where(m_new[:, None] & m[None, :], kernel(x_new, data.x), 0.0)
-    both = m_new[:, None] & m_new[None, :]
-    c = jnp.where(both, kernel(x_new, x_new), 0.0) + jnp.diag(jnp.where(m_new, noise, 1.0))
-    chol = cholesky_append(post.chol, start, b, c)
-    r = jnp.where(m, data.y - prior_mean, 0.0)
-    alpha = cho_solve((chol, True), r)
-    return Posterior(data.x, m, chol, alpha, jnp.asarray(prior_mean, data.y.dtype))
+    f = factor_append(kernel, Factor(post.chol), data, start, q, lam, jitter=jitter)
+    return condition(f, data, prior_mean=prior_mean)
 
 
 def _cross(kernel: Kernel, post: Posterior, xs: Array) -> Array:

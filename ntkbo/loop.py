@@ -193,10 +193,9 @@ def _told(algo: Algorithm, y, c_obs):
 
 
 def grow_state(state, capacity: int):
-    """Grows every ``ntkbo.data.Data`` buffer in ``state`` to ``capacity`` (nothing is lost)."""
-    is_data = lambda node: isinstance(node, D.Data)  # noqa: E731
-    return jax.tree_util.tree_map(
-        lambda node: D.grow(node, capacity) if is_data(node) else node, state, is_leaf=is_data)
+    """Grows every ``ntkbo.data.Data`` buffer in ``state`` to ``capacity``, with the arrays sized by
+    it (a Cholesky factor, ``ntkbo.gp.Factor``; ``ntkbo.data.grow_tree``). Nothing is lost."""
+    return D.grow_tree(state, capacity)
 
 
 def initial_design(key, bounds, n: int):

@@ -77,7 +77,7 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
     def _posterior(s):
         data, mean, std = standardized_data(s.data, s.bounds)  # failed rows: out of G.fit's mask
         kernel = lambda a, b: model.kernel(s.params, a, b)  # noqa: E731
-        return kernel, G.fit(kernel, data, model.noise(s.params), jitter=jitter), mean, std, data
+        return kernel, G.condition(s.factor, data), mean, std, data
 
     def suggest(key, state):
         obj = state.objective

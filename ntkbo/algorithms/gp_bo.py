@@ -37,6 +37,14 @@ refit per 10% more data, 7 refits from n = 1000 to 2000). ``refit_ratio=1`` refi
 Between refits the model keeps its hyper-parameters. Inside ``jax.vmap`` (many seeds) the choice
 becomes a select, so a vmapped run pays for the fit every round; a single run does not.
 
+**Incremental algebra**: the state keeps the Cholesky factor of the Gram matrix of the valid
+observations (inputs in the unit cube; outputs do not enter it) under the current hyper-parameters
+(``KernelBOState.factor``). ``update`` extends it by the new rows (``ntkbo.gp.factor_append``,
+``O(n^2 q)``) and refactors it (``O(n^3)``) only when a refit changed the hyper-parameters;
+``suggest`` re-standardises the outputs and solves for them (``ntkbo.gp.condition``, ``O(n^2)``).
+``ntk_gp`` with its default fixed hyper-parameters never refactors. Inside ``jax.vmap`` a refit
+round is a select, so a vmapped ``gp`` pays for both branches.
+
 **Acquisition**: ``"ei"`` is maximised through its logarithm by default (``log_ei=True``; LogEI of
 Ament et al. 2023, ``ntkbo.acquisition.log_expected_improvement``): the same maximiser as EI, but the
 candidate ranking and the gradients survive where EI underflows to 0 far from the incumbent;
@@ -91,11 +99,14 @@ _GRID_MAX = 1 << 16
 
 
 class KernelBOState(NamedTuple):
-    """``data``: raw observations; ``bounds`` ``(2, d)``; ``params``: unconstrained hyper-parameters."""
+    """``data``: raw observations; ``bounds`` ``(2, d)``; ``params``: unconstrained hyper-parameters;
+    ``factor``: the Cholesky factor of the valid observations' Gram matrix in the unit cube under
+    ``params`` (``ntkbo.gp.Factor``; module docstring, "Incremental algebra")."""
 
     data: D.Data
     bounds: Array
     params: Any
+    factor: G.Factor
 
 
 def _lognormal_logpdf(log_x, loc, scale):
@@ -297,7 +308,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         return KernelBOState(D.empty(capacity, d, bounds.dtype), bounds,
-                             model.init_params(d, bounds.dtype))
+                             model.init_params(d, bounds.dtype),
+                             G.empty_factor(capacity, bounds.dtype))
 
     def suggest(key, state):
         data, _, _ = standardized_data(state.data, state.bounds)
@@ -305,7 +317,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         unit = unit_box(data.dim, data.x.dtype)
         kernel = lambda a, b: model.kernel(state.params, a, b)  # noqa: E731
         lam = model.noise(state.params)
-        post = G.fit(kernel, data, lam, jitter=jitter)
+        post = G.condition(state.factor, data)
         starts = best_points(data.x, data.y, m, 4)
         if acquisition == "ts":
             k_cand, k_pert, k_draw = jax.random.split(key, 3)
@@ -356,15 +368,22 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     def update(state, x, y):
         n_old = state.data.count
         state = state._replace(data=D.append(state.data, x, y))
-        if not fit:
-            return state
         n = state.data.count
-        due = refit_due(n_old, n, refit_until, refit_ratio)
         data, _, _ = standardized_data(state.data, state.bounds)
+        q_new = math.prod(jnp.shape(x)) // state.data.dim  # D.append's rows
+        params = state.params
+        if fit:
+            due = refit_due(n_old, n, refit_until, refit_ratio)
+            params = _refit(state.params, data, due, n)
+        return state._replace(params=params,
+                              factor=_factor_update(state, params, data, n_old, q_new,
+                                                    due if fit else None))
+
+    def _refit(params, data, due, n):
         if fit_method == "adam":
             adam = lambda p: fit_adam(model, p, data, num_steps=num_fit_steps,  # noqa: E731
                                       learning_rate=fit_learning_rate, jitter=jitter)
-            return state._replace(params=jax.lax.cond(due, adam, lambda p: p, state.params))
+            return jax.lax.cond(due, adam, lambda p: p, params)
         # Past refit_until the warm start alone (the restarts matter while the data are few).
         branches = [lambda p: p] + [
             lambda p, r=r: fit_hyperparameters(model, p, data, num_steps=num_fit_steps,
@@ -373,7 +392,25 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         if model.restarts is None:
             branches = branches[:2]
         which = jnp.where(due, jnp.where(n <= refit_until, len(branches) - 1, 1), 0)
-        return state._replace(params=jax.lax.switch(which, branches, state.params))
+        return jax.lax.switch(which, branches, params)
+
+    def _factor_update(state, params, data, n_old, q_new, due):
+        """The new rows appended to the factor (``O(n^2 q)``), or, when the hyper-parameters were
+        refitted (``due``), the factor made anew under them (``O(n^3)``)."""
+        kernel = lambda p: (lambda a, b: model.kernel(p, a, b))  # noqa: E731
+
+        def extend():
+            new = G.factor_append(kernel(state.params), state.factor, data, n_old, q_new,
+                                  model.noise(state.params), jitter=jitter)
+            # A batch that did not fit the buffer was not written (ntkbo.data.append): nor are
+            # its rows.
+            return G.Factor(jnp.where(data.count == n_old + q_new, new.chol, state.factor.chol))
+
+        if due is None:
+            return extend()
+        return jax.lax.cond(
+            due, lambda: G.factor(kernel(params), data, model.noise(params), jitter=jitter),
+            extend)
 
     return Algorithm(init, suggest, update)
 
