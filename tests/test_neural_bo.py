@@ -17,9 +17,13 @@ from ntkbo import gp as G
 from ntkbo.algorithms.neural_bo import (
     cholesky_update,
     dual_factor,
+    init_u,
     neural_bo,
     nu_repo,
     paper_W_std,
+    posterior,
+    thompson_select,
+    update_u,
     variance_diag,
     variance_dual,
     variance_primal,
@@ -411,3 +415,101 @@ def test_thompson_choice_is_the_argmin_of_the_draw(selection_setup):
         chosen[reg_center] = h
     # reg_center is observable: the two penalties train different networks
     assert np.max(np.abs(chosen["init"] - chosen["zero"])) > 1e-3
+
+
+# ---- the round's module functions, called directly (issue 19 item 7) ----------------------------
+
+
+def test_update_u_is_the_dense_gram_update(setup):
+    """``init_u`` then ``update_u`` twice (a batch of 3 with a failed row, then 2 rows) against
+    ``U = lam I + sum_ok g g^T`` built densely in numpy from the features: ``"primal"`` keeps an
+    upper factor ``R`` with ``R^T R = U``, ``"diag"`` keeps ``diag U``, ``"dual"`` keeps nothing.
+
+    Tolerance: five rank-one Cholesky updates in float64 are backward stable, error ~ eps |U|
+    with ``|U| ~ 1e2`` here: rtol 1e-10, atol 1e-12 (as test_primal_and_diag_state_follow_the_updates).
+
+    Mutations caught (checked by hand): the ``ok`` mask ignored (the failed row's features added,
+    ``U`` too large along them); the diagonal form adding ``g`` instead of ``g^2``."""
+    s = setup
+    p = s["g_data"].shape[1]
+    z1, z2 = s["z"][:3], s["z"][3:5]
+    ok1, ok2 = np.array([[True], [False], [True]]), np.ones((2, 1), bool)
+    g = np.concatenate([s["g_data"][[0, 2]], s["g_data"][3:5]])  # the rows that count
+    dense = LAM * np.eye(p) + g.T @ g
+
+    @jax.jit
+    def both(z1, z2):
+        out = {}
+        for mode in ("primal", "diag", "dual"):
+            u = init_u(mode, p, LAM, jnp.float64)
+            u = update_u(u, s["feats"], s["params0"], z1, ok1, mode)
+            out[mode] = update_u(u, s["feats"], s["params0"], z2, ok2, mode)
+        return out
+
+    out = both(z1, z2)
+    r = np.asarray(out["primal"])
+    np.testing.assert_array_equal(np.triu(r), r)
+    np.testing.assert_allclose(r.T @ r, dense, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out["diag"], np.diag(dense), rtol=1e-10)
+    assert out["dual"].shape == (0,)
+
+
+def test_posterior_in_chunks_is_the_dense_variance(setup):
+    """``posterior`` at 40 points in chunks of 7 (6 chunks, the last padded): ``mu`` is the
+    network's output at each point (one unchunked call), ``var`` the dense numpy
+    ``lam g^T (lam I + G^T G)^-1 g`` of the fixture, for the dual form on a buffer with garbage
+    padding rows and for the primal form on the factor of that ``U``.
+
+    Tolerance: RTOL, ATOL of the variance identities above (same matrices, same conditioning); the
+    mean is the same network on the same rows, so only the chunked matmul's rounding, 1e-12.
+
+    Mutation caught (checked by hand): ``map_chunks`` not cutting the padding (shapes ``(42,)``)
+    or reversing the chunks (``[::-1]``)."""
+    s = setup
+    r = np.linalg.cholesky(s["u"]).T
+    zc = jnp.asarray(s["zc"])
+
+    @jax.jit
+    def run(buf, mask, r):
+        out = {}
+        for mode, u in (("dual", jnp.zeros((0,))), ("primal", r)):
+            out[mode] = posterior(s["apply_fn"], s["feats"], s["params0"], s["params0"], u, buf,
+                                  mask, zc, LAM, uncertainty=mode, input_map="cube",
+                                  chunk_size=7)
+        return out
+
+    out = run(s["buf"], s["mask"], r)
+    mu_ref = np.asarray(s["apply_fn"](s["params0"], zc))[:, 0]
+    for mode, (mu, var) in out.items():
+        assert mu.shape == var.shape == (40,)
+        np.testing.assert_allclose(mu, mu_ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(var, s["primal"], rtol=RTOL, atol=ATOL)
+
+
+def test_thompson_select_is_each_draws_argmin():
+    """``thompson_select`` against numpy: draw ``j`` is ``mu + nu sqrt(max(var, 0)) eps_j``, its
+    choice the argmin, ``acq_value`` minus the minimum, ``std`` ``nu sigma`` there. The variances
+    include negative rounding values (clipped to 0); continuous draws make ties improbable.
+
+    Exact comparison of indices; values to 1e-15 relative (the same float64 operations in numpy).
+
+    Mutations caught (checked by hand): the argmax of the draw instead of its argmin
+    (``values = mu + nu sigma eps``); the clipping dropped (``sqrt`` of a negative variance is
+    NaN, which ``argmax`` picks); ``std`` reported without ``nu``."""
+    rng = np.random.default_rng(3)
+    n, q, nu = 50, 3, 2.5
+    mu, var = rng.normal(size=n), rng.uniform(-1e-3, 1.0, size=n)
+    # negative rounding at 5 candidates whose mean is high: never chosen when clipped, chosen
+    # (as NaN) when not
+    var[:5], mu[:5] = -1e-12, 5.0
+    eps = rng.normal(size=(q, n))
+    i, info = jax.jit(thompson_select)(mu, var, jnp.asarray(nu), eps)
+    draw = mu + nu * np.sqrt(np.maximum(var, 0.0)) * eps
+    expect = np.argmin(draw, axis=1)
+    assert np.all(expect >= 5) and len(set(expect)) > 1  # distinct draws, clipped rows not chosen
+    np.testing.assert_array_equal(i, expect)
+    np.testing.assert_allclose(info["acq_value"], -draw[np.arange(q), expect], rtol=1e-15)
+    np.testing.assert_allclose(info["mean"], mu[expect], rtol=1e-15)
+    np.testing.assert_allclose(info["std"], nu * np.sqrt(np.maximum(var[expect], 0.0)),
+                               rtol=1e-15)
+    assert float(info["nu"]) == nu

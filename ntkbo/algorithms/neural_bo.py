@@ -129,6 +129,13 @@ Paper defaults: ``depth=1`` hidden layer (the paper's ``L = 2``), ``width=500``,
 and it matters: at width 100 (8 seeds, tests/test_beats_random.py), ``nu = 10`` gives Branin
 (budget 40) a mean best value of 0.73 against 1.15 at ``nu = 1`` (one seed stalls on the edge
 ``x2 = 0``), while ``nu = 1`` gives Hartmann-6 (budget 60) -2.67 against -2.11 at ``nu = 10``.
+
+**Layout.** Each step of a round is a module function of arrays, which the tests call directly:
+``init_u`` and ``update_u`` (``U_0 = lam I`` and line 7), ``targets`` and ``train_nn`` (TrainNN,
+line 6, over ``train``), ``candidates`` (the set ``D_t``), ``posterior`` (``h`` and ``sigma^2``,
+line 3, over ``variance_dual`` / ``variance_primal`` / ``variance_diag``) and ``thompson_select``
+(lines 4-5); ``neural_bo`` validates its options and wires them into ``init``, ``update`` and
+``suggest``.
 """
 
 from __future__ import annotations
@@ -183,6 +190,17 @@ __all__ = [
     "paper_W_std",
     "input_dim",
     "embed",
+    "network",
+    "init_u",
+    "update_u",
+    "targets",
+    "train_nn",
+    "num_candidate_rows",
+    "candidates",
+    "map_chunks",
+    "posterior",
+    "thompson_select",
+    "nu_schedule",
 ]
 
 
@@ -390,9 +408,223 @@ def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, ma
 
 
 # ---------------------------------------------------------------------------------------------
+# One round of Algorithm 1, as functions of arrays (the factory below only wires them together).
+
+
+def network(d: int, depth: int, width: int, activation, W_std, b_std, input_map: str):
+    """``(init_fn, apply_fn, feats)`` of the network ``h(x; theta)`` for a ``d``-dimensional box:
+    ``ntkbo.kernels.mlp`` on ``input_dim(d, input_map)`` inputs, with ``W_std="paper"`` resolved
+    to ``paper_W_std`` (module docstring), and ``feats(z (n, d_in), theta) -> g (n, p)`` its
+    gradient features ``g(x; theta) = d h(x; theta) / d theta``."""
+    d_in = input_dim(d, input_map)
+    ws = paper_W_std(d_in, depth) if isinstance(W_std, str) else W_std
+    init_fn, apply_fn, _ = mlp(depth, width, activation, W_std=ws, b_std=b_std)
+    return init_fn, apply_fn, grad_features(apply_fn)
+
+
+def init_u(uncertainty: str, p: int, lam, dtype) -> Array:
+    """``U_0 = lam I`` (Alg. 1 line 1) in the form ``uncertainty`` keeps: ``"primal"``, its upper
+    Cholesky factor ``sqrt(lam) I`` ``(p, p)``; ``"diag"``, its diagonal ``(p,)``; ``"dual"``,
+    nothing (``(0,)``: the Gram matrix is rebuilt from the buffer at each suggest)."""
+    if uncertainty == "primal":
+        return jnp.sqrt(jnp.asarray(lam, dtype)) * jnp.eye(p, dtype=dtype)
+    if uncertainty == "diag":
+        return jnp.full((p,), lam, dtype)
+    return jnp.zeros((0,), dtype)
+
+
+def update_u(u: Array, feats, theta_feat: Params, z: Array, ok: Array, uncertainty: str) -> Array:
+    """``U_t = U_{t-1} + sum_i g(x_i) g(x_i)^T`` over the new points (Alg. 1 line 7; the paper's
+    ``/ m`` is absorbed, module docstring), ``g = feats(z, theta_feat)``.
+
+    Args:
+      u: the state's ``U_{t-1}`` as ``init_u`` describes it.
+      feats: ``feats(z, theta) -> (q, p)`` (``network``'s third function).
+      theta_feat: the parameters the features are taken at (``theta_0`` for static features).
+      z: ``(q, d_in)`` the new points as the network sees them (``embed``-ded).
+      ok: ``(q, 1)`` bool, rows to add (a failed evaluation or a row the buffer dropped adds
+        nothing: its ``g`` is replaced by 0).
+      uncertainty: ``"primal"`` (rank-``q`` ``cholesky_update`` of ``R``, ``O(q p^2)``),
+        ``"diag"`` (``diag U + sum_i g_i^2``) or ``"dual"`` (``u`` returned as is).
+
+    Returns:
+      ``U_t`` in the same form and shape as ``u``.
+    """
+    if uncertainty == "dual":
+        return u
+    g = jnp.where(ok, feats(z, theta_feat), 0.0)
+    if uncertainty == "primal":
+        return cholesky_update(u, g)
+    return u + jnp.sum(g * g, axis=0)
+
+
+def targets(data: D.Data, standardize_y: bool) -> tuple[Array, Array]:
+    """The training targets ``(C,)`` (the valid observations, standardised over themselves when
+    ``standardize_y``; 0 elsewhere) and the valid-row mask ``(C,)`` of the buffer ``data``."""
+    m = D.mask(data)
+    if standardize_y:
+        return standardize(data.y, m)[0], m
+    return jnp.where(m, data.y, 0.0), m
+
+
+def train_nn(apply_fn, feats, params0: Params, params: Params, z: Array, y: Array, mask: Array,
+             lam, *, learning_rate, num_steps: int, optimizer: str, warm_start: bool,
+             reg_center: str, reduction: str):
+    """TrainNN (Alg. 2) with the options of ``neural_bo``: ``train`` from ``theta_0`` (or from
+    ``theta_{t-1}`` = ``params`` when ``warm_start``), penalised toward ``theta_0``
+    (``reg_center="init"``) or toward 0 (``"zero"``).
+
+    The learning rate: ``learning_rate`` when given; otherwise for GD
+    ``gd_learning_rate(feats(z, start), mask, lam, reduction)`` ``= 1 / (lam + s tr K)`` at the
+    starting parameters, for Adam ``1e-2``.
+
+    Args:
+      z: ``(C, d_in)`` the buffer's inputs as the network sees them; ``y`` ``(C,)`` the targets
+        and ``mask`` ``(C,)`` the valid rows (``targets``).
+
+    Returns:
+      ``train``'s ``(params, loss_start, loss, ok)``.
+    """
+    start = params if warm_start else params0
+    center = params0 if reg_center == "init" else jax.tree_util.tree_map(jnp.zeros_like, params0)
+    if optimizer == "gd":
+        lr = (gd_learning_rate(feats(z, start), mask, lam, reduction)
+              if learning_rate is None else learning_rate)
+    else:
+        lr = 1e-2 if learning_rate is None else float(learning_rate)
+    return train(apply_fn, start, center, z, y, mask, lam, lr, num_steps, optimizer=optimizer,
+                 reduction=reduction)
+
+
+def num_candidate_rows(num_candidates: int, num_best: int, num_perturbations: int,
+                       capacity: int) -> int:
+    """``n``, the rows ``candidates`` returns for a buffer of ``capacity`` rows (static)."""
+    return num_candidates + (min(num_best, capacity) + num_perturbations if num_best else 0)
+
+
+def candidates(key: Array, z: Array, y: Array, mask: Array, noise: Array, *, num_candidates: int,
+               num_best: int, num_perturbations: int, perturb_scale: float,
+               sampler: str) -> Array:
+    """The discretisation ``D_t`` of the unit cube for one suggest (module docstring, "Thompson
+    draw and its maximisation"): ``num_candidates`` quasi-random points (``sampler``: scrambled
+    Sobol up to ``qmc.SOBOL_MAX_DIM`` dimensions, else Kronecker), then the ``k = min(num_best,
+    C)`` valid rows of ``z`` with the smallest ``y`` (a missing one, when fewer rows are valid,
+    replaced by a quasi-random point), then ``num_perturbations`` Gaussian perturbations of those,
+    ``centre + perturb_scale * noise``, clipped to the cube (the centres taken in turn).
+
+    Args:
+      key: for the quasi-random points.
+      z: ``(C, d)`` buffer points in the unit cube; ``y`` ``(C,)`` their targets; ``mask`` ``(C,)``.
+      noise: ``(num_perturbations * d,)`` standard normal numbers.
+
+    Returns:
+      ``(n, d)`` with ``n = num_candidate_rows(num_candidates, num_best, num_perturbations, C)``.
+    """
+    d = z.shape[-1]
+    dtype = z.dtype
+    unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
+    use_sobol = sampler == "sobol" and d <= qmc.SOBOL_MAX_DIM
+    cand = (qmc.sobol if use_sobol else qmc.kronecker)(key, num_candidates, unit)
+    if not num_best:
+        return cand
+    k = min(num_best, z.shape[0])  # the buffer may hold fewer rows than num_best
+    _, idx = jax.lax.top_k(-jnp.where(mask, y, jnp.inf), k)
+    # Missing best points (fewer observations than num_best) are replaced by candidates.
+    centres = jnp.where(mask[idx][:, None], z[idx], cand[:k])
+    local = centres[jnp.arange(num_perturbations) % k] + perturb_scale * noise.reshape(-1, d)
+    return jnp.concatenate([cand, centres, jnp.clip(local, 0.0, 1.0)])
+
+
+def map_chunks(fn: Callable[[Array], tuple[Array, ...]], x: Array, chunk: int):
+    """``fn(x)`` for ``x`` ``(n, d)`` and ``fn`` mapping rows to per-row outputs ``(rows,)``,
+    evaluated ``chunk`` rows at a time (``jax.lax.map`` over balanced chunks, the last padded with
+    copies of row 0 and the padding cut off) when ``chunk < n``; returns ``fn``'s tuple, ``(n,)``
+    each."""
+    n, d = x.shape
+    if chunk >= n:
+        return fn(x)
+    num = -(-n // chunk)
+    chunk = -(-n // num)  # balanced chunks: less padding
+    padded = jnp.concatenate([x, jnp.broadcast_to(x[:1], (num * chunk - n, d))])
+    out = jax.lax.map(fn, padded.reshape(num, chunk, d))
+    return tuple(o.reshape(-1)[:n] for o in out)
+
+
+def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: Array,
+              mask: Array, zc: Array, lam, *, uncertainty: str, input_map: str, jitter=None,
+              chunk_size: int | None = None) -> tuple[Array, Array]:
+    """The network mean ``h(x; theta_{t-1})`` and the variance ``sigma_t^2(x) = lam g^T U_{t-1}^-1
+    g`` (Alg. 1 line 3, ``g = g(x; theta_feat)``) at candidates ``zc`` ``(n, d)`` of the unit cube.
+
+    ``uncertainty`` picks the form (module docstring, "The uncertainty, three ways"):
+    ``variance_dual`` on the buffer's features (``z`` ``(C, d)``, ``mask`` ``(C,)``; the Cholesky
+    factor ``dual_factor`` is computed once, before the chunks), ``variance_primal`` with the
+    factor ``u`` or ``variance_diag`` with ``diag U = u``. The candidates go through the network
+    ``chunk_size`` rows at a time (``None``: ``CHUNK_ENTRIES // p`` rows of features).
+
+    Returns:
+      ``(mu, var)``, ``(n,)`` each; ``var >= 0``.
+    """
+    if uncertainty == "dual":
+        g_data = feats(embed(z, input_map), theta_feat)
+        chol = dual_factor(g_data, mask, lam, jitter)
+    p = sum(leaf.size for leaf in jax.tree_util.tree_leaves(theta_feat))  # static
+
+    def moments(zc):
+        zc = embed(zc, input_map)
+        mu = apply_fn(params, zc)[:, 0]
+        g = feats(zc, theta_feat)
+        if uncertainty == "dual":
+            var = variance_dual(g, g_data, mask, chol)
+        elif uncertainty == "primal":
+            var = variance_primal(g, u, lam)
+        else:
+            var = variance_diag(g, u, lam)
+        return mu, var
+
+    return map_chunks(moments, zc, chunk_size or max(1, CHUNK_ENTRIES // max(p, 1)))
+
+
+def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array):
+    """Thompson sampling over a candidate set (Alg. 1 lines 4-5, for minimisation): the draws
+    ``f~_j(c) = h(c) + nu_t sigma(c) eps_jc``, ``sigma = sqrt(max(var, 0))``, independent per
+    point (the paper's Lemma 2), and each draw's minimiser, i.e. the argmax of the acquisition
+    ``-f~_j`` (``ntkbo.acquisition.thompson_independent`` with pre-drawn ``eps``).
+
+    Args:
+      mu: ``(n,)`` the network mean at the candidates; ``var`` ``(n,)`` the variance ``sigma^2``.
+      nu_t: ``()`` the exploration scale.
+      eps: ``(q, n)`` standard normal numbers, one row per draw.
+
+    Returns:
+      ``(i, info)``: ``i`` ``(q,)`` the chosen candidates' indices and ``info`` the dict of
+      ``acq_value`` ``(q,)`` (``-f~_j`` at its maximiser), ``mean`` ``(q,)`` (``h`` there), ``std``
+      ``(q,)`` (``nu_t sigma`` there) and ``nu`` ``()``.
+    """
+    sigma = jnp.sqrt(jnp.maximum(var, 0.0))
+    values = -(mu + nu_t * sigma * eps)
+    i = jnp.argmax(values, axis=-1)
+    info = {"acq_value": values[jnp.arange(eps.shape[0]), i], "mean": mu[i],
+            "std": nu_t * sigma[i], "nu": nu_t}
+    return i, info
+
+
+def nu_schedule(nu) -> Callable[[Array], Array]:
+    """``nu_t`` as a function of the observation count ``t``: ``nu_repo`` for ``"repo"``, ``nu``
+    itself when callable, else the constant ``float(nu) >= 0``. Raises ``ValueError`` naming
+    ``nu``."""
+    if isinstance(nu, str):
+        _check_choice("nu", nu, NU_SCHEDULES)
+        return nu_repo
+    if callable(nu):
+        return nu
+    _check_positive("nu", nu, allow_zero=True)
+    nu_value = float(nu)
+    return lambda t: jnp.asarray(nu_value, jnp.result_type(float))
+
+
+# ---------------------------------------------------------------------------------------------
 # The algorithm.
-
-
 
 
 def neural_bo(
@@ -474,15 +706,7 @@ def neural_bo(
     _check_choice("sampler", sampler, SAMPLERS)
     _check_choice("input_map", input_map, INPUT_MAPS)
     _check_positive("lam", lam)
-    if isinstance(nu, str):
-        _check_choice("nu", nu, NU_SCHEDULES)
-        nu_fn = nu_repo
-    elif callable(nu):
-        nu_fn = nu
-    else:
-        _check_positive("nu", nu, allow_zero=True)
-        nu_value = float(nu)
-        nu_fn = lambda t: jnp.asarray(nu_value, jnp.result_type(float))  # noqa: E731
+    nu_fn = nu_schedule(nu)
     if learning_rate is not None:
         _check_positive("learning_rate", learning_rate)
     for name, value, low in (("num_steps", num_steps, 0), ("q", q, 1),
@@ -497,144 +721,65 @@ def neural_bo(
     for name, value in (("warm_start", warm_start), ("standardize_y", standardize_y)):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be a bool, got {value!r}")
-    paper_ws = isinstance(W_std, str)
-    if paper_ws:
+    if isinstance(W_std, str):
         if W_std != "paper":
             raise ValueError(f"W_std must be 'paper' or scales, got {W_std!r}")
         mlp_spec(depth, width, activation, 1.0, b_std)  # validates the other arguments
     else:
         mlp_spec(depth, width, activation, W_std, b_std)
-    lr_adam = 1e-2 if learning_rate is None else float(learning_rate)
-
-    @functools.lru_cache(maxsize=None)
-    def network(d: int):
-        d_in = input_dim(d, input_map)
-        ws = paper_W_std(d_in, depth) if paper_ws else W_std
-        init_fn, apply_fn, _ = mlp(depth, width, activation, W_std=ws, b_std=b_std)
-        return init_fn, apply_fn, grad_features(apply_fn)
+    net = functools.lru_cache(maxsize=None)(
+        lambda d: network(d, depth, width, activation, W_std, b_std, input_map))
+    train_opts = dict(learning_rate=learning_rate, num_steps=num_steps, optimizer=optimizer,
+                      warm_start=warm_start, reg_center=reg_center, reduction=loss_reduction)
+    cand_opts = dict(num_candidates=num_candidates, num_best=num_best,
+                     num_perturbations=num_perturbations, perturb_scale=perturb_scale,
+                     sampler=sampler)
 
     def init(key, bounds, capacity):
         bounds = check_bounds(bounds)
         d = bounds.shape[-1]
-        init_fn, _, _ = network(d)
-        _, params0 = init_fn(key, (-1, input_dim(d, input_map)))
-        p = ravel_pytree(params0)[0].shape[0]
-        dtype = bounds.dtype
-        if uncertainty == "primal":
-            u = jnp.sqrt(jnp.asarray(lam, dtype)) * jnp.eye(p, dtype=dtype)
-        elif uncertainty == "diag":
-            u = jnp.full((p,), lam, dtype)
-        else:
-            u = jnp.zeros((0,), dtype)
-        return NeuralBOState(D.empty(capacity, d, dtype), bounds, params0, params0, u,
-                             jnp.zeros((2,), dtype), jnp.ones((), bool))
-
-    def _targets(data):
-        m = D.mask(data)
-        if standardize_y:
-            return standardize(data.y, m)[0], m
-        return jnp.where(m, data.y, 0.0), m
+        _, params0 = net(d)[0](key, (-1, input_dim(d, input_map)))
+        u = init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype)
+        return NeuralBOState(D.empty(capacity, d, bounds.dtype), bounds, params0, params0, u,
+                             jnp.zeros((2,), bounds.dtype), jnp.ones((), bool))
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
-        _, apply_fn, feats = network(d)
+        _, apply_fn, feats = net(d)
         x = jnp.asarray(x, state.bounds.dtype).reshape(-1, d)
         y = jnp.asarray(y, state.bounds.dtype).reshape(-1)
         data = D.append(state.data, x, y)
-        fits = data.count > state.data.count
-        u = state.u
-        if uncertainty != "dual":
-            theta_feat = state.params0 if features == "static" else state.params
-            ok = fits & jnp.isfinite(y)[:, None]  # a failed evaluation adds nothing to U
-            g = jnp.where(ok, feats(embed(to_unit(x, state.bounds), input_map), theta_feat), 0.0)
-            if uncertainty == "primal":
-                u = cholesky_update(u, g)
-            else:
-                u = u + jnp.sum(g * g, axis=0)
+        # a failed evaluation, or a batch the buffer did not take, adds nothing to U
+        add = (data.count > state.data.count) & jnp.isfinite(y)[:, None]
+        theta_feat = state.params0 if features == "static" else state.params
+        u = update_u(state.u, feats, theta_feat, embed(to_unit(x, state.bounds), input_map), add,
+                     uncertainty)
         z = embed(to_unit(data.x, state.bounds), input_map)
-        ys, m = _targets(data)
-        start = state.params if warm_start else state.params0
-        center = (state.params0 if reg_center == "init"
-                  else jax.tree_util.tree_map(jnp.zeros_like, state.params0))
-        if optimizer == "gd":
-            lr = (gd_learning_rate(feats(z, start), m, lam, loss_reduction)
-                  if learning_rate is None else learning_rate)
-        else:
-            lr = lr_adam
-        params, l0, l1, ok = train(apply_fn, start, center, z, ys, m, lam, lr, num_steps,
-                                   optimizer=optimizer, reduction=loss_reduction)
+        ys, m = targets(data, standardize_y)
+        params, l0, l1, ok = train_nn(apply_fn, feats, state.params0, state.params, z, ys, m, lam,
+                                      **train_opts)
         return state._replace(data=data, u=u, params=params, train_loss=jnp.stack([l0, l1]),
                               train_ok=ok)
 
-    def _candidates(key, z, ys, m, noise):
-        """Quasi-random points, the best observed points and their perturbations (by ``noise``)."""
-        d = z.shape[-1]
-        dtype = z.dtype
-        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
-        use_sobol = sampler == "sobol" and d <= qmc.SOBOL_MAX_DIM
-        cand = (qmc.sobol if use_sobol else qmc.kronecker)(key, num_candidates, unit)
-        if not num_best:
-            return cand
-        k = min(num_best, z.shape[0])  # the buffer may hold fewer rows than num_best
-        _, idx = jax.lax.top_k(-jnp.where(m, ys, jnp.inf), k)
-        # Missing best points (fewer observations than num_best) are replaced by candidates.
-        centres = jnp.where(m[idx][:, None], z[idx], cand[:k])
-        local = centres[jnp.arange(num_perturbations) % k] + perturb_scale * noise.reshape(-1, d)
-        return jnp.concatenate([cand, centres, jnp.clip(local, 0.0, 1.0)])
-
     def suggest(key, state):
         d = state.bounds.shape[-1]
-        _, apply_fn, feats = network(d)
+        _, apply_fn, feats = net(d)
         k_cand, k_noise = jax.random.split(key)
         data = state.data
         z = to_unit(data.x, state.bounds)
-        ys, m = _targets(data)
-        n = num_candidates + (min(num_best, data.capacity) + num_perturbations if num_best else 0)
+        ys, m = targets(data, standardize_y)
+        n = num_candidate_rows(num_candidates, num_best, num_perturbations, data.capacity)
         # One normal draw for the perturbations and the Thompson noise (each random-number call
         # site costs about a second of XLA compile time on CPU).
         noise = jax.random.normal(k_noise, (num_perturbations * d + q * n,), state.bounds.dtype)
-        cand = _candidates(k_cand, z, ys, m, noise[: num_perturbations * d])
-        eps = noise[num_perturbations * d:].reshape(q, n)
+        cand = candidates(k_cand, z, ys, m, noise[: num_perturbations * d], **cand_opts)
         theta_feat = state.params0 if features == "static" else state.params
-        p = state.u.shape[0] if uncertainty != "dual" else ravel_pytree(state.params0)[0].shape[0]
-        if uncertainty == "dual":
-            g_data = feats(embed(z, input_map), theta_feat)
-            chol = dual_factor(g_data, m, lam, jitter)
-
-        def moments(zc):
-            zc = embed(zc, input_map)
-            mu = apply_fn(state.params, zc)[:, 0]
-            g = feats(zc, theta_feat)
-            if uncertainty == "dual":
-                var = variance_dual(g, g_data, m, chol)
-            elif uncertainty == "primal":
-                var = variance_primal(g, state.u, lam)
-            else:
-                var = variance_diag(g, state.u, lam)
-            return mu, var
-
-        chunk = chunk_size or max(1, CHUNK_ENTRIES // max(p, 1))
-        if chunk >= n:
-            mu, var = moments(cand)
-        else:
-            num = -(-n // chunk)
-            chunk = -(-n // num)  # balanced chunks: less padding
-            padded = jnp.concatenate([cand, jnp.broadcast_to(cand[:1], (num * chunk - n, d))])
-            mu, var = jax.lax.map(moments, padded.reshape(num, chunk, d))
-            mu, var = mu.reshape(-1)[:n], var.reshape(-1)[:n]
-        sigma = jnp.sqrt(jnp.maximum(var, 0.0))
+        mu, var = posterior(apply_fn, feats, state.params, theta_feat, state.u, z, m, cand, lam,
+                            uncertainty=uncertainty, input_map=input_map, jitter=jitter,
+                            chunk_size=chunk_size)
         nu_t = jnp.asarray(nu_fn(data.count), mu.dtype)
-        # acquisition.thompson_independent with the pre-drawn eps: -f~ = -(h + nu sigma eps).
-        values = -(mu + nu_t * sigma * eps)
-        i = jnp.argmax(values, axis=-1)
-        info = {
-            "acq_value": values[jnp.arange(q), i],
-            "mean": mu[i],
-            "std": nu_t * sigma[i],
-            "nu": nu_t,
-            "train_loss": state.train_loss,
-            "train_ok": state.train_ok,
-        }
+        i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n))
+        info.update(train_loss=state.train_loss, train_ok=state.train_ok)
         return from_unit(cand[i], state.bounds), info
 
     return Algorithm(init, suggest, update)
