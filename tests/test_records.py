@@ -35,10 +35,14 @@ def _module_factory(name):
 def test_every_registered_algorithm_records_its_name_and_every_default(name):
     """``get(name)`` carries ``name`` and a config equal to the factory's signature defaults, read
     here with ``inspect.signature`` of the unwrapped function (a partial's bound keywords
-    included). Catches a record that drops keyword-only options or a partial's fixed option."""
+    included), and for ``gp``/``ntk_gp`` the ``**optimizer_kwargs`` defaults as ``gp_bo`` resolves
+    them. Catches a record that drops keyword-only options, a partial's fixed option or the
+    optimiser's options."""
     algo = A.get(name, **({"n_constraints": 1} if A.models_constraints(name) else {}))
-    expected = {k: p.default for k, p in inspect.signature(_module_factory(name)).parameters.items()
-                if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    params = inspect.signature(_module_factory(name)).parameters
+    expected = {k: p.default for k, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        expected.update(importlib.import_module("ntkbo.algorithms.gp_bo")._optimizer_defaults({}))
     if A.models_constraints(name):
         expected["n_constraints"] = 1
     assert algo.name == name
@@ -83,6 +87,52 @@ def test_same_algorithm_under_two_names():
         "option acquisition: saved 'ei', given 'ucb'"]
 
 
+def test_gp_records_the_optimizer_options_in_effect():
+    """``gp``'s acquisition optimiser takes its options through ``**optimizer_kwargs``, which the
+    signature cannot show; the record lists them with their defaults (issue 19), and they are the
+    values in effect: the algorithm rebuilt from its record (``get(name, **config)``, every option
+    now given explicitly) traces to the same program (``jax.make_jaxpr`` of an update and a
+    suggest: the same operations on the same shapes, so bit-identical suggestions, without paying
+    two compilations) as the one built with the defaults.
+
+    Mutations caught (checked by hand): the record leaving the optimiser's options out (keys
+    missing); a recorded default that is not the one in effect (``num_candidates`` recorded as 512:
+    the rebuilt algorithm searches another candidate set and suggests another point)."""
+    algo = A.get("gp_ucb", fit=False, num_restarts=1, num_steps=2)
+    config = algo.config
+    assert {"num_candidates", "num_restarts", "num_steps", "num_ts_candidates", "jitter",
+            "n_constraints"} <= set(config)
+    assert config["num_restarts"] == 1 and config["num_steps"] == 2
+    rebuilt = A.get(algo.name, **config)
+    assert rebuilt.config == config
+    x = np.array([[-2.0, 3.0], [4.0, 11.0], [8.0, 1.0]])
+    y = BRANIN.fn_batch(x)
+
+    def suggest(a):
+        state = a.update(a.init(jax.random.PRNGKey(0), BRANIN.bounds, 4), x, y)
+        return a.suggest(jax.random.PRNGKey(1), state)[0]
+
+    program = str(jax.make_jaxpr(suggest, static_argnums=0)(algo))
+    assert str(jax.make_jaxpr(suggest, static_argnums=0)(rebuilt)) == program
+    # the comparison can see an optimiser option: another num_candidates is another program
+    assert str(jax.make_jaxpr(suggest, static_argnums=0)(
+        A.get(algo.name, **{**config, "num_candidates": 512}))) != program
+
+
+def test_a_record_without_the_optimizer_options_means_their_defaults():
+    """A save written before the optimiser's options were recorded lacks them: it matches the
+    algorithm built with their defaults, and still names an option given another value.
+    Mutation caught (checked by hand): the missing key compared as ``<not given>`` (a difference
+    for every optimiser option)."""
+    algo = A.get("gp_ei")
+    old = {k: v for k, v in algo.config.to_json().items()
+           if k not in ("num_candidates", "num_restarts", "num_steps", "num_ts_candidates",
+                        "jitter", "n_constraints")}
+    assert A.record_differences("gp_ei", old, algo) == []
+    assert A.record_differences("gp_ei", old, A.get("gp_ei", num_candidates=64)) == [
+        f"option num_candidates: saved {algo.config['num_candidates']!r}, given 64"]
+
+
 # ---- save files ----------------------------------------------------------------------------------
 
 
@@ -110,8 +160,9 @@ def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
     hand_made = A.ntk_gp(acquisition="ucb")._replace(name=None, config=None)
     with pytest.raises(ValueError, match="given None .*records no name"):
         ask_tell.load(saved_ucb, hand_made, BRANIN.bounds)
-    # num_candidates is one of ntk_gp's **optimizer_kwargs: recorded only when given
-    with pytest.raises(ValueError, match=r"option num_candidates: saved .*default.*, given 64; "
+    # num_candidates is one of ntk_gp's **optimizer_kwargs: recorded with its default too
+    default = A.ntk_gp().config["num_candidates"]
+    with pytest.raises(ValueError, match=rf"option num_candidates: saved {default!r}, given 64; "
                                          r"bounds .* differ"):
         ask_tell.load(saved_ucb, A.ntk_gp(acquisition="ucb", num_candidates=64),
                       np.asarray(BRANIN.bounds) + 1.0)
@@ -148,6 +199,32 @@ def test_a_previous_format_file_loads_with_a_warning(tmp_path):
 
 
 # ---- the command line ----------------------------------------------------------------------------
+
+
+def test_a_state_saved_by_another_version_is_rebuilt_from_the_record(tmp_path):
+    """A save of ``ntk_gp`` made before its state kept a Cholesky factor (issue 16; simulated by
+    deleting ``factor`` from the saved state) loads with a warning, the model rebuilt by telling
+    the float64 record again: nothing observed is lost and the factor is the one of the record.
+    Mutations caught: the record not told again (empty buffer), the saved key or asked count
+    dropped (the resumed study would ask the design again)."""
+    algo = A.ntk_gp(acquisition="ucb")
+    study = ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(2), n_init=3)
+    for _ in range(3):  # the design: no suggest to compile
+        x, study = ask_tell.ask(algo, study)
+        study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(jnp.asarray(x))))
+    ask_tell.save(tmp_path / "new.msgpack", study)
+    payload = serialization.msgpack_restore((tmp_path / "new.msgpack").read_bytes())
+    del payload["study"]["state"]["factor"]
+    (tmp_path / "old.msgpack").write_bytes(serialization.msgpack_serialize(payload))
+    with pytest.warns(UserWarning, match=r"rebuilt by telling the saved record again \(3 "):
+        old = ask_tell.load(tmp_path / "old.msgpack", algo, BRANIN.bounds)
+    np.testing.assert_array_equal(old.told_x, study.told_x)
+    np.testing.assert_array_equal(old.told_y, study.told_y)
+    np.testing.assert_array_equal(old.key, study.key)
+    assert int(old.asked) == int(study.asked) == 3
+    assert int(old.state.data.count) == 3
+    # Three rows told at once instead of one by one: the same factor up to float64 rounding.
+    np.testing.assert_allclose(old.state.factor.chol, study.state.factor.chol, atol=1e-12)
 
 
 def test_run_config_file_with_flag_overrides_and_unknown_keys(tmp_path, capsys):

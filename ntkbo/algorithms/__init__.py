@@ -5,7 +5,9 @@ with an acquisition suffix (``gp_ucb``, ``ntk_gp_ts``, ...) fix the ``acquisitio
 
 Records (``ntkbo.base``): every factory reached through this package, by ``get`` or as an
 attribute (``ntkbo.algorithms.neural_bo(width=64)``), returns an ``Algorithm`` carrying its
-``name`` and resolved ``config`` (``resolved_options``: every option, defaults included). The
+``name`` and resolved ``config`` (``resolved_options``: every option, defaults included; for a
+factory that takes options through ``**kwargs``, such as ``gp``'s and ``ntk_gp``'s acquisition
+optimiser, those options with their defaults too, which its signature cannot show). The
 factories are wrapped here, once, by :func:`recorded`; the functions in the algorithm modules
 (``ntkbo.algorithms.gp_bo.gp``, ...) stay unwrapped and build algorithms without a record.
 ``same_algorithm`` tells whether two records describe the same algorithm (``gp_ucb`` is
@@ -19,6 +21,7 @@ import inspect
 
 from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
+from ntkbo.algorithms.gp_bo import _optimizer_defaults as _gp_optimizer_options
 from ntkbo.algorithms.neural_bo import neural_bo
 from ntkbo.algorithms.pinn_bo import pinn_bo, pinn_ntk_gp
 from ntkbo.algorithms.neural_cbo import neural_cbo
@@ -27,7 +30,7 @@ from ntkbo.algorithms.neural_linear import neural_linear
 from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
-from ntkbo.base import Algorithm, Config
+from ntkbo.base import Algorithm, Config, describe
 
 _FACTORIES = {
     "neural_bo": neural_bo,
@@ -57,11 +60,23 @@ for _acq in ACQUISITIONS:
 #: The registry name of each unwrapped factory function (the base of the partial names).
 _BASE_NAMES = {f: n for n, f in _FACTORIES.items() if not isinstance(f, functools.partial)}
 
+#: For a factory function taking options through ``**kwargs``: the function of those options that
+#: returns them all, defaults filled in (``TypeError`` for one it does not take), as the factory
+#: itself resolves them, so the record cannot drift from what runs.
+_KWARGS_OPTIONS = {gp: _gp_optimizer_options, ntk_gp: _gp_optimizer_options}
 
-def _resolve(factory, name: str, args: tuple, options: dict) -> dict:
+
+def _kwargs_options(factory):
+    """The ``_KWARGS_OPTIONS`` entry of ``factory`` (a function or a partial of one), or None."""
+    return _KWARGS_OPTIONS.get(getattr(factory, "func", factory))
+
+
+def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults: bool = False
+             ) -> dict:
     """Every option of ``factory(*args, **options)``: the signature's defaults merged with the
-    arguments (a ``**kwargs`` parameter's entries kept as given); ``ValueError`` naming the option
-    the factory does not take. A required option not given is left out."""
+    arguments; a ``**kwargs`` parameter's entries kept as given, or with ``kwargs_defaults`` and a
+    ``_KWARGS_OPTIONS`` entry, resolved by it (given values over defaults). ``ValueError`` naming
+    the option the factory does not take. A required option not given is left out."""
     sig = inspect.signature(factory)
     try:
         bound = sig.bind_partial(*args, **options)
@@ -69,8 +84,14 @@ def _resolve(factory, name: str, args: tuple, options: dict) -> dict:
         raise ValueError(f"algorithm {name!r}: {err}; it takes {', '.join(sig.parameters)}") from None
     bound.apply_defaults()
     out = {}
+    resolve_kwargs = _kwargs_options(factory) if kwargs_defaults else None
     for k, v in bound.arguments.items():
         if sig.parameters[k].kind is inspect.Parameter.VAR_KEYWORD:
+            if resolve_kwargs is not None:
+                try:
+                    v = resolve_kwargs(v)
+                except TypeError as err:
+                    raise ValueError(f"algorithm {name!r}: {err}") from None
             out.update(v)
         else:
             out[k] = v
@@ -79,13 +100,14 @@ def _resolve(factory, name: str, args: tuple, options: dict) -> dict:
 
 def recorded(name: str, factory):
     """``factory`` wrapped so that the ``Algorithm`` it returns carries ``name`` and its resolved
-    ``Config`` (``ntkbo.base``); same signature and docstring (``inspect.signature`` follows
-    ``__wrapped__``)."""
+    ``Config`` (``ntkbo.base``), its ``**kwargs`` options with their defaults included; same
+    signature and docstring (``inspect.signature`` follows ``__wrapped__``)."""
 
     @functools.wraps(factory)
     def build(*args, **options):
         algo = factory(*args, **options)  # its own errors first (it validates its options)
-        return algo._replace(name=name, config=Config(_resolve(factory, name, args, options)))
+        config = _resolve(factory, name, args, options, kwargs_defaults=True)
+        return algo._replace(name=name, config=Config(config))
 
     if isinstance(factory, functools.partial):
         build.__name__ = build.__qualname__ = name
@@ -147,7 +169,11 @@ def resolved_options(name: str, **options) -> dict:
     """Every option of ``get(name, **options)``: the factory's signature defaults merged with
     ``options`` (keyword arguments its ``**kwargs`` takes are kept as given). A required option
     not given (PINN-BO's ``pde``, which the problem supplies) is left out. ``ValueError`` naming
-    the option if the factory does not take it."""
+    the option if the factory does not take it.
+
+    Unlike the ``Algorithm``'s ``config``, this leaves out the ``**kwargs`` defaults (``gp``'s
+    ``num_candidates``, ...): experiment cells (``ntkbo.experiments.spec``) hash these options, so
+    adding keys here would change every stored GP cell's digest and refuse to resume its run."""
     if name not in _FACTORIES:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
     return _resolve(_FACTORIES[name], name, (), options)
@@ -180,9 +206,15 @@ def record_differences(saved_name, saved_config: dict | None, algo: Algorithm) -
         return [f"algorithm: saved {saved_name!r}, given {given_name!r}{why}"]
     out = []
     saved_config, given = saved_config or {}, given or {}
+    # a record written before the **kwargs defaults were recorded lacks them: absent means default
+    resolve_kwargs = _kwargs_options(getattr(_FACTORIES.get(given_name), "__wrapped__", None))
+    kwargs_defaults = {} if resolve_kwargs is None else {
+        k: describe(v)[0] for k, v in resolve_kwargs({}).items()}
     for k in list(saved_config) + [k for k in given if k not in saved_config]:
         absent = "<not given: the factory's default>"  # a **kwargs option left out
         a, b = saved_config.get(k, absent), given.get(k, absent)
+        if a is absent and k in kwargs_defaults:
+            a = kwargs_defaults[k]
         if a != b:
             out.append(f"option {k}: saved {a!r}, given {b!r}")
     return out
