@@ -294,12 +294,43 @@ def save(path: str | os.PathLike, study: Study) -> None:
     os.replace(tmp, path)
 
 
+def _state_mismatch(core: Study, saved: dict) -> str | None:
+    """Why the saved study dict does not fit ``core``'s structure and shapes (``None`` if it does)."""
+    try:
+        restored = serialization.from_state_dict(core, saved)
+    except (ValueError, KeyError, TypeError) as err:
+        return f"{type(err).__name__}: {str(err)[:200]}"
+    for a, b in zip(jax.tree_util.tree_leaves(core), jax.tree_util.tree_leaves(restored)):
+        if np.shape(a) != np.shape(b):
+            return f"array of shape {np.shape(b)} where {np.shape(a)} was expected"
+    return None
+
+
+def _replay(algo: Algorithm, bounds, payload: dict, template: Study) -> Study:
+    """A study of ``algo`` with the saved key, design and asked count, told the saved float64
+    record in one batch (``load`` of a state saved by another version)."""
+    saved = payload["study"]
+    study = template._replace(key=jnp.asarray(saved["key"], template.key.dtype),
+                              design=jnp.asarray(saved["design"], template.design.dtype),
+                              asked=jnp.asarray(saved["asked"], jnp.int32))
+    d = bounds.shape[1]
+    x = np.asarray(payload["told_x"], np.float64).reshape(-1, d)
+    if not x.shape[0]:
+        return study
+    k = int(getattr(algo, "n_constraints", 0))
+    y = np.asarray(payload["told_y"], np.float64).reshape(x.shape[0], 1 + k)
+    return tell(algo, study, x, y[:, 0], y[:, 1:] if k else None)
+
+
 def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     """Reads a study saved by ``save`` for the same algorithm and bounds. ``ValueError`` naming
     every field that differs (both values): the algorithm's name or an option of its config
     (``ntkbo.algorithms.record_differences``), the bounds (compared in the state's dtype), the
-    dtype, or a saved state that does not fit ``algo``. A file of format 1 or 2 (no algorithm
-    record) loads with a ``UserWarning`` (module docstring)."""
+    dtype, or a saved state that does not fit ``algo`` and no record to rebuild it from. A state
+    of this algorithm whose layout changed between ntkbo versions (the file's record matches)
+    is rebuilt by telling the float64 record again, with a ``UserWarning``: nothing observed is
+    lost, the next suggestions may differ. A file of format 1 or 2 (no algorithm record) loads
+    with a ``UserWarning`` (module docstring)."""
     bounds = check_bounds(bounds)
     with open(path, "rb") as fh:
         payload = serialization.msgpack_restore(fh.read())
@@ -335,12 +366,21 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     core = template._replace(told_x=None, told_y=None, algorithm=None)
     saved = dict(payload["study"])
     saved.update(told_x=None, told_y=None, algorithm=None)  # kept apart in the payload
+    mismatch = _state_mismatch(core, saved)
+    if mismatch is not None:
+        if "told_x" not in payload:
+            raise ValueError(f"{path}: saved state does not match this algorithm and bounds "
+                             f"({mismatch})")
+        # The file is of this algorithm but its state layout is another ntkbo version's (e.g. a
+        # kernel model's state before it kept its Cholesky factor): nothing observed is lost,
+        # the model is rebuilt from the float64 record.
+        warnings.warn(
+            f"{path}: the saved state does not fit this ntkbo's state of "
+            f"{getattr(algo, 'name', None)!r} ({mismatch}; saved by another version): the model "
+            f"is rebuilt by telling the saved record again ({len(payload['told_x'])} values); "
+            "its next suggestions may differ from the saved run's", UserWarning, stacklevel=2)
+        return _replay(algo, bounds, payload, template)
     restored = serialization.from_state_dict(core, saved)
-    for a, b in zip(jax.tree_util.tree_leaves(core), jax.tree_util.tree_leaves(restored)):
-        if np.shape(a) != np.shape(b):
-            raise ValueError(
-                f"{path}: saved state does not match this algorithm and bounds "
-                f"(array of shape {np.shape(b)} where {np.shape(a)} was expected)")
     study = jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
                                    core, restored)
     if saved_bounds is None:  # format 1: the state's own bounds
