@@ -3,14 +3,18 @@
 Two measurements, printed as Markdown tables (to paste into a README) with the machine on top:
 
 1. **Step time against n.** For each algorithm and each number of observations ``n`` (default
-   50, 100, 200, 500, 1000, 2000) on ``ackley`` in d = 10: a state of capacity
+   50, 100, 200, 500, 1000, 2000, 4000) on ``ackley`` in d = 10: a state of capacity
    ``ntkbo.data.next_capacity(n + 1)`` holding ``n`` Sobol points and their values (the first
-   ``n - 1`` written straight into the buffer with ``ntkbo.data.append``, the last one through one
-   ``update``, which fits the surrogate: one fit, not ``n``). ``suggest`` and ``update`` are
-   compiled ahead of time (``jax.jit(...).lower(...).compile()``, the *compile* column), run once to
-   warm up (for ``update``, the fit is that run), then timed as the median of ``--reps`` calls with
-   ``block_until_ready``. The timed ``update`` appends the suggested point (n -> n + 1) and refits,
-   as a BO round does.
+   ``n - 1`` told in one ``update``, which factorises and fits the surrogate once: the *fit*
+   column, what a refit of the hyper-parameters costs at that n; then the n-th through the
+   ``update`` the table times). ``suggest`` and ``update`` are compiled ahead of time
+   (``jax.jit(...).lower(...).compile()``, the *compile* column), run once to warm up, then timed as
+   the median of ``--reps`` calls with ``block_until_ready``. The timed ``update`` appends the
+   suggested point (n -> n + 1) as a BO round does: a kernel model extends its Cholesky factor
+   (``ntkbo.gp.factor_append``) unless its refit schedule refits at n + 1. The summary gives the
+   log-log slope of the step time against n over the grid points from 500 to 4000 (least
+   squares), and each cell's peak resident memory (the measuring process's ``ru_maxrss``: jax's
+   runtime, the compiled programs and the arrays).
 2. **Seeds: vmap against a loop.** ``--seeds`` (16) runs of ``ntkbo.minimize`` with ``--budget``
    (30) evaluations on ``branin`` (2-D): ``jax.jit(jax.vmap(run, in_axes=(0, None)))(keys,
    problem)`` against a Python loop calling ``jax.jit(run)(key, problem)`` once per key, where
@@ -41,8 +45,15 @@ Commands (from the repository root)::
     # smoke run, a few minutes on 2 CPU cores: n in {50, 100}, 4 seeds of budget 15
     python benchmarks/speed.py --quick --algos gp,ntk_gp
 
-    # the full default run (neural_bo, ntk_gp, gp; n up to 2000; 16 seeds of budget 30)
+    # the full default run (neural_bo, ntk_gp, gp; n up to 4000; 16 seeds of budget 30)
     python benchmarks/speed.py --json speed.json
+
+    # NeuralBO in its authors' configuration (issue 16): Ackley-2D, float64, width 200, one
+    # hidden layer, 50,000 candidates, features retrained each round, 100 Adam steps
+    python benchmarks/speed.py --algos neural_bo --parts step --x64 --problem ackley --dim 2 \
+        --grid 20,50,100 --set neural_bo:width=200 --set neural_bo:num_candidates=50000 \
+        --set neural_bo:features=dynamic --set neural_bo:optimizer=adam \
+        --set neural_bo:num_steps=100 --set neural_bo:learning_rate=0.001
 
     # variations
     python benchmarks/speed.py --algos neural_bo --set neural_bo:width=1000 --max-n 500
@@ -60,7 +71,9 @@ import argparse
 import ast
 import json
 import os
+import math
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -72,7 +85,9 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-DEFAULT_GRID = (50, 100, 200, 500, 1000, 2000)
+DEFAULT_GRID = (50, 100, 200, 500, 1000, 2000, 4000)
+#: The range of n over which the summary fits the log-log slope of the step time.
+SLOPE_RANGE = (500, 4000)
 QUICK_GRID = (50, 100)
 RESULT_TAG = "@@speed-result "
 
@@ -199,26 +214,6 @@ def make_algorithm(name: str, options: dict):
     return factory(**options), note
 
 
-def _fill(state, x, y):
-    """Writes ``x``, ``y`` into every ``ntkbo.data.Data`` buffer of ``state`` (no refit)."""
-    import jax
-
-    from ntkbo import data as D
-
-    found = []
-
-    def put(node):
-        if isinstance(node, D.Data):
-            found.append(True)
-            return D.append(node, x, y)
-        return node
-
-    state = jax.tree_util.tree_map(put, state, is_leaf=lambda n: isinstance(n, D.Data))
-    if not found:
-        raise TypeError("the algorithm's state holds no ntkbo.data.Data buffer to fill")
-    return state
-
-
 def _compile(fn, *args):
     """``(compiled, seconds)``: ahead-of-time compilation of ``jax.jit(fn)`` for ``args``."""
     import jax
@@ -257,7 +252,14 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
     k_init, k_x, k_suggest = jax.random.split(jax.random.PRNGKey(seed), 3)
     x = qmc.sobol(k_x, n, problem.bounds)
     y = jax.vmap(problem.fn)(x)
-    state = _fill(algo.init(k_init, problem.bounds, capacity), x[: n - 1], y[: n - 1])
+    # The first n - 1 points in one update: the model's one factorisation and fit at this n (a
+    # state whose buffer is written directly would hold no valid Cholesky factor).
+    state = algo.init(k_init, problem.bounds, capacity)
+    tell_all, _ = _compile(algo.update, state, x[: n - 1], y[: n - 1])
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(tell_all(state, x[: n - 1], y[: n - 1]))
+    t_fit_all = time.perf_counter() - t0
+    del tell_all
 
     update, t_compile_update = _compile(algo.update, state, x[n - 1:], y[n - 1:])
     # The one fit (n - 1 -> n observations). It runs the same executable, on arguments of the same
@@ -281,7 +283,7 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
     return {
         "algo": algo_name, "n": n, "capacity": capacity, "note": note, "reps": r,
         "compile_suggest": t_compile_suggest, "compile_update": t_compile_update,
-        "first_fit": t_fit, "suggest": statistics.median(suggest_times),
+        "first_fit": t_fit, "fit": t_fit_all, "suggest": statistics.median(suggest_times),
         "update": statistics.median(update_times), "suggest_times": suggest_times,
         "update_times": update_times,
     }
@@ -337,6 +339,8 @@ def worker(spec: dict) -> None:
     kind = spec.pop("kind")
     fn = measure_step if kind == "step" else measure_seeds
     result = fn(**spec, deadline=deadline)
+    # Peak resident memory of this measuring process (Linux reports kilobytes).
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(RESULT_TAG + json.dumps(result), flush=True)
 
 
@@ -416,29 +420,45 @@ def fmt_time(seconds) -> str:
     return f"{seconds:.3g} s"
 
 
+def slope(points: list[tuple[int, float]], lo: int = SLOPE_RANGE[0], hi: int = SLOPE_RANGE[1]):
+    """Least-squares slope of ``log t`` against ``log n`` over the ``(n, t)`` with ``lo <= n <= hi``
+    (``None`` with fewer than two such points)."""
+    pts = [(math.log(n), math.log(t)) for n, t in points if lo <= n <= hi and t > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx > 0 else None
+
+
 def step_table(results: list[dict], algos: list[str], grid: list[int]) -> list[str]:
     lines = [
-        "| algorithm | n | capacity | compile suggest / update | suggest | update | "
-        "step (suggest + update) | reps |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| algorithm | n | capacity | compile suggest / update | fit (n - 1 points) | suggest | "
+        "update | step (suggest + update) | peak RSS | reps |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         if "error" in r or "skipped" in r:
             why = r.get("skipped") or r["error"]
-            lines.append(f"| {r['algo']} | {r['n']} | {r['capacity']} | {why} | | | | |")
+            lines.append(f"| {r['algo']} | {r['n']} | {r['capacity']} | {why} | | | | | | |")
             continue
+        rss = r.get("peak_rss_mb")
         lines.append(
             f"| {r['algo']} | {r['n']} | {r['capacity']} | "
             f"{fmt_time(r['compile_suggest'])} / {fmt_time(r['compile_update'])} | "
-            f"{fmt_time(r['suggest'])} | {fmt_time(r['update'])} | "
-            f"**{fmt_time(r['suggest'] + r['update'])}** | {r['reps']} |")
+            f"{fmt_time(r.get('fit'))} | {fmt_time(r['suggest'])} | {fmt_time(r['update'])} | "
+            f"**{fmt_time(r['suggest'] + r['update'])}** | "
+            f"{'-' if rss is None else f'{rss:.0f} MB'} | {r['reps']} |")
     # A compact summary: step time, algorithms by n.
-    lines += ["", "Step time (suggest + update, median) by number of observations n:", "",
-              "| algorithm | " + " | ".join(f"n = {n}" for n in grid) + " |",
-              "|---|" + "---:|" * len(grid)]
+    lo, hi = SLOPE_RANGE
+    lines += ["", "Step time (suggest + update, median) by number of observations n, and the "
+              f"log-log slope from n = {lo} to {hi}:", "",
+              "| algorithm | " + " | ".join(f"n = {n}" for n in grid) + f" | slope {lo}-{hi} |",
+              "|---|" + "---:|" * (len(grid) + 1)]
     by = {(r["algo"], r["n"]): r for r in results}
     for a in algos:
-        cells = []
+        cells, points = [], []
         for n in grid:
             r = by.get((a, n))
             if r is None:
@@ -449,7 +469,9 @@ def step_table(results: list[dict], algos: list[str], grid: list[int]) -> list[s
                 cells.append("timeout" if r["error"].startswith("timeout") else "failed")
             else:
                 cells.append(fmt_time(r["suggest"] + r["update"]))
-        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+                points.append((n, r["suggest"] + r["update"]))
+        b = slope(points)
+        lines.append(f"| {a} | " + " | ".join(cells) + f" | {'-' if b is None else f'{b:.2f}'} |")
     return lines
 
 
