@@ -68,6 +68,8 @@ def test_interface_is_uniform():
         assert mod.NAME == name
         assert mod.CLAIM and mod.SOURCE
         assert set(mod.SCALES) == set(theory_checks.SCALE_NAMES) == set(mod.DETECTS)
+        assert all("chunk" in settings for settings in mod.SCALES.values())
+        assert callable(mod.memory)
         for scale, detected in mod.DETECTS.items():
             assert detected, (name, scale)
             families |= {F.parse(f)[0] for f in detected}
@@ -257,7 +259,9 @@ def _fake_check(monkeypatch, passed: bool):
     mod = types.ModuleType("theory_checks.fake_check")
     mod.NAME, mod.CLAIM, mod.SOURCE = "fake_check", "Theta(x, x) closed form", "arithmetic"
     mod.DETECTS = {s: ("ntk_scale:2",) for s in theory_checks.SCALE_NAMES}
-    mod.SCALES = {s: dict(W_std=1.5, b_std=0.5) for s in theory_checks.SCALE_NAMES}
+    mod.SCALES = {s: dict(W_std=1.5, b_std=0.5, chunk=None) for s in theory_checks.SCALE_NAMES}
+    # One item of 8 bytes: the command line prints it before running.
+    mod.memory = lambda settings: [theory_checks.memory.stage(settings, "fake values", 1, 8)]
 
     def run(key, settings):
         rep = R.Report(mod.NAME, mod.CLAIM, mod.SOURCE, settings)
@@ -285,6 +289,8 @@ def test_cli_exit_code_and_files(monkeypatch, tmp_path, capsys, passed, fault):
     assert code == (0 if ok else 1)
     out = capsys.readouterr().out
     assert "fake_check" in out and ("ALL PASSED" if ok else "SOME CHECKS FAILED") in out
+    assert "memory estimate fake_check: peak" in out  # printed before the check runs
+    assert out.index("memory estimate fake_check") < out.index("Theta(x, x)")
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["seed"] == 3 and summary["checks"]["fake_check"]["passed"] is ok
     assert summary["fault"] == fault
@@ -293,5 +299,11 @@ def test_cli_exit_code_and_files(monkeypatch, tmp_path, capsys, passed, fault):
     assert (tmp_path / "fake_check.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(SystemExit):
         main(["no_such_check", "--out", str(tmp_path)])
+    # --dry-run prints every selected check's estimate and runs nothing (no new outputs).
+    dry = tmp_path / "dry"
+    assert main(["all", "--scale", "gpu", "--dry-run", "--out", str(dry)]) == 0
+    out = capsys.readouterr().out
+    assert all(f"memory estimate {n}: peak" in out for n in theory_checks.CHECKS)
+    assert "DOES NOT FIT" not in out and not dry.exists()
     with pytest.raises(SystemExit):
         main(["fake_check", "--out", str(tmp_path), "--fault", "nope"])

@@ -11,10 +11,14 @@ exits 1 when any selected claim fails its tolerance (README.md lists the claims 
     SOURCE: str          paper, theorem/equation, digest section
     SCALES: dict         {"smoke": {...}, "cpu": {...}, "gpu": {...}}: the settings of each scale
                          (smoke: the CI test's reduced run; cpu: <= 5 min on 2 cores; gpu: wider
-                         networks, longer horizons)
+                         networks, longer horizons), each with a "chunk" entry (None: derived
+                         from the memory budget)
     DETECTS: dict        {scale: (fault, ...)}: the library faults (``theory_checks.faults``) the
                          check must FAIL on at that scale, each the smallest measured to fail
     run(key, settings) -> theory_checks.report.Report
+    memory(settings) -> [theory_checks.memory.Stage]   the peak-memory estimate of each chunked
+                         stage (items, chunk, bytes) from the settings' sizes; ``run`` maps each
+                         stage with that stage's chunk (``theory_checks.memory``)
 
 ``run`` is pure in ``key`` (a ``jax.random`` key) and ``settings`` (a dict, usually
 ``dict(SCALES[scale])``). It calls the library (``ntkbo``) and compares with a reference it
@@ -41,7 +45,7 @@ from __future__ import annotations
 import importlib
 import time
 
-from theory_checks import faults
+from theory_checks import faults, memory
 
 #: The checks, in the order ``all`` runs them. Append new checks here.
 CHECKS: list[str] = [

@@ -1,5 +1,5 @@
 """``python -m theory_checks [NAME ...|all] [--scale smoke|cpu|gpu] [--out DIR] [--seed N]
-[--fault FAULT]``.
+[--fault FAULT] [--chunk C] [--dry-run]``.
 
 Runs the selected checks (``theory_checks.CHECKS``), prints each table, writes
 ``DIR/<NAME>.json`` and ``DIR/<NAME>.png`` and a ``DIR/summary.json``, and exits 1 when any
@@ -7,6 +7,11 @@ selected claim fails. Float64 is enabled (the checks compare with closed forms).
 injects a library fault (``theory_checks.faults``: ``ntk_scale:F``, ``drop_bias_ntk``,
 ``sto_no_regulariser``, ``neuralbo_wrong_lambda``, ``pinn_wrong_operator``, ``linear_regret``)
 while the checks run: a check that detects it exits 1.
+
+Before a check starts, its peak device-memory estimate is printed (``theory_checks.memory``: each
+chunked stage's items, chunk and bytes, against the 64 GB budget); ``--dry-run`` prints the
+estimates of every selected check and exits (1 when one does not fit) without running anything.
+``--chunk C`` maps every stage ``C`` items at a time instead of the chunk derived from the budget.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ def main(argv=None) -> int:
     parser.add_argument("--fault", default=None,
                         help="inject a library fault: " + ", ".join(
                             f"{k} ({v})" for k, v in theory_checks.faults.FAULTS.items()))
+    parser.add_argument("--chunk", type=int, default=None,
+                        help="items per chunk of every stage (default: the largest that fits "
+                             "the memory budget)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print every selected check's memory estimate and exit")
     args = parser.parse_args(argv)
     if args.fault is not None:
         try:
@@ -46,13 +56,27 @@ def main(argv=None) -> int:
         if name not in theory_checks.CHECKS:
             parser.error(f"unknown check {name!r}; choose from {', '.join(theory_checks.CHECKS)}"
                          " or all")
+    from theory_checks import memory
+
+    fits = True
+    for name in names:
+        settings = dict(theory_checks.get(name).SCALES[args.scale], chunk=args.chunk)
+        stages = theory_checks.get(name).memory(settings)
+        fits &= max(st.peak for st in stages) <= memory.BUDGET
+        if args.dry_run:
+            print(f"[{args.scale}] " + memory.describe(name, stages), flush=True)
+    if args.dry_run:
+        return 0 if fits else 1
     summary = {"scale": args.scale, "seed": args.seed, "fault": args.fault,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "load_average_start": os.getloadavg(), "checks": {}}
     ok = True
     for name in names:
+        settings = dict(theory_checks.get(name).SCALES[args.scale], chunk=args.chunk)
+        print(f"[{args.scale}] " + memory.describe(name, theory_checks.get(name).memory(settings)),
+              flush=True)
         report = theory_checks.run_check(name, jax.random.PRNGKey(args.seed), args.scale,
-                                         fault=args.fault)
+                                         fault=args.fault, chunk=args.chunk)
         print(table(report), flush=True)
         json_path, png_path = write(report, args.out)
         figure = png_path or "no figure (matplotlib missing: pip install ntkbo[plot])"

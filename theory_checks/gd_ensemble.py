@@ -87,6 +87,7 @@ from scipy import stats as sps
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.kernels import as_kernel, empirical_ntk, mlp
+from theory_checks import memory as memory_lib
 from theory_checks import nets
 from theory_checks.report import Report, within
 from theory_checks.stats import cov_error, loglog_slope, mean_z
@@ -100,7 +101,7 @@ ALPHA = 1e-3  # false-alarm probability of each family of z-score rows
 COV_MAX = 3.0
 
 _BASE = dict(activation="relu", depth=1, W_std=1.5, b_std=0.1, d=2, n=5, n_test=5,
-             times=[2.0, 10.0, "inf"], lr_members=32)
+             times=[2.0, 10.0, "inf"], lr_members=32, chunk=None)
 SCALES = {
     "smoke": dict(_BASE, widths=[32, 128, 512], members=96),
     "cpu": dict(_BASE, widths=[64, 256, 1024, 4096], members=384),
@@ -119,9 +120,32 @@ def _data(key, n, n_test, d):
     return jnp.asarray(x), jnp.asarray(y), jnp.asarray(xt)
 
 
+def memory(settings) -> list:
+    """Peak-memory estimate of each chunked stage (``theory_checks.memory``), with ``P`` the
+    parameters of the largest width ``m`` and ``a = (n + n_test) m depth`` one set of activations:
+    the ``lr_members`` networks whose mean empirical NTK sets the schedule (one item: parameters
+    ``P``, their normal draw ``P``, the per-example gradients ``n P`` and as much again for the
+    layout of their contraction, ``2 n P`` (measured: about ``n P`` at width 256, ``2 n P`` at
+    width 64), ``4 a``) and the ``members``
+    trained networks (one item: the width-``m`` draw ``P`` kept through the width sweep, at the
+    largest width its first units ``P`` and the training step's parameters, gradient and update
+    ``3 P``, ``4 a``). Fixed: the stacked outputs."""
+    s, f = settings, memory_lib.itemsize()
+    n, m, depth = s["n"], s["widths"][-1], s["depth"]
+    p, a = memory_lib.mlp_params(depth, m, s["d"]), (n + s["n_test"]) * m * depth
+    outs = len(s["widths"]) * (n + s["n_test"] * (1 + len(s["times"])))
+    return [memory_lib.stage(s, "schedule networks", s["lr_members"],
+                             f * (p * (2 * n + 2) + 4 * a),
+                             f * s["lr_members"] * n * n),
+            memory_lib.stage(s, "trained members", s["members"], f * (5 * p + 4 * a),
+                             f * s["members"] * outs)]
+
+
 @functools.lru_cache(maxsize=4)
 def _networks(key_data: tuple, frozen: str):
-    """The reference side (cached per key and settings): the schedule and the trained networks.
+    """The reference side (cached per key and settings): the schedule and the trained networks,
+    each a chunked map over the members' keys (``memory``; a network is drawn inside the map, so
+    only a chunk of them sits in memory at once).
 
     Returns:
       ``(lr_small, steps, lr_big, steps_inf, kappa, f0, outs)``: step sizes and counts; the
@@ -133,13 +157,13 @@ def _networks(key_data: tuple, frozen: str):
     k_data, k_par = jax.random.split(key)
     x, y, xt = _data(k_data, s["n"], s["n_test"], s["d"])
     n, depth, act = s["n"], s["depth"], s["activation"]
-    big = nets.draw(k_par, depth, s["widths"][-1], s["d"], act, s["W_std"], s["b_std"],
-                    s["members"])
-    apply_big = mlp(depth, s["widths"][-1], act, W_std=s["W_std"], b_std=s["b_std"])[1]
-    entk = empirical_ntk(apply_big)
-    first = jax.tree_util.tree_map(lambda v: v[: s["lr_members"]], big)
-    theta_hat = np.asarray(jax.jit(lambda ps: jax.lax.map(lambda p: entk(x, None, p), ps))(
-        first)).mean(0)
+    stages = memory(s)
+    net = lambda k, m: nets.init(k, depth, m, s["d"], act, s["W_std"], s["b_std"])  # noqa: E731
+    keys = jax.random.split(k_par, s["members"])  # the keys of nets.draw(k_par, ..., members)
+    entk = empirical_ntk(mlp(depth, s["widths"][-1], act, W_std=s["W_std"], b_std=s["b_std"])[1])
+    theta_hat = np.asarray(memory_lib.chunked_map(
+        lambda k: entk(x, None, net(k, s["widths"][-1])), keys[: s["lr_members"]],
+        memory_lib.find(stages, "schedule networks").chunk, "schedule networks")).mean(0)
     # Steps of eta_s = N / (8 e_max) up to the finite times (close to gradient flow), then steps
     # of eta = N / e_max until exp(-e_min t / N) < 1e-8 ("t = inf"; its limit does not depend on
     # the path). e_max, e_min: of the estimated Theta.
@@ -149,29 +173,39 @@ def _networks(key_data: tuple, frozen: str):
     steps = [math.ceil(t / lr_small) for t in finite]
     steps_inf = math.ceil(-math.log(1e-8) * n / (evals[0] * lr_big))
     xall = jnp.concatenate([x, xt])
-    f0s, outs_all = [], []
-    for m in s["widths"]:
-        apply_fn = mlp(depth, m, act, W_std=s["W_std"], b_std=s["b_std"])[1]
-        loss = lambda p: 0.5 * jnp.mean((apply_fn(p, x)[:, 0] - y) ** 2)  # noqa: E731
+    applies = [mlp(depth, m, act, W_std=s["W_std"], b_std=s["b_std"])[1] for m in s["widths"]]
 
-        @functools.partial(jax.jit, static_argnums=1)
-        def train(ps, num, lr):
-            def step(q, _):
-                g = jax.grad(loss)(q)
-                return jax.tree_util.tree_map(lambda a, b: a - lr * b, q, g), None
-            return jax.vmap(lambda p: jax.lax.scan(step, p, None, length=num)[0])(ps)
+    def one_member(k):
+        big = net(k, s["widths"][-1])
+        f0s, outs_all = [], []
+        for m, apply_fn in zip(s["widths"], applies):
+            loss = lambda p, a=apply_fn: 0.5 * jnp.mean((a(p, x)[:, 0] - y) ** 2)  # noqa: E731
 
-        params = nets.first_units(big, depth, m)
-        f0s.append(np.asarray(jax.vmap(lambda p: apply_fn(p, xall)[:, 0])(params)))
-        done, outs = 0, []
-        for num in steps:
-            params = train(params, num - done, lr_small)
-            done = num
-            outs.append(np.asarray(jax.vmap(lambda p: apply_fn(p, xt)[:, 0])(params)))
-        if len(outs) < len(s["times"]):
-            params = train(params, steps_inf, lr_big)
-            outs.append(np.asarray(jax.vmap(lambda p: apply_fn(p, xt)[:, 0])(params)))
-        outs_all.append(outs)
+            def train(p, num, lr, loss=loss):
+                def step(q, _):
+                    g = jax.grad(loss)(q)
+                    return jax.tree_util.tree_map(lambda a, b: a - lr * b, q, g), None
+                return jax.lax.scan(step, p, None, length=num)[0]
+
+            params = nets.first_units(big, depth, m, batched=False)
+            f0s.append(apply_fn(params, xall)[:, 0])
+            done, outs = 0, []
+            for num in steps:
+                params = train(params, num - done, lr_small)
+                done = num
+                outs.append(apply_fn(params, xt)[:, 0])
+            if len(outs) < len(s["times"]):
+                params = train(params, steps_inf, lr_big)
+                outs.append(apply_fn(params, xt)[:, 0])
+            outs_all.append(jnp.stack(outs))
+        return jnp.stack(f0s), jnp.stack(outs_all)
+
+    f0, outs = memory_lib.chunked_map(one_member, keys,
+                                      memory_lib.find(stages, "trained members").chunk,
+                                      "trained members")
+    f0, outs = np.asarray(f0), np.asarray(outs)  # (M, widths, n + n_test), (M, widths, times, n_t)
+    f0s = [f0[:, w] for w in range(len(s["widths"]))]
+    outs_all = [[outs[:, w, i] for i in range(outs.shape[2])] for w in range(len(s["widths"]))]
     return lr_small, steps, lr_big, steps_inf, evals[-1] / evals[0], f0s, outs_all
 
 

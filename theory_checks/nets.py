@@ -16,26 +16,33 @@ import jax
 from ntkbo.kernels import mlp
 
 
-def draw(key, depth: int, width: int, d: int, activation, W_std, b_std, num: int):
-    """``num`` independent parameter draws (a leading ``(num,)`` axis on every leaf) of the width
-    ``width`` network ``ntkbo.kernels.mlp(depth, width, ...)``, NTK parameterisation: its
-    ``init_fn`` vmapped over ``num`` keys split from ``key``."""
+def init(key, depth: int, width: int, d: int, activation, W_std, b_std):
+    """One parameter draw of the width ``width`` network ``ntkbo.kernels.mlp(depth, width, ...)``
+    on ``d`` inputs, NTK parameterisation: the library's ``init_fn(key, (-1, d))``."""
     init_fn = mlp(depth, width, activation, W_std=W_std, b_std=b_std)[0]
+    return init_fn(key, (-1, d))[1]
+
+
+def draw(key, depth: int, width: int, d: int, activation, W_std, b_std, num: int):
+    """``num`` independent parameter draws (a leading ``(num,)`` axis on every leaf): :func:`init`
+    vmapped over ``jax.random.split(key, num)``. The chunked checks map :func:`init` over the same
+    keys a chunk at a time instead, which gives the same networks."""
     keys = jax.random.split(key, num)
-    return jax.jit(jax.vmap(lambda k: init_fn(k, (-1, d))[1]))(keys)
+    return jax.jit(jax.vmap(lambda k: init(k, depth, width, d, activation, W_std, b_std)))(keys)
 
 
-def first_units(params, depth: int, m: int):
+def first_units(params, depth: int, m: int, batched: bool = True):
     """The width-``m`` network made of the first ``m`` units of every hidden layer of ``params``
-    (leading batch axis kept)."""
+    (a leading batch axis kept when ``batched``; ``batched=False``: one network)."""
+    lead = (slice(None),) if batched else ()
 
     def cut(path, v):
         names = [str(getattr(p, "key", p)) for p in path]
         layer, leaf = int(names[-2].split("_")[-1]), names[-1]
         if leaf == "bias":
-            return v[:, :m] if layer < depth else v
-        rows = v.shape[1] if layer == 0 else m
-        cols = m if layer < depth else v.shape[2]
-        return v[:, :rows, :cols]
+            return v[lead + (slice(None, m),)] if layer < depth else v
+        rows = v.shape[-2] if layer == 0 else m
+        cols = m if layer < depth else v.shape[-1]
+        return v[lead + (slice(None, rows), slice(None, cols))]
 
     return jax.tree_util.tree_map_with_path(cut, params)

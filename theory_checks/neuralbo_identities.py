@@ -39,8 +39,9 @@ inequalities; rounding only); 5: the mean coverage over runs, times and points `
 Detects (``DETECTS``; ``python -m theory_checks.fault_matrix``): ``neuralbo_wrong_lambda``
 (``neural_bo.dual_factor`` built with ``lam = 1``) at every scale: rows 1 and 2 at ``lam = 0.01``
 fail by orders of magnitude (``a_t`` computed with noise 1 instead of ``lam``); the ``lam = 1``
-rows cannot see it. The runs call ``dual_factor`` (the uncertainty of ``suggest``), so they are
-re-run under the fault (the cache key includes it).
+rows cannot see it. The runs build the factor of ``suggest``'s uncertainty through
+``dual_factor`` or, with static features, ``extend_dual_factor`` (both patched), so they are re-run
+under the fault (the cache key includes it).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from ntkbo.algorithms.gp_bo import to_unit
 from ntkbo.benchmarks.problem import Problem
 from ntkbo.kernels import grad_features, mlp
 from theory_checks import faults, rkhs
+from theory_checks import memory as memory_lib
 from theory_checks.report import Report
 
 NB = importlib.import_module("ntkbo.algorithms.neural_bo")
@@ -76,12 +78,43 @@ IDENTITY_RTOL = 1e-6
 INEQ_SLACK = 1e-9
 
 _BASE = dict(d=2, depth=1, W_std=1.0, b_std=0.1, lam=0.01, noise=0.05, norm=1.0, centres=8,
-             alpha=0.05, c=1.0, num_test=256)
+             alpha=0.05, c=1.0, num_test=256, chunk=None)
 SCALES = {
     "smoke": dict(_BASE, width=32, budget=16, seeds=2, train_steps=10),
     "cpu": dict(_BASE, width=128, budget=48, seeds=4, train_steps=50),
     "gpu": dict(_BASE, width=1024, budget=256, seeds=16, train_steps=200),
 }
+
+
+def _capacity(budget: int) -> int:
+    """The observation buffer ``ntkbo.minimize`` grows to: the next power of two >= ``budget``."""
+    return 1 << max(int(budget) - 1, 0).bit_length()
+
+
+def neural_bo_bytes(width: int, depth: int, d: int, budget: int, num_candidates: int,
+                    num_perturbations: int, bias: bool, num_best: int = 4) -> int:
+    """Peak bytes of one ``ntkbo.minimize`` run of ``neural_bo`` (dual uncertainty, sphere input
+    map: ``d + 1`` inputs), from its sizes: ``p`` parameters; per suggest the gradient features of
+    the ``C`` buffered points, of the ``N`` candidates and of the ``num_best x num_perturbations``
+    perturbed candidates (``(C + N + B) p``); ``theta_0``, ``theta_t``, the training gradient and
+    update ``4 p``; the ``C x C`` dual factor and the ``(N + B) x C`` cross features ``(N + B + C)
+    C``; activations of ``N + B + C`` points (``4 (N + B + C) width depth``). ``C``: the buffer
+    capacity, the next power of two >= ``budget``."""
+    p, c = memory_lib.mlp_params(depth, width, d + 1, bias), _capacity(budget)
+    b = num_best * num_perturbations
+    n_all = num_candidates + b + c
+    return memory_lib.itemsize() * (p * (n_all + 4) + n_all * c + 4 * n_all * width * depth)
+
+
+def memory(settings) -> list:
+    """Peak-memory estimate (``theory_checks.memory``): the ``seeds`` NeuralBO runs, one item per
+    run (:func:`neural_bo_bytes`); fixed: the stacked results (the points, values and both
+    parameter sets of every run)."""
+    s, f = settings, memory_lib.itemsize()
+    p = memory_lib.mlp_params(s["depth"], s["width"], s["d"] + 1)
+    per = neural_bo_bytes(s["width"], s["depth"], s["d"], s["budget"], 256, 64, True)
+    return [memory_lib.stage(s, "NeuralBO runs", s["seeds"], per,
+                             f * s["seeds"] * (s["budget"] * (s["d"] + 2) + 2 * p))]
 
 
 def _sequential_a(g, lam):
@@ -142,7 +175,8 @@ def _runs(key_data: tuple, frozen: str, fault):
         num_steps=s["train_steps"], num_candidates=256, num_perturbations=64,
         input_map=input_map)
     keys = jax.random.split(k_run, s["seeds"])
-    res = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, s["budget"], k)))(keys)
+    res = memory_lib.chunked_map(lambda k: ntkbo.minimize(algo, problem, s["budget"], k), keys,
+                                 memory_lib.find(memory(s), "NeuralBO runs").chunk, "NeuralBO runs")
     return float(f_min), res
 
 

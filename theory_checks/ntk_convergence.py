@@ -62,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkbo.kernels import empirical_ntk, mlp
+from theory_checks import memory as memory_lib
 from theory_checks import nets
 from theory_checks.report import Report, within
 from scipy import stats as sps
@@ -81,12 +82,14 @@ ALPHA = 1e-3  # false-alarm probability of the mean-projection rows together
 
 # b_std = 0.5: the bias gradients are about 10% of the NTK, so a dropped bias term is visible.
 _BASE = dict(configs=[["relu", 1], ["relu", 2], ["erf", 1], ["erf", 2]], d=3, n=6,
-             W_std=1.5, b_std=0.5, train_steps=60)
+             W_std=1.5, b_std=0.5, train_steps=60, chunk=None)
 SCALES = {
     "smoke": dict(_BASE, configs=[["relu", 1], ["erf", 2]], widths=[64, 256, 1024], seeds=4,
                   mean_seeds=[64, 4], train_steps=20),
     "cpu": dict(_BASE, widths=[64, 128, 256, 512, 1024, 2048], seeds=8, mean_seeds=[64, 8]),
-    "gpu": dict(_BASE, widths=[256, 1024, 4096, 16384, 65536], seeds=32, mean_seeds=[256, 32],
+    # Widths up to 16384: a depth-2 network of width 65536 has 4.3e9 parameters, 34 GB in float64,
+    # and its empirical NTK needs n = 6 gradients of that size (``memory``).
+    "gpu": dict(_BASE, widths=[256, 1024, 4096, 16384], seeds=32, mean_seeds=[256, 32],
                 train_steps=200),
 }
 
@@ -97,10 +100,39 @@ def _inputs(key, s):
     return x, jnp.sin(2.0 * x.sum(1)), k_p, k_mean
 
 
+def memory(settings) -> list:
+    """Peak-memory estimate of each chunked stage (``theory_checks.memory``), per depth, with ``P``
+    the parameters of the largest width ``m`` and ``a = n m depth`` one set of activations: the
+    ``mean_seeds`` networks of width ``m`` (one item: its parameters ``P``, the normal draw that
+    fills them ``P``, the per-example gradients ``n P`` of the empirical NTK and as much again for
+    the layout of their contraction, ``2 n P`` (measured: about ``n P`` at width 1024, ``2 n P``
+    at width 64), and four activation sets ``4 a``: pre-activations, activations, their
+    derivatives and cotangents) and the
+    ``seeds`` training networks (one item: the width-``m`` draw ``P`` kept through the sweep and,
+    at the largest width, its first units ``P``, the per-example gradients ``n P`` (at
+    initialisation, then after training) and the training step's gradient and update ``2 P``;
+    ``4 a``). Fixed: the stacked outputs (``n x n`` NTKs per item and width)."""
+    s, f = settings, memory_lib.itemsize()
+    n, m = s["n"], s["widths"][-1]
+    out = []
+    for depth in sorted({dep for _, dep in s["configs"]}):
+        p, a = memory_lib.mlp_params(depth, m, s["d"]), n * m * depth
+        num = s["mean_seeds"][depth - 1]
+        out.append(memory_lib.stage(s, f"depth {depth}: mean-projection networks", num,
+                                    f * (p * (2 * n + 2) + 4 * a), f * num * n * n))
+        num = s["seeds"]
+        out.append(memory_lib.stage(s, f"depth {depth}: training networks", num,
+                                    f * (p * (n + 4) + 4 * a),
+                                    f * num * len(s["widths"]) * (n * n + 1)))
+    return out
+
+
 @functools.lru_cache(maxsize=16)
 def _networks(key_data: tuple, frozen: str, activation: str, depth: int):
     """The reference side, cached per key and settings: calls ``init_fn``, ``apply_fn`` and
-    ``empirical_ntk`` only, none of which a fault patches.
+    ``empirical_ntk`` only, none of which a fault patches. Both stages are chunked maps over
+    the networks' keys (``memory``): a network is drawn inside the map, so only a chunk of them
+    sits in memory at once.
 
     Returns:
       ``(t0 (widths, seeds, n, n), changes (widths, seeds), t_mean (S, n, n))``: the empirical NTK
@@ -111,41 +143,48 @@ def _networks(key_data: tuple, frozen: str, activation: str, depth: int):
     key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
     x, y, k_p, k_mean = _inputs(key, s)
     widths, d = s["widths"], s["d"]
-    init_fn, apply_big, _ = mlp(depth, widths[-1], activation, W_std=s["W_std"],
-                                b_std=s["b_std"])
-    entk_big = empirical_ntk(apply_big)
-
-    def one_mean(k):  # drawn inside the map: S networks of width m_max never sit in memory at once
-        return entk_big(x, None, init_fn(k, (-1, d))[1])
-
+    stages = memory(s)
+    net = lambda k, m: nets.init(k, depth, m, d, activation, s["W_std"], s["b_std"])  # noqa: E731
+    entk_big = empirical_ntk(mlp(depth, widths[-1], activation, W_std=s["W_std"],
+                                 b_std=s["b_std"])[1])
     keys = jax.random.split(k_mean, s["mean_seeds"][depth - 1])
-    t_mean = np.asarray(jax.jit(lambda ks: jax.lax.map(one_mean, ks))(keys))
+    label = f"depth {depth}: mean-projection networks"
+    t_mean = np.asarray(memory_lib.chunked_map(
+        lambda k: entk_big(x, None, net(k, widths[-1])), keys,
+        memory_lib.find(stages, label).chunk, label))
     # Learning rate of the linearised dynamics f' = -(1/N) Theta (f - y), stable below
     # 2 N / e_max; Theta estimated by the mean empirical NTK (the reference side, not the kernel
     # under test).
     lr = s["n"] / np.linalg.eigvalsh(t_mean.mean(0))[-1]
-    big = nets.draw(k_p, depth, widths[-1], d, activation, s["W_std"], s["b_std"], s["seeds"])
-    t0s, changes = [], []
+    steps = []
     for m in widths:
         apply_fn = mlp(depth, m, activation, W_std=s["W_std"], b_std=s["b_std"])[1]
-        entk = empirical_ntk(apply_fn)
-        loss = lambda p: 0.5 * jnp.mean((apply_fn(p, x)[:, 0] - y) ** 2)  # noqa: E731
+        steps.append((empirical_ntk(apply_fn),
+                      lambda p, a=apply_fn: 0.5 * jnp.mean((a(p, x)[:, 0] - y) ** 2)))
 
-        def one(p):
+    def one_seed(k):
+        # The width-m_max draw of nets.draw(k_p, ..., seeds) for this key; every width is its
+        # first units (nested widths).
+        big = net(k, widths[-1])
+        t0s, changes = [], []
+        for m, (entk, loss) in zip(widths, steps):
+            p = nets.first_units(big, depth, m, batched=False)
             t0 = entk(x, None, p)
 
-            def step(q, _):
+            def step(q, _, loss=loss):
                 g = jax.grad(loss)(q)
                 return jax.tree_util.tree_map(lambda a, b: a - lr * b, q, g), None
 
             p_t, _ = jax.lax.scan(step, p, None, length=s["train_steps"])
             t1 = entk(x, None, p_t)
-            return t0, jnp.linalg.norm(t1 - t0) / jnp.linalg.norm(t0)
+            t0s.append(t0)
+            changes.append(jnp.linalg.norm(t1 - t0) / jnp.linalg.norm(t0))
+        return jnp.stack(t0s), jnp.stack(changes)
 
-        t0, chg = jax.jit(lambda ps: jax.lax.map(one, ps))(nets.first_units(big, depth, m))
-        t0s.append(np.asarray(t0))
-        changes.append(np.asarray(chg))
-    return np.asarray(t0s), np.asarray(changes), t_mean
+    label = f"depth {depth}: training networks"
+    t0, chg = memory_lib.chunked_map(one_seed, jax.random.split(k_p, s["seeds"]),
+                                     memory_lib.find(stages, label).chunk, label)
+    return (np.swapaxes(np.asarray(t0), 0, 1), np.swapaxes(np.asarray(chg), 0, 1), t_mean)
 
 
 def run(key, settings) -> Report:

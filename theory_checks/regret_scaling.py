@@ -85,6 +85,8 @@ from ntkbo.algorithms.gp_bo import to_sphere
 from ntkbo.benchmarks.problem import Problem
 from ntkbo.kernels import mlp
 from theory_checks import faults, rkhs
+from theory_checks import memory as memory_lib
+from theory_checks import neuralbo_identities as NBI
 from theory_checks.report import Report
 from theory_checks.stats import bootstrap_slope
 
@@ -104,13 +106,60 @@ GO_UCB_MAX = 0.7
 ALGORITHMS = ("ntk_gp_ucb", "ntk_gp_ts", "neural_bo", "sto_bnts", "go_ucb")
 
 _BASE = dict(d=2, norm=1.0, centres=8, teacher_scale=8.0, noise=0.01, lam=1e-2, teacher_width=25,
-             algorithms=list(ALGORITHMS))
+             algorithms=list(ALGORITHMS), chunk=None)
 SCALES = {
     "smoke": dict(_BASE, budget=24, seeds=3, go_ucb_seeds=3, width=32,
                   algorithms=["ntk_gp_ucb", "go_ucb"]),
     "cpu": dict(_BASE, budget=40, seeds=6, go_ucb_seeds=24, width=64),
     "gpu": dict(_BASE, budget=400, seeds=32, go_ucb_seeds=64, width=512),
 }
+
+
+def run_bytes(name: str, s: dict) -> int:
+    """Peak bytes of one ``ntkbo.minimize`` run of algorithm ``name`` at settings ``s``, from the
+    sizes of ``_algorithm``'s options (``C``: the buffer capacity, the next power of two >=
+    ``budget``; ``N = 256`` candidates, 2 restarts; ``d + 1`` inputs after the sphere map):
+
+    * ``ntk_gp_*``: the ``C x C`` Gram matrix, its Cholesky factor and solves ``3 C^2``; the
+      candidates' cross kernels with the NTK recursion's intermediates and their gradients (the
+      nngp, ntk and their arc-cosine terms per layer: ``12 N C``); Thompson sampling's joint draw
+      on ``N_ts = 1024`` points (``num_ts_candidates``' default): its covariance, the cross
+      covariance solve, the Cholesky factor and the draw's workspace ``5 N_ts^2`` and cross
+      kernels ``12 N_ts C``;
+    * ``neural_bo``: ``theory_checks.neuralbo_identities.neural_bo_bytes`` (depth 1, no bias);
+    * ``sto_bnts``: ``p`` parameters of the depth-2 network; the Levenberg-Marquardt Jacobian of
+      the buffer, its weighted copy, the per-example gradients it is built from and the
+      cotangents of the step ``4 C p``, the parameter sets, step and gradient ``6 p``,
+      the Gram matrix ``C^2``, activations of the candidates and buffer ``4 (N + C) width 2``;
+    * ``go_ucb``: the ``width``-25 teacher-sized network's ``p``; its ``p x p`` design matrix and
+      factor ``2 p^2``, the buffer's and candidates' gradients ``(C + N) p`` and the oracle's
+      activations and gradients for the candidates and the oracle's restarts ``8 (C + N) 25``.
+    """
+    f, c, n_c, d = memory_lib.itemsize(), NBI._capacity(s["budget"]), 256, s["d"]
+    if name in ("ntk_gp_ucb", "ntk_gp_ts"):
+        n_ts = 1024 if name == "ntk_gp_ts" else 0
+        return f * (3 * c * c + 12 * n_c * c + 5 * n_ts * n_ts + 12 * n_ts * c)
+    if name == "neural_bo":
+        return NBI.neural_bo_bytes(s["width"], 1, d, s["budget"], n_c, 64, False)
+    if name == "sto_bnts":
+        p = memory_lib.mlp_params(2, s["width"], d + 1, False)
+        return f * (p * (4 * c + 6) + c * c + 4 * (n_c + c) * s["width"] * 2)
+    if name == "go_ucb":
+        p = memory_lib.mlp_params(1, 25, d, True)
+        return f * (2 * p * p + (c + n_c) * p + 8 * (c + n_c) * 25)
+    raise ValueError(f"algorithms: unknown name {name!r}")
+
+
+def memory(settings) -> list:
+    """Peak-memory estimate (``theory_checks.memory``): per algorithm, its seeds' runs, one item
+    per run (:func:`run_bytes`); fixed: the stacked points and values."""
+    s, f = settings, memory_lib.itemsize()
+    out = []
+    for name in s["algorithms"]:
+        seeds = s["go_ucb_seeds"] if name == "go_ucb" else s["seeds"]
+        out.append(memory_lib.stage(s, f"{name} runs", seeds, run_bytes(name, s),
+                                    f * seeds * s["budget"] * (s["d"] + 2)))
+    return out
 
 
 def _ntk_kernel():
@@ -167,8 +216,10 @@ def _runs(key_data: tuple, frozen: str, fault):
         algo = _algorithm(name, s, s["budget"] - n_init)
         seeds = s["go_ucb_seeds"] if name == "go_ucb" else s["seeds"]
         keys = jax.random.split(jax.random.fold_in(k_run, len(out)), seeds)
-        res = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, s["budget"], k,
-                                                        n_init=n_init)))(keys)
+        label = f"{name} runs"
+        res = memory_lib.chunked_map(
+            lambda k: ntkbo.minimize(algo, problem, s["budget"], k, n_init=n_init), keys,
+            memory_lib.find(memory(s), label).chunk, label)
         out[name] = (np.asarray(res.x), np.asarray(res.f), f_min)
     return out
 

@@ -82,6 +82,7 @@ from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.kernels import as_kernel, empirical_ntk, mlp, mlp_spec
 from theory_checks import faults
+from theory_checks import memory as memory_lib
 from theory_checks.report import Report, within
 from theory_checks.stats import cov_error, ks_min_pvalue, loglog_slope, mean_z
 
@@ -102,7 +103,8 @@ KS_MIN = 1e-3
 SLOPE_WINDOW = (-1.0, -0.3)
 
 _BASE = dict(d=2, n=6, n_new=3, n_far=3, sigma=0.3, activation="erf", depth=1, W_std=1.5, b_std=0.2,
-             lm_steps=6, linear=True, nonlinear=True, smb=True, smb_gamma=1.5, smb_nu=1.5)
+             lm_steps=6, linear=True, nonlinear=True, smb=True, smb_gamma=1.5, smb_nu=1.5,
+             chunk=None)
 SCALES = {
     "smoke": dict(_BASE, linear_widths=[8, 128], linear_members=500, widths=[32, 128, 512],
                   members=64, smb_width=512, smb_members=64, lm_steps=4),
@@ -157,6 +159,36 @@ def _gaussian_rows(rep, tag, samples, mu, cov):
     _scale_row(rep, tag, samples, cov)
     p = ks_min_pvalue(samples, mu, np.diag(cov))
     rep.add(f"{tag}: per-point KS p (Bonferroni)", p, f">= {KS_MIN}", p >= KS_MIN, "U(0,1)")
+
+
+def memory(settings) -> list:
+    """Peak-memory estimate of each chunked stage (``theory_checks.memory``): one stage per width
+    of members. With ``P`` the parameters of the stage's width ``m``, ``N = n`` training points,
+    ``n_t`` test points and ``a = (N + n_t) m depth`` one set of activations, one member keeps
+    alive: STO-BNTS-Linear (``sample_linear_member``) its prior draw ``theta_0``, the dual-solve
+    step, ``theta*``, the loss gradient of ``return_info``, the JVP tangent and its cotangent
+    ``6 P`` and ``4 a`` (the Jacobian at ``theta_0'`` and its prior-weighted copy ``2 N P`` are
+    the same for every member: computed once, fixed); STO-BNTS and the SMBs (``sample_member``,
+    ``train_smb``: Levenberg-Marquardt) ``theta, theta_0, theta_0'``, the step and its gradient
+    ``6 P``, the Jacobian and its weighted copy ``2 N P`` and ``4 a``. Fixed: also the stacked
+    outputs (``n_t`` values per member; STO-BNTS ``2 n_t + N``)."""
+    s, f = settings, memory_lib.itemsize()
+    n, d, depth = s["n"], s["d"], s["depth"]
+    n_t = (n + 1) // 2 + s["n_new"] + s["n_far"]
+    out = []
+
+    def add(label, num, m, per_p, outs, fixed_p=0):
+        p, a = memory_lib.mlp_params(depth, m, d), (n + n_t) * m * depth
+        out.append(memory_lib.stage(s, label, num, f * (p * per_p + 4 * a),
+                                    f * (num * outs + fixed_p * p)))
+
+    for m in s["linear_widths"] if s["linear"] else []:
+        add(f"Linear m={m} members", s["linear_members"], m, 6, n_t, 2 * n)
+    for m in s["widths"] if s["nonlinear"] else []:
+        add(f"STO-BNTS m={m} members", s["members"], m, 2 * n + 6, 2 * n_t + n)
+    for name in ("PosteriorSMB", "SimpleSMB") if s["smb"] else []:
+        add(f"{name} members", s["smb_members"], s["smb_width"], 2 * n + 6, n_t)
+    return out
 
 
 def _posterior(kernel, x, y, xt, lam):
@@ -219,7 +251,9 @@ def run(key, settings) -> Report:
                 theta, _ = S.sample_linear_member(k, apply_fn, theta0p, x, y, mask, lam,
                                                   prior_var, 1.0, perturb)
                 return S.linear_member_fn(apply_fn, theta, theta0p, xt)
-            return np.asarray(jax.jit(jax.vmap(one))(keys))
+            label = f"Linear m={m} members"
+            return np.asarray(memory_lib.chunked_map(
+                one, keys, memory_lib.find(memory(s), label).chunk, label))
 
         perturbed = _cached(("linear", i, True), key, s, _STO_STAGE, lambda: draws(True))
         _gaussian_rows(rep, f"Linear m={m}, perturbed", perturbed, mu, cov)
@@ -277,8 +311,10 @@ def _nonlinear_rows(rep, key, s, x, y, xt):
             eps = S.target_noise(jax.random.split(k)[1], mask, lam)
             return out, g(xt), y + eps - g(x)
 
+        label = f"STO-BNTS m={m} members"
         out, g_t, resid = _cached(("nonlinear", i), key, s, _STO_STAGE, lambda: tuple(
-            np.asarray(a) for a in jax.jit(jax.vmap(one))(keys)))
+            np.asarray(a) for a in memory_lib.chunked_map(
+                one, keys, memory_lib.find(memory(s), label).chunk, label)))
         limit = g_t + resid @ a_inv_tX.T
         gaps.append(float(np.sqrt(np.mean((out - limit) ** 2))))
         last = out
@@ -331,8 +367,9 @@ def _smb_rows(rep, key, s, x, y, xt):
 
         # neural_greedy's SMB training calls no function a fault patches (it imports train_member
         # by name): the draws are shared by every fault.
-        out = _cached(("smb", posterior), key, s, (), lambda: np.asarray(
-            jax.jit(jax.vmap(one))(keys)))
+        label = f"{name} members"
+        out = _cached(("smb", posterior), key, s, (), lambda: np.asarray(memory_lib.chunked_map(
+            one, keys, memory_lib.find(memory(s), label).chunk, label)))
         tag = f"{name} m={s['smb_width']}"
         if posterior:
             _gaussian_rows(rep, f"{tag} vs NTK-GP posterior (Prop. 2)", out, mu, ntkgp)
