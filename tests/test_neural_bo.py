@@ -88,11 +88,12 @@ def test_dual_equals_primal_and_gp_posterior_variance(setup):
 
 
 def test_primal_and_diag_state_follow_the_updates(setup):
-    """The states kept by ``uncertainty="primal"`` (Cholesky factor of U by rank-one updates) and
-    ``"diag"`` (diag U) after ``update``, against numpy; no training (``num_steps=0``)."""
+    """The states kept by ``uncertainty="primal"`` (Cholesky factor of U by rank-one updates),
+    ``"diag"`` (diag U) and ``"dual"`` (the Gram matrix's factor, extended row by row) after
+    ``update``, against numpy; no training (``num_steps=0``)."""
     s = setup
     y = np.arange(s["n"], dtype=np.float64)
-    for mode in ("primal", "diag"):
+    for mode in ("primal", "diag", "dual"):
         algo = neural_bo(s["width"], uncertainty=mode, num_steps=0, input_map="cube")
         state = jax.jit(algo.init, static_argnums=2)(jax.random.PRNGKey(0), UNIT3, 16)
         # the algorithm draws the same theta_0 from the same key as the fixture
@@ -100,7 +101,23 @@ def test_primal_and_diag_state_follow_the_updates(setup):
                                       s["params0"]["params"]["Dense_0"]["kernel"])
         update = jax.jit(algo.update)
         state = update(update(state, s["z"][:4], y[:4]), s["z"][4:], y[4:])  # rank 4, twice
-        if mode == "primal":
+        if mode == "dual":
+            # Static features: the state carries the Cholesky factor of the empirical-NTK Gram
+            # matrix, extended by 4 rows twice (issue 16 item 1). Reference: numpy's Cholesky of
+            # G G^T + (lam + jitter) I, the jitter ntkbo.gp's 1e-10 of the mean diagonal. Mutations
+            # caught: the factor not extended (identity), rows appended at the new count instead
+            # of the old one, lam dropped from the new rows.
+            gram = s["g_data"] @ s["g_data"].T
+            gram += (LAM + 1e-10 * np.mean(np.diag(gram))) * np.eye(s["n"])
+            chol = np.asarray(state.u.chol)
+            assert chol.shape == (16, 16)
+            np.testing.assert_allclose(chol[: s["n"], : s["n"]], np.linalg.cholesky(gram),
+                                       rtol=1e-9, atol=1e-12)  # float64, cond(gram) ~ 1e5
+            np.testing.assert_array_equal(chol[s["n"]:, s["n"]:], np.eye(16 - s["n"]))
+            g_buf = s["feats"](s["buf"], s["params0"])
+            var = variance_dual(jnp.asarray(s["gc"]), g_buf, s["mask"], state.u.chol)
+            np.testing.assert_allclose(var, s["primal"], rtol=RTOL, atol=ATOL)
+        elif mode == "primal":
             r = np.asarray(state.u)
             np.testing.assert_allclose(np.triu(r), r)  # upper triangular
             np.testing.assert_allclose(r.T @ r, s["u"], rtol=1e-10, atol=1e-12)

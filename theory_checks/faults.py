@@ -18,14 +18,18 @@ The faults (``FAULTS``; ``F`` a float parameter, written ``name:F``):
   ``mlp(...)[2](x, y, "ntk")``, ``as_kernel(kernel_fn, "ntk")``, the NTK-GP algorithms, the SMB
   kernels) multiplied by ``F``; the NNGP is unchanged. The empirical NTK (autodiff of the network)
   is not touched.
+* ``nngp_scale:F``: the native closed-form NNGP kernel (the same functions, ``mlp(...)[2](x, y,
+  "nngp")``) multiplied by ``F``; the NTK is unchanged. The networks are not touched.
 * ``drop_bias_ntk``: the native NTK recursion without the bias gradients: ``ntk' = W_std^2 nngp +
   W_std^2 ntk`` instead of ``ntk' = (W_std^2 nngp + b_std^2) + W_std^2 ntk`` in every Dense layer
   ("ntk" parameterisation), the NNGP keeping its bias.
 * ``sto_no_regulariser``: STO-BNTS's loss (1) without ``lam |theta - theta_0|_P^2``: both
   ``sto_bnts.linear_solve`` and ``sto_bnts.train_member`` are called with ``lam = 0`` (the target
   perturbation ``eps ~ N(0, lam)`` is still drawn with the true ``lam``).
-* ``neuralbo_wrong_lambda``: NeuralBO's dual factor ``neural_bo.dual_factor`` built with
-  ``lam = 1`` whatever ``lam`` is (the regime of the paper's Lemma 8.1, digest erratum 3).
+* ``neuralbo_wrong_lambda``: NeuralBO's dual factor built with ``lam = 1`` whatever ``lam`` is
+  (the regime of the paper's Lemma 8.1, digest erratum 3): ``neural_bo.dual_factor`` (the factor
+  made anew) and ``neural_bo.extend_dual_factor`` (the factor the state carries with static
+  features, extended at each update).
 * ``pinn_wrong_operator``: PINN-BO's kernel blocks ``pinn_bo.pinn_kernels`` built with the operator
   ``N[f] + f`` instead of ``N[f]`` (a zeroth-order term too many: Helmholtz for Laplace).
 * ``linear_regret``: every algorithm factory the regret check calls (``ntkbo.algorithms.ntk_gp``,
@@ -49,6 +53,7 @@ import jax
 #: name -> what it breaks. ``ntk_scale`` takes a float parameter (``ntk_scale:1.02``).
 FAULTS: dict[str, str] = {
     "ntk_scale": "the native NTK multiplied by F (ntk_scale:F)",
+    "nngp_scale": "the native NNGP kernel multiplied by F (nngp_scale:F)",
     "drop_bias_ntk": "the native NTK recursion without the bias gradient terms",
     "sto_no_regulariser": "STO-BNTS loss (1) without the lam |theta - theta_0|_P^2 regulariser",
     "neuralbo_wrong_lambda": "NeuralBO's dual factor built with lam = 1 instead of lam",
@@ -60,11 +65,14 @@ FAULTS: dict[str, str] = {
 PATCHES: dict[str, tuple[tuple[str, str], ...]] = {
     "ntk_scale": (("ntkbo.kernels.native", "_compiled_kernels"),
                   ("ntkbo.kernels.native", "_op_by_op_kernels")),
+    "nngp_scale": (("ntkbo.kernels.native", "_compiled_kernels"),
+                   ("ntkbo.kernels.native", "_op_by_op_kernels")),
     "drop_bias_ntk": (("ntkbo.kernels.native", "dense_kernel"),
                       ("ntkbo.kernels.native", "_compiled_kernels")),
     "sto_no_regulariser": (("ntkbo.algorithms.sto_bnts", "linear_solve"),
                            ("ntkbo.algorithms.sto_bnts", "train_member")),
-    "neuralbo_wrong_lambda": (("ntkbo.algorithms.neural_bo", "dual_factor"),),
+    "neuralbo_wrong_lambda": (("ntkbo.algorithms.neural_bo", "dual_factor"),
+                              ("ntkbo.algorithms.neural_bo", "extend_dual_factor")),
     "pinn_wrong_operator": (("ntkbo.algorithms.pinn_bo", "pinn_kernels"),),
     "linear_regret": (("ntkbo.algorithms", "ntk_gp"), ("ntkbo.algorithms", "neural_bo"),
                       ("ntkbo.algorithms", "sto_bnts"), ("ntkbo.algorithms", "go_ucb")),
@@ -85,13 +93,13 @@ def parse(fault: str) -> tuple[str, float | None]:
     if name not in FAULTS:
         raise ValueError(f"fault: expected one of {', '.join(sorted(FAULTS))} "
                          f"(ntk_scale:F with a float F), got {fault!r}")
-    if name == "ntk_scale":
+    if name in ("ntk_scale", "nngp_scale"):
         try:
             value = float(arg)
         except ValueError:
-            raise ValueError(f"fault: ntk_scale needs a factor, e.g. ntk_scale:1.02, got {fault!r}")
+            raise ValueError(f"fault: {name} needs a factor, e.g. {name}:1.02, got {fault!r}")
         if not value > 0:
-            raise ValueError(f"fault: the ntk_scale factor must be positive, got {fault!r}")
+            raise ValueError(f"fault: the {name} factor must be positive, got {fault!r}")
         return name, value
     if arg:
         raise ValueError(f"fault: {name} takes no parameter, got {fault!r}")
@@ -144,6 +152,24 @@ def _ntk_scale(stack, factor: float):
     stack.enter_context(_patched("ntkbo.kernels.native", "_op_by_op_kernels", scaled_op_by_op))
 
 
+def _nngp_scale(stack, factor: float):
+    native = importlib.import_module("ntkbo.kernels.native")
+    compiled, op_by_op = native._compiled_kernels, native._op_by_op_kernels
+
+    # A new jitted function (its own trace cache: a spec traced before the fault is retraced).
+    @functools.partial(jax.jit, static_argnums=(0, 3))
+    def scaled_compiled(spec, x1, x2, compute_ntk):
+        nngp, ntk = compiled(spec, x1, x2, compute_ntk)
+        return factor * nngp, ntk
+
+    def scaled_op_by_op(spec, x1, x2, compute_ntk):
+        nngp, ntk = op_by_op(spec, x1, x2, compute_ntk)
+        return factor * nngp, ntk
+
+    stack.enter_context(_patched("ntkbo.kernels.native", "_compiled_kernels", scaled_compiled))
+    stack.enter_context(_patched("ntkbo.kernels.native", "_op_by_op_kernels", scaled_op_by_op))
+
+
 def _drop_bias_ntk(stack):
     native = importlib.import_module("ntkbo.kernels.native")
     dense = native.dense_kernel
@@ -191,7 +217,15 @@ def _neuralbo_wrong_lambda(stack):
         del lam
         return dual_factor(g_data, mask, 1.0, jitter)
 
+    extend = NB.extend_dual_factor
+
+    def extend_lam_one(f, feats, theta_feat, z, data, start, q, lam, jitter=None):
+        del lam
+        return extend(f, feats, theta_feat, z, data, start, q, 1.0, jitter)
+
     stack.enter_context(_patched("ntkbo.algorithms.neural_bo", "dual_factor", dual_factor_lam_one))
+    stack.enter_context(_patched("ntkbo.algorithms.neural_bo", "extend_dual_factor",
+                                 extend_lam_one))
 
 
 def _pinn_wrong_operator(stack):
@@ -234,6 +268,8 @@ def inject(fault: str | None):
     with contextlib.ExitStack() as stack:
         if name == "ntk_scale":
             _ntk_scale(stack, arg)
+        elif name == "nngp_scale":
+            _nngp_scale(stack, arg)
         elif name == "drop_bias_ntk":
             _drop_bias_ntk(stack)
         elif name == "sto_no_regulariser":

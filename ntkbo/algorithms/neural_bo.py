@@ -51,10 +51,14 @@ so every ``m`` of the paper is absorbed:
 
 * ``"dual"`` (default): the GP posterior variance with the empirical NTK (at the feature parameters)
   as kernel and noise variance ``lam`` (digest section 3.3), on the masked buffer with the masking
-  and jitter of ``ntkbo.gp`` (``dual_factor``, ``variance_dual``): a ``t x t`` Cholesky per
-  suggest. Cost ``O(C^2 p + C^3 + N C p)`` for buffer capacity ``C``, ``N`` candidates and ``p``
-  parameters; it follows the number of observations because the driver grows the capacity in
-  powers of two. Exact; cheaper than the primal form while ``C < p``.
+  and jitter of ``ntkbo.gp`` (``dual_factor``, ``variance_dual``). With static features the state
+  keeps the Cholesky factor of the buffer's Gram matrix (an ``ntkbo.gp.Factor`` in ``u``) and
+  ``update`` extends it by the new rows (``extend_dual_factor``, ``O(C p + C^2)`` per
+  observation); with dynamic features the Gram matrix changes with ``theta_t`` and is factored
+  anew at each suggest, ``O(C^2 p + C^3)``. Either way a suggest costs ``O(N C p)`` for buffer
+  capacity ``C``, ``N`` candidates and ``p`` parameters; it follows the number of observations
+  because the driver grows the capacity in powers of two. Exact; cheaper than the primal form
+  while ``C < p``.
 * ``"primal"``: the paper's ``p x p`` matrix. The state keeps the upper Cholesky factor ``R`` of
   ``U = R^T R`` (``p x p``, independent of the capacity), updated by rank-one Cholesky updates,
   ``O(p^2)`` per observation (``cholesky_update``); ``sigma^2 = lam |R^-T g|^2`` by a triangular
@@ -198,6 +202,7 @@ __all__ = [
     "num_candidate_rows",
     "candidates",
     "map_chunks",
+    "extend_dual_factor",
     "posterior",
     "thompson_select",
     "nu_schedule",
@@ -205,7 +210,8 @@ __all__ = [
 
 
 class NeuralBOState(NamedTuple):
-    """The state of ``neural_bo`` (a pytree of arrays; every capacity-sized array is in ``data``).
+    """The state of ``neural_bo`` (a pytree of arrays; the capacity-sized arrays are ``data`` and,
+    for the dual form with static features, the factor ``u``).
 
     Attributes:
       data: raw observations (``ntkbo.data.Data``).
@@ -213,7 +219,9 @@ class NeuralBOState(NamedTuple):
       params0: ``theta_0``, the flax variables drawn in ``init`` (fixed for the run).
       params: ``theta_t``, the trained network.
       u: ``uncertainty="primal"``: ``(p, p)`` upper Cholesky factor ``R`` of ``U = R^T R``;
-        ``"diag"``: ``(p,)`` the diagonal of ``U``; ``"dual"``: ``(0,)`` (unused).
+        ``"diag"``: ``(p,)`` the diagonal of ``U``; ``"dual"`` with static features: the
+        ``ntkbo.gp.Factor`` ``(C, C)`` of the buffer's empirical-NTK Gram matrix (it grows with
+        the buffer); ``"dual"`` with dynamic features: ``(0,)`` (unused).
       train_loss: ``(2,)`` TrainNN loss at the start and of the returned parameters, last update.
       train_ok: ``()`` bool, the last iterate of the last training was finite and no worse than
         its start (see ``train``).
@@ -327,6 +335,30 @@ def variance_dual(g: Array, g_data: Array, mask: Array, chol: Array) -> Array:
     cross = jnp.where(mask[None, :], g @ g_data.T, 0.0)
     v = solve_triangular(chol, cross.T, lower=True)
     return jnp.maximum(jnp.sum(g * g, axis=-1) - jnp.sum(v * v, axis=0), 0.0)
+
+
+def extend_dual_factor(f: G.Factor, feats, theta_feat: Params, z: Array, data: D.Data, start,
+                       q: int, lam, jitter=None) -> G.Factor:
+    """``dual_factor`` of the buffer by extending ``f``, its factor over the first ``start`` rows,
+    by the ``q`` (static) rows written at ``start`` (``ntkbo.gp.factor_append`` with the kernel
+    ``g(x) . g(x')``, ``g = feats(., theta_feat)``): ``O(C p + C^2 q)`` instead of
+    ``O(C^2 p + C^3)``. Valid while the features are fixed (``features="static"``).
+
+    Args:
+      f: the factor of the rows before ``start`` (identity beyond).
+      feats: ``feats(z, theta) -> (n, p)``; theta_feat: ``theta_0``.
+      z: ``(C, d_in)`` the buffer's points as the network sees them (``embed``-ded).
+      data: the buffer after the append (its ``y`` marks failed rows, its ``count`` the rows
+        written); a batch the buffer did not take (``count != start + q``) leaves ``f`` as it is.
+
+    Returns:
+      The ``Factor`` of the first ``start + q`` rows; it equals ``dual_factor`` to rounding (the
+      new rows' jitter is taken from the current mean of ``diag K``, which moves a little as rows
+      are added: a relative ``1e-10`` in float64, ``1e-6`` in float32).
+    """
+    kernel = lambda a, b: feats(a, theta_feat) @ feats(b, theta_feat).T  # noqa: E731
+    new = G.factor_append(kernel, f, D.Data(z, data.y, data.count), start, q, lam, jitter=jitter)
+    return G.Factor(jnp.where(data.count == start + q, new.chol, f.chol))
 
 
 def variance_primal(g: Array, r: Array, lam) -> Array:
@@ -558,8 +590,9 @@ def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: 
 
     ``uncertainty`` picks the form (module docstring, "The uncertainty, three ways"):
     ``variance_dual`` on the buffer's features (``z`` ``(C, d)``, ``mask`` ``(C,)``; the Cholesky
-    factor ``dual_factor`` is computed once, before the chunks), ``variance_primal`` with the
-    factor ``u`` or ``variance_diag`` with ``diag U = u``. The candidates go through the network
+    factor is ``u`` when it is a carried ``ntkbo.gp.Factor``, static features, else
+    ``dual_factor`` computed once, before the chunks), ``variance_primal`` with the factor ``u`` or
+    ``variance_diag`` with ``diag U = u``. The candidates go through the network
     ``chunk_size`` rows at a time (``None``: ``CHUNK_ENTRIES // p`` rows of features).
 
     Returns:
@@ -567,7 +600,7 @@ def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: 
     """
     if uncertainty == "dual":
         g_data = feats(embed(z, input_map), theta_feat)
-        chol = dual_factor(g_data, mask, lam, jitter)
+        chol = u.chol if isinstance(u, G.Factor) else dual_factor(g_data, mask, lam, jitter)
     p = sum(leaf.size for leaf in jax.tree_util.tree_leaves(theta_feat))  # static
 
     def moments(zc):
@@ -735,11 +768,17 @@ def neural_bo(
                      num_perturbations=num_perturbations, perturb_scale=perturb_scale,
                      sampler=sampler)
 
+    # The dual form with fixed features keeps its Gram matrix's factor (module docstring).
+    carry_factor = uncertainty == "dual" and features == "static"
+
     def init(key, bounds, capacity):
         bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         _, params0 = net(d)[0](key, (-1, input_dim(d, input_map)))
-        u = init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype)
+        if carry_factor:
+            u = G.empty_factor(capacity, bounds.dtype)
+        else:
+            u = init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype)
         return NeuralBOState(D.empty(capacity, d, bounds.dtype), bounds, params0, params0, u,
                              jnp.zeros((2,), bounds.dtype), jnp.ones((), bool))
 
@@ -752,9 +791,13 @@ def neural_bo(
         # a failed evaluation, or a batch the buffer did not take, adds nothing to U
         add = (data.count > state.data.count) & jnp.isfinite(y)[:, None]
         theta_feat = state.params0 if features == "static" else state.params
-        u = update_u(state.u, feats, theta_feat, embed(to_unit(x, state.bounds), input_map), add,
-                     uncertainty)
         z = embed(to_unit(data.x, state.bounds), input_map)
+        if carry_factor:
+            u = extend_dual_factor(state.u, feats, theta_feat, z, data, state.data.count,
+                                   x.shape[0], lam, jitter)
+        else:
+            u = update_u(state.u, feats, theta_feat, embed(to_unit(x, state.bounds), input_map),
+                         add, uncertainty)
         ys, m = targets(data, standardize_y)
         params, l0, l1, ok = train_nn(apply_fn, feats, state.params0, state.params, z, ys, m, lam,
                                       **train_opts)
