@@ -23,6 +23,13 @@ Two measurements, printed as Markdown tables (to paste into a README) with the m
    process CPU time of each side is reported next to the wall time: on a loaded machine equal CPU
    time with unequal wall time means one side used the cores better, not that it did less work.
 
+3. **A second identical command.** ``--parts cache``: ``ntkbo run --algo A --problem branin
+   --budget B --seeds S`` twice, each in a fresh process, with a new, empty persistent compilation
+   cache folder (``ntkbo.cache``) shared by the two: the first compiles and writes the cache, the
+   second loads from it. For each: the wall time, and the time spent compiling, the sum of JAX's
+   monitoring events for tracing, lowering to MLIR and the backend compilation (or the cache
+   read that replaces it), ``/jax/core/compile/*_duration``.
+
 Every cell runs in its own subprocess, so ``--timeout-per-cell`` is a hard limit (the child is
 killed, the cell reads "timeout (> X s)") and one cell's memory cannot affect the next. Within a
 cell the number of repetitions is reduced if ``--reps`` would not fit in the time left. Once a cell
@@ -61,6 +68,7 @@ Commands (from the repository root)::
     python benchmarks/speed.py --parts seeds --seeds 64 --budget 30,300 --blas-threads 1
     python benchmarks/speed.py --grid 100,300 --reps 5 --timeout-per-cell 120 --skip-above 20
     python benchmarks/speed.py --blas-threads 1 --algos gp --parts step   # see "BLAS threads"
+    python benchmarks/speed.py --parts cache --algos ntk_gp,neural_bo --budget 30 --seeds 4
 
 Timings depend on the machine and on its load; the header prints the load average at start.
 """
@@ -131,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated names for ntkbo.algorithms.get")
     p.add_argument("--set", dest="options", action="append", default=[], metavar="ALGO:KEY=VALUE",
                    help="an option of one algorithm's factory (repeatable)")
-    p.add_argument("--parts", default="step,seeds", help="which measurements: step, seeds or both")
+    p.add_argument("--parts", default="step,seeds",
+                   help="which measurements: step, seeds, cache (comma-separated)")
     p.add_argument("--grid", default=None,
                    help="comma-separated n for the step timing (default: "
                         + ",".join(map(str, DEFAULT_GRID)) + ")")
@@ -334,10 +343,46 @@ def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, de
     }
 
 
+#: JAX's monitoring events whose durations make up the time spent compiling a program.
+COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
+                  "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                  "/jax/core/compile/backend_compile_duration")
+
+
+def measure_cli(algo_name, options, problem_name, budget, seeds, cache_dir, out, deadline,
+                x64=False, seed=0, reps=1):
+    """One ``ntkbo run`` in this (fresh) process with the persistent cache in ``cache_dir``: its
+    wall time and the seconds spent in ``COMPILE_EVENTS``."""
+    del deadline, seed, reps
+    os.environ["NTKBO_CACHE_DIR"] = cache_dir
+    _setup_jax(x64)
+    import jax.monitoring
+
+    spent = {e: 0.0 for e in COMPILE_EVENTS}
+
+    def listen(event, duration, **kwargs):
+        if event in spent:
+            spent[event] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    from ntkbo import cli
+
+    argv = ["run", "--algo", algo_name, "--problem", problem_name, "--budget", str(budget),
+            "--seeds", str(seeds), "--out", out, "--no-plot"]
+    for k, v in options.items():
+        argv += ["--set", f"{k}={v}"]
+    t0 = time.perf_counter()
+    rc = cli.main(argv)
+    wall = time.perf_counter() - t0
+    return {"algo": algo_name, "problem": problem_name, "budget": budget, "seeds": seeds,
+            "rc": rc, "run_wall": wall, "compile": sum(spent.values()),
+            "compile_parts": spent, "cache_entries": len(os.listdir(cache_dir))}
+
+
 def worker(spec: dict) -> None:
     deadline = time.monotonic() + spec.pop("timeout")
     kind = spec.pop("kind")
-    fn = measure_step if kind == "step" else measure_seeds
+    fn = {"step": measure_step, "seeds": measure_seeds, "cache": measure_cli}[kind]
     result = fn(**spec, deadline=deadline)
     # Peak resident memory of this measuring process (Linux reports kilobytes).
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -517,8 +562,8 @@ def main(argv=None) -> int:
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     missing = [a for a in algos if not available(a)]
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    if not parts <= {"step", "seeds"}:
-        raise SystemExit(f"--parts takes step and/or seeds, got {args.parts!r}")
+    if not parts <= {"step", "seeds", "cache"}:
+        raise SystemExit(f"--parts takes step, seeds and/or cache, got {args.parts!r}")
     options = parse_options(args.options)
     for name in options:
         if name not in algos:
@@ -577,6 +622,27 @@ def main(argv=None) -> int:
             seed_results.append(r)
             log(f"    {_summary(r)}")
 
+    cache_results: list[dict] = []
+    if "cache" in parts:
+        import tempfile
+
+        for budget, a in ((b, a) for b in budgets for a in algos):
+            with tempfile.TemporaryDirectory(prefix="ntkbo-speed-cache-") as tmp:
+                for which in ("first", "second"):
+                    log(f"[cache] {a} budget {budget}, {args.seeds} seeds: {which} run ...")
+                    spec = dict(kind="cache", algo_name=a, options=options.get(a, {}),
+                                problem_name=args.seeds_problem, budget=budget,
+                                seeds=args.seeds, cache_dir=os.path.join(tmp, "cache"),
+                                out=os.path.join(tmp, which), x64=args.x64)
+                    r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a, budget=budget,
+                             which=which)
+                    if "error" in r:
+                        log(r.get("stderr", ""))
+                    else:
+                        log(f"    run {fmt_time(r['run_wall'])}, compiling "
+                            f"{fmt_time(r['compile'])} (process {r['wall']:.1f} s)")
+                    cache_results.append(r)
+
     out = [
         "## ntkbo speed",
         "",
@@ -604,6 +670,22 @@ def main(argv=None) -> int:
                 "Median of `reps` repetitions of all seeds; compile time excluded and shown "
                 "separately. Speed-up = loop time / vmap time.", ""]
         out += seeds_table(seed_results)
+    if cache_results:
+        out += ["", "### A second identical `ntkbo run` (persistent compilation cache)", "",
+                "Each run in a fresh process; the cache folder starts empty before the first. "
+                "Compiling = tracing + lowering + backend compilation or cache read (JAX's "
+                "monitoring events); process = the whole subprocess, imports included.", "",
+                "| algorithm | problem | budget | seeds | run | wall of `run` | compiling | "
+                "process | cache files |", "|---|---|---:|---:|---|---:|---:|---:|---:|"]
+        for r in cache_results:
+            if "error" in r:
+                out.append(f"| {r['algo']} | | {r['budget']} | | {r['which']} | {r['error']} "
+                           "| | | |")
+                continue
+            out.append(f"| {r['algo']} | {r['problem']} | {r['budget']} | {r['seeds']} | "
+                       f"{r['which']} | {fmt_time(r['run_wall'])} | "
+                       f"**{fmt_time(r['compile'])}** | {r['wall']:.1f} s | "
+                       f"{r['cache_entries']} |")
     notes = sorted({r["note"] for r in step_results + seed_results if r.get("note")})
     import ntkbo
 
@@ -616,7 +698,8 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine, "args": vars(args), "grid": grid,
-                       "step": step_results, "seeds": seed_results}, f, indent=1)
+                       "step": step_results, "seeds": seed_results, "cache": cache_results}, f,
+                      indent=1)
         log(f"wrote {args.json}")
     return 0
 
