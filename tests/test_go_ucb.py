@@ -404,3 +404,36 @@ def test_input_scale_option_is_the_default_network_with_that_scale():
     np.testing.assert_array_equal(
         via_option, xs(G.go_ucb(network=G.sigmoid_network(6, input_scale=5.0), **small)))
     assert not np.allclose(via_option, xs(G.go_ucb(width=6, **small)))
+
+
+def test_phase2_observe_and_the_linearisation_called_directly(linearized):
+    """The module functions the factory wires (issue 19 item 7), called directly on the run's final
+    state: ``flat_network`` + ``values_and_gradients`` against the numpy network (float64, same
+    formula: 1e-12), and ``phase2_observe`` on a batch of 3 with a failed observation against the
+    numpy sums of eqs. (3) and (5) at ``w_t``. Mutations caught: the failed row added (NaN sums),
+    the gradients taken at ``w0`` instead of ``w_t`` (they differ after 12 Phase-II rounds),
+    ``t`` not advanced by the batch."""
+    _, r = linearized
+    s = r.state
+    _, apply_w = G.flat_network(*G.sigmoid_network(WIDTH), 2)
+    w = np.asarray(s.w_hat)
+    assert not np.allclose(w, np.asarray(s.w0))
+    z = np.random.default_rng(3).uniform(size=(3, 2))
+    f, g = G.values_and_gradients(apply_w, jnp.asarray(w), jnp.asarray(z))
+    ref = [np_net(w, zi) for zi in z]
+    np.testing.assert_allclose(f, [a for a, _ in ref], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g, np.stack([b for _, b in ref]), rtol=1e-12, atol=1e-12)
+
+    lo, hi = np.asarray(PROBLEM.bounds)
+    y = np.array([1.0, np.nan, 3.0])
+    new = jax.jit(lambda st, x, yy: G.phase2_observe(st, x, yy, apply_w))(s, lo + z * (hi - lo), y)
+    u = -(y - float(s.y_mean)) / float(s.y_std)
+    sigma, b = np.asarray(s.sigma), np.asarray(s.b)
+    for i in (0, 2):
+        fi, gi = ref[i]
+        sigma = sigma + np.outer(gi, gi)
+        b = b + gi * (gi @ w + u[i] - fi)
+    np.testing.assert_allclose(new.sigma, sigma, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(new.b, b, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(new.w_hat, np.linalg.solve(sigma, b), rtol=1e-9, atol=1e-12)
+    assert int(new.t) == int(s.t) + 3

@@ -208,6 +208,14 @@ __all__ = [
     "ellipsoid_maximizer",
     "project_to_ellipsoid",
     "fit_oracle",
+    "flat_network",
+    "values_and_gradients",
+    "beta_schedule",
+    "oracle_start",
+    "phase2_observe",
+    "oracle_refit",
+    "joint_ascent",
+    "optimistic_points",
 ]
 
 
@@ -455,6 +463,224 @@ def fit_oracle(apply_w: Callable[[Array, Array], Array], w_init: Array, z: Array
     return ws[i], losses[i]
 
 
+def flat_network(init_fn, apply_fn, d: int):
+    """``(draw, apply_w)`` for a network ``(init_fn, apply_fn)`` on inputs of dimension ``d``, as a
+    function of its flat parameter vector ``w`` (the paper's ``w``, ``p`` entries):
+    ``draw(keys (R, 2)) -> (R, p)`` initial parameters (jitted: ``init`` is often called outside
+    jit); ``apply_w(w, z (n, d)) -> (n,)`` the first output."""
+    _, params = jax.eval_shape(lambda k: init_fn(k, (-1, d)), jax.random.PRNGKey(0))
+    template = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), params)
+    unravel = ravel_pytree(template)[1]
+    draw = jax.jit(jax.vmap(lambda k: ravel_pytree(init_fn(k, (-1, d))[1])[0]))
+
+    def apply_w(w, z):
+        out = apply_fn(unravel(w), z)
+        return out.reshape(out.shape[0], -1)[:, 0]
+
+    return draw, apply_w
+
+
+def values_and_gradients(apply_w, w: Array, z: Array) -> tuple[Array, Array]:
+    """``f_z(w)`` ``(n,)`` and ``g = grad_w f_z(w)`` ``(n, p)`` for ``z`` ``(n, d)``: the features
+    of the linearisation (eqs. 3-5)."""
+    return jax.vmap(jax.value_and_grad(lambda w_, zi: apply_w(w_, zi[None])[0]),
+                    in_axes=(None, 0))(w, z)
+
+
+def beta_schedule(beta, horizon: int, F: float, beta_scale: float) -> Callable[[Array, int], Array]:
+    """``beta_t`` as a function ``(t, p) -> ()`` for ``go_ucb``'s ``beta`` option: ``"paper"``
+    (``beta_paper``), ``"theory"`` (``beta_theory``), a number (constant) or a callable
+    ``(t, T, p)``."""
+    def beta_t(t, p):
+        t = jnp.asarray(t, jnp.result_type(float))
+        if callable(beta):
+            return jnp.asarray(beta(t, horizon, p), t.dtype)
+        if beta == "paper":
+            return beta_paper(t, horizon, p, F)
+        if beta == "theory":
+            return beta_theory(t, horizon, p, beta_scale)
+        return jnp.asarray(float(beta), t.dtype)
+
+    return beta_t
+
+
+def oracle_start(state: GOUCBState, apply_w, lam, *, sigma_phase1: bool, num_steps: int,
+                 learning_rate, optimizer: str) -> GOUCBState:
+    """The end of Phase I: the Phase-I standardisation frozen, the regression oracle (eq. 2,
+    ``fit_oracle`` from ``state.w_init``) on every valid observation of ``state.data``, and
+    ``Sigma_1 = lam I``, ``b_1 = lam w0`` (digest 7.1 reading (a); with ``sigma_phase1`` the
+    Phase-I points linearised at ``w0`` are added, reading (b)); ``w_1 = Sigma_1^-1 b_1``."""
+    data = state.data
+    dtype = state.bounds.dtype
+    m = D.mask(data)
+    _, y_mean, y_std = standardize(data.y, m)
+    u = jnp.where(m, -(data.y - y_mean) / y_std, 0.0)
+    z = to_unit(data.x, state.bounds)
+    w0, loss = fit_oracle(apply_w, state.w_init, z, u, m, num_steps=num_steps,
+                          learning_rate=learning_rate, optimizer=optimizer)
+    sigma = lam * jnp.eye(w0.shape[0], dtype=dtype)
+    b = lam * w0
+    if sigma_phase1:
+        f, g = values_and_gradients(apply_w, w0, z)
+        sigma, b = ridge_update(sigma, b, w0, g, f, u, m)
+    w_hat, _ = ridge_estimate(sigma, b)
+    return state._replace(w0=w0, w_hat=w_hat, sigma=sigma, b=b, y_mean=y_mean, y_std=y_std,
+                          fitted=jnp.ones((), bool), oracle_loss=loss)
+
+
+def phase2_observe(state: GOUCBState, x: Array, y: Array, apply_w) -> GOUCBState:
+    """A Phase-II observation (digest 2.3): ``g_i = grad f_{x_i}(w_t)`` and ``z_i`` of the new
+    points at the estimate ``w_t`` they were chosen with added to ``Sigma`` and ``b`` (eqs. 3, 5;
+    a failed evaluation adds nothing), ``w_{t+1} = Sigma^-1 b`` and ``t`` advanced by ``q``."""
+    ok = jnp.isfinite(y)
+    u = jnp.where(ok, -(y - state.y_mean) / state.y_std, 0.0)
+    f, g = values_and_gradients(apply_w, state.w_hat, to_unit(x, state.bounds))
+    sigma, b = ridge_update(state.sigma, state.b, state.w_hat, g, f, u, ok)
+    w_hat, _ = ridge_estimate(sigma, b)
+    return state._replace(w_hat=w_hat, sigma=sigma, b=b, t=state.t + x.shape[0])
+
+
+def oracle_refit(state: GOUCBState, apply_w, lam, *, num_steps: int, learning_rate,
+                 optimizer: str) -> GOUCBState:
+    """Not in the paper (module docstring, "Refitting"): the oracle on every valid observation,
+    warm-started from ``w_t``, in the frozen Phase-I units; then ``Sigma``, ``b`` restart around the
+    new ``w0`` with every point linearised there."""
+    data = state.data
+    dtype = state.bounds.dtype
+    m = D.mask(data)
+    u = jnp.where(m, -(data.y - state.y_mean) / state.y_std, 0.0)
+    z = to_unit(data.x, state.bounds)
+    w0, loss = fit_oracle(apply_w, state.w_hat[None], z, u, m, num_steps=num_steps,
+                          learning_rate=learning_rate, optimizer=optimizer)
+    f, g = values_and_gradients(apply_w, w0, z)
+    sigma, b = ridge_update(lam * jnp.eye(w0.shape[0], dtype=dtype), lam * w0, w0, g, f, u, m)
+    w_hat, _ = ridge_estimate(sigma, b)
+    return state._replace(w0=w0, w_hat=w_hat, sigma=sigma, b=b, oracle_loss=loss)
+
+
+def joint_ascent(key: Array, apply_w, w_hat: Array, sigma: Array, chol: Array, beta_t,
+                 starts: Array, unit: Array, *, num_candidates: int, num_restarts: int,
+                 joint_steps: int, joint_learning_rate) -> tuple[Array, Array, Array]:
+    """The paper's Step 5: projected gradient ascent on ``f_z(w)`` jointly over ``(z, w)``, ``z`` in
+    the unit cube and ``w`` in ``Ball_t`` (eq. 6, ``project_to_ellipsoid``).
+
+    The starts: ``num_candidates`` Sobol points (Kronecker beyond 256 dimensions) and the best
+    observed points ``starts`` ``(k, d)`` (NaN rows: none), each paired with the ellipsoid's
+    maximiser of its linearisation (``ellipsoid_maximizer``); the ``num_restarts`` of highest
+    ``f_z(w)`` are refined by ``joint_steps`` steps of size ``joint_learning_rate``.
+
+    Returns:
+      ``(z (d,), value (), ball_max ())``: the best iterate over every run, ``f_z(w)`` there, and
+      the largest ``|w - w_t|^2_Sigma / beta_t`` over the iterates (at most 1 up to rounding).
+    """
+    dtype = w_hat.dtype
+    sampler = qmc.sobol if unit.shape[-1] <= qmc.SOBOL_MAX_DIM else qmc.kronecker
+    cand = sampler(key, num_candidates, unit)
+    valid = jnp.all(jnp.isfinite(starts), axis=-1)
+    cand = jnp.concatenate([cand, jnp.where(valid[:, None], starts, cand[: starts.shape[0]])])
+    evals, evecs = jnp.linalg.eigh(sigma)
+    evals = jnp.maximum(evals, jnp.finfo(dtype).tiny)
+
+    def warm(z):
+        g = jax.grad(lambda w: apply_w(w, z[None])[0])(w_hat)
+        w = ellipsoid_maximizer(w_hat, chol, beta_t, g)
+        return w, apply_w(w, z[None])[0]
+
+    ws, score = jax.vmap(warm)(cand)
+    score = jnp.where(jnp.isfinite(score), score, -jnp.inf)
+    v0, idx = jax.lax.top_k(score, num_restarts)
+    value_and_grads = jax.value_and_grad(lambda z, w: apply_w(w, z[None])[0], argnums=(0, 1))
+
+    def ratio(w):
+        r = (w - w_hat) @ sigma @ (w - w_hat)
+        return r / jnp.maximum(beta_t, jnp.finfo(dtype).tiny)
+
+    def run(z0, w0, val0):
+        w0 = project_to_ellipsoid(w0, w_hat, evals, evecs, beta_t)
+
+        def step(carry, _):
+            z, w, best_z, best_w, best_v, worst = carry
+            v, (gz, gw) = value_and_grads(z, w)
+            better = jnp.isfinite(v) & (v > best_v)
+            best_z = jnp.where(better, z, best_z)
+            best_w = jnp.where(better, w, best_w)
+            best_v = jnp.where(better, v, best_v)
+            gz = jnp.where(jnp.isfinite(gz), gz, 0.0)
+            gw = jnp.where(jnp.isfinite(gw), gw, 0.0)
+            z = jnp.clip(z + joint_learning_rate * gz, 0.0, 1.0)
+            w = project_to_ellipsoid(w + joint_learning_rate * gw, w_hat, evals, evecs, beta_t)
+            return (z, w, best_z, best_w, best_v, jnp.maximum(worst, ratio(w))), None
+
+        init = (z0, w0, z0, w0, jnp.asarray(-jnp.inf, dtype), ratio(w0))
+        (z, w, best_z, best_w, best_v, worst), _ = jax.lax.scan(step, init, None,
+                                                                length=joint_steps)
+        v = apply_w(w, z[None])[0]
+        better = jnp.isfinite(v) & (v > best_v)
+        return (jnp.where(better, z, best_z), jnp.where(better, w, best_w),
+                jnp.where(better, v, best_v), worst)
+
+    zr, _, vr, worst = jax.vmap(run)(cand[idx], ws[idx], v0)
+    i = jnp.argmax(vr)
+    return zr[i], vr[i], jnp.max(worst)
+
+
+def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
+                      optimistic: str, num_best: int, num_candidates: int, num_restarts: int,
+                      num_steps: int, joint_steps: int, joint_learning_rate):
+    """Step 5 for ``q`` points: ``x = argmax_x max_{w in Ball_t} f_x(w)``, by the linearised bonus
+    (``linearized_ucb`` maximised by ``ntkbo.optimize.maximize_acquisition``) or the joint ascent
+    (``joint_ascent``); between the points of a batch ``Sigma`` grows along the chosen point's
+    ``g`` with ``w_t`` unchanged (module docstring, batches).
+
+    Returns:
+      ``(x (q, d), info)``: the points in the box and per point ``acq_value``, ``mean``
+      (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma^-1}``) and ``ball_max``, ``(q,)`` each.
+    """
+    d = state.bounds.shape[-1]
+    dtype = state.bounds.dtype
+    unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
+    w_hat = state.w_hat
+    starts = best_points(to_unit(state.data.x, state.bounds), state.data.y, D.mask(state.data),
+                         num_best)
+    sigma = state.sigma
+
+    def point_terms(z, chol):
+        """``(f_z(w_t), g, bonus)`` for one point ``z`` ``(d,)``."""
+        f, g = jax.value_and_grad(lambda w: apply_w(w, z[None])[0])(w_hat)
+        return f, g, jnp.sqrt(beta_t) * ellipsoid_norm(g, chol)
+
+    zs, vals, means, bonuses, balls = [], [], [], [], []
+    for j in range(q):
+        sub = key if j == 0 else jax.random.fold_in(key, j)
+        chol = jnp.linalg.cholesky(sigma)
+
+        def lin_acq(zb, chol=chol):
+            f, _, bonus = jax.vmap(lambda zi: point_terms(zi, chol))(zb)
+            return f + bonus
+
+        if optimistic == "linearized":
+            z, val, _ = optimize.maximize_acquisition(
+                sub, lin_acq, unit, num_candidates=num_candidates,
+                num_restarts=num_restarts, x_best=starts, num_steps=num_steps)
+            ball = jnp.ones((), dtype)
+        else:
+            z, val, ball = joint_ascent(
+                sub, apply_w, w_hat, sigma, chol, beta_t, starts, unit,
+                num_candidates=num_candidates, num_restarts=num_restarts,
+                joint_steps=joint_steps, joint_learning_rate=joint_learning_rate)
+        f, g, bonus = point_terms(z, chol)
+        zs.append(z)
+        vals.append(val)
+        means.append(f)
+        bonuses.append(bonus)
+        balls.append(ball)
+        if j + 1 < q:  # believer: Sigma grows along g, w_t is unchanged (module docstring)
+            sigma = sigma + jnp.outer(g, g)
+    info = {"acq_value": jnp.stack(vals), "mean": jnp.stack(means),
+            "bonus": jnp.stack(bonuses), "ball_max": jnp.stack(balls)}
+    return from_unit(jnp.stack(zs), state.bounds), info
+
+
 # ---------------------------------------------------------------------------------------------
 # The algorithm.
 
@@ -586,37 +812,12 @@ def go_ucb(
                              f"callables, got {network!r}")
         init_fn, apply_fn = network[0], network[1]
     num_best = 4
-
-    def beta_fn(t, p):
-        t = jnp.asarray(t, jnp.result_type(float))
-        if callable(beta):
-            return jnp.asarray(beta(t, horizon, p), t.dtype)
-        if beta == "paper":
-            return beta_paper(t, horizon, p, F)
-        if beta == "theory":
-            return beta_theory(t, horizon, p, beta_scale)
-        return jnp.asarray(float(beta), t.dtype)
-
-    @functools.lru_cache(maxsize=None)
-    def model(d: int):
-        """``(draw, apply_w)`` for inputs of dimension ``d``: ``draw(keys (R, 2)) -> (R, p)`` flat
-        initial parameters (jitted: ``init`` is often called outside jit); ``apply_w(w, z (n, d))
-        -> (n,)``."""
-        _, params = jax.eval_shape(lambda k: init_fn(k, (-1, d)), jax.random.PRNGKey(0))
-        template = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), params)
-        unravel = ravel_pytree(template)[1]
-        draw = jax.jit(jax.vmap(lambda k: ravel_pytree(init_fn(k, (-1, d))[1])[0]))
-
-        def apply_w(w, z):
-            out = apply_fn(unravel(w), z)
-            return out.reshape(out.shape[0], -1)[:, 0]
-
-        return draw, apply_w
-
-    def _value_and_grad(apply_w, w, z):
-        """``f_z(w)`` ``(n,)`` and ``grad_w f_z(w)`` ``(n, p)`` for ``z`` ``(n, d)``."""
-        return jax.vmap(jax.value_and_grad(lambda w_, zi: apply_w(w_, zi[None])[0]),
-                        in_axes=(None, 0))(w, z)
+    beta_fn = beta_schedule(beta, horizon, F, beta_scale)
+    model = functools.lru_cache(maxsize=None)(lambda d: flat_network(init_fn, apply_fn, d))
+    oracle = dict(learning_rate=oracle_learning_rate, optimizer=oracle_optimizer)
+    step_opts = dict(q=q, optimistic=optimistic, num_best=num_best, num_candidates=num_candidates,
+                     num_restarts=num_restarts, num_steps=num_steps, joint_steps=joint_steps,
+                     joint_learning_rate=joint_learning_rate)
 
     def init(key, bounds, capacity):
         bounds = check_bounds(bounds)
@@ -634,8 +835,6 @@ def go_ucb(
             y_mean=jnp.zeros((), dtype), y_std=jnp.ones((), dtype), fitted=jnp.zeros((), bool),
             t=jnp.zeros((), jnp.int32), oracle_loss=jnp.full((), jnp.nan, dtype))
 
-    # -- update ---------------------------------------------------------------------------------
-
     def update(state, x, y):
         d = state.bounds.shape[-1]
         _, apply_w = model(d)
@@ -646,161 +845,23 @@ def go_ucb(
         appended = data.count > state.data.count
         lam_ = jnp.asarray(lam_value, dtype)
 
-        def stay(s):
-            return s
-
         def start_phase2(s):
-            # The regression oracle on all observations so far, and Sigma_1, b_1 (digest 7.1).
-            m = D.mask(data)
-            _, y_mean, y_std = standardize(data.y, m)
-            u = jnp.where(m, -(data.y - y_mean) / y_std, 0.0)
-            z = to_unit(data.x, s.bounds)
-            w0, loss = fit_oracle(apply_w, s.w_init, z, u, m, num_steps=oracle_steps,
-                                  learning_rate=oracle_learning_rate, optimizer=oracle_optimizer)
-            sigma = lam_ * jnp.eye(w0.shape[0], dtype=dtype)
-            b = lam_ * w0
-            if sigma_phase1:
-                f, g = _value_and_grad(apply_w, w0, z)
-                sigma, b = ridge_update(sigma, b, w0, g, f, u, m)
-            w_hat, _ = ridge_estimate(sigma, b)
-            return s._replace(w0=w0, w_hat=w_hat, sigma=sigma, b=b, y_mean=y_mean, y_std=y_std,
-                              fitted=jnp.ones((), bool), oracle_loss=loss)
+            return oracle_start(s, apply_w, lam_, sigma_phase1=sigma_phase1,
+                                num_steps=oracle_steps, **oracle)
 
         def phase2(s):
-            # g_i and z_i of the new points at the estimate w_t they were chosen with (digest 2.3).
-            ok = jnp.isfinite(y)  # a failed evaluation adds nothing to Sigma and b
-            u = jnp.where(ok, -(y - s.y_mean) / s.y_std, 0.0)
-            f, g = _value_and_grad(apply_w, s.w_hat, to_unit(x, s.bounds))
-            sigma, b = ridge_update(s.sigma, s.b, s.w_hat, g, f, u, ok)
-            w_hat, _ = ridge_estimate(sigma, b)
-            t_new = s.t + x.shape[0]
+            new = phase2_observe(s, x, y, apply_w)
             if refit_every == 0:  # the paper: no retraining in Phase II
-                return s._replace(w_hat=w_hat, sigma=sigma, b=b, t=t_new)
-            # Not in the paper (module docstring, "Refitting"): a multiple of k was reached.
-            due = t_new // refit_every > s.t // refit_every
-            s = s._replace(w_hat=w_hat, sigma=sigma, b=b, t=t_new)
-            return jax.lax.cond(due, refit, lambda s_: s_, s)
-
-        def refit(s):
-            # The oracle on all observations, warm-started from w_t, in the frozen Phase-I units;
-            # then Sigma, b restart around the new w0 with every point linearised there.
-            m = D.mask(data)
-            u = jnp.where(m, -(data.y - s.y_mean) / s.y_std, 0.0)
-            z = to_unit(data.x, s.bounds)
-            w0, loss = fit_oracle(apply_w, s.w_hat[None], z, u, m, num_steps=refit_steps,
-                                  learning_rate=oracle_learning_rate, optimizer=oracle_optimizer)
-            f, g = _value_and_grad(apply_w, w0, z)
-            sigma, b = ridge_update(lam_ * jnp.eye(w0.shape[0], dtype=dtype), lam_ * w0, w0, g, f,
-                                    u, m)
-            w_hat, _ = ridge_estimate(sigma, b)
-            return s._replace(w0=w0, w_hat=w_hat, sigma=sigma, b=b, oracle_loss=loss)
+                return new
+            due = new.t // refit_every > s.t // refit_every  # a multiple of k was reached
+            refit = lambda s_: oracle_refit(s_, apply_w, lam_, num_steps=refit_steps,  # noqa: E731
+                                            **oracle)
+            return jax.lax.cond(due, refit, lambda s_: s_, new)
 
         branch = jnp.where(~appended, 0,
                            jnp.where(state.fitted, 2, jnp.where(data.count >= n_explore, 1, 0)))
-        return jax.lax.switch(branch, [stay, start_phase2, phase2], state._replace(data=data))
-
-    # -- suggest --------------------------------------------------------------------------------
-
-    def _best_points(state):
-        """The ``num_best`` best observed points in the unit cube (NaN rows where fewer exist)."""
-        return best_points(to_unit(state.data.x, state.bounds), state.data.y,
-                           D.mask(state.data), num_best)
-
-    def _phase2(key, state):
-        d = state.bounds.shape[-1]
-        _, apply_w = model(d)
-        dtype = state.bounds.dtype
-        unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
-        w_hat = state.w_hat
-        p = w_hat.shape[0]
-        beta_t = beta_fn(state.t + 1, p)
-        starts = _best_points(state)
-        sigma = state.sigma
-
-        def point_terms(z, chol):
-            """``(f_z(w_t), g, bonus)`` for one point ``z`` ``(d,)``."""
-            f, g = jax.value_and_grad(lambda w: apply_w(w, z[None])[0])(w_hat)
-            return f, g, jnp.sqrt(beta_t) * ellipsoid_norm(g, chol)
-
-        zs, vals, means, bonuses, balls = [], [], [], [], []
-        for j in range(q):
-            sub = key if j == 0 else jax.random.fold_in(key, j)
-            chol = jnp.linalg.cholesky(sigma)
-
-            def lin_acq(zb, chol=chol):
-                f, _, bonus = jax.vmap(lambda zi: point_terms(zi, chol))(zb)
-                return f + bonus
-
-            if optimistic == "linearized":
-                z, val, _ = optimize.maximize_acquisition(
-                    sub, lin_acq, unit, num_candidates=num_candidates,
-                    num_restarts=num_restarts, x_best=starts, num_steps=num_steps)
-                ball = jnp.ones((), dtype)
-            else:
-                z, val, ball = _joint(sub, apply_w, w_hat, sigma, chol, beta_t, starts, unit)
-            f, g, bonus = point_terms(z, chol)
-            zs.append(z)
-            vals.append(val)
-            means.append(f)
-            bonuses.append(bonus)
-            balls.append(ball)
-            if j + 1 < q:  # believer: Sigma grows along g, w_t is unchanged (module docstring)
-                sigma = sigma + jnp.outer(g, g)
-        info = {"acq_value": jnp.stack(vals), "mean": jnp.stack(means),
-                "bonus": jnp.stack(bonuses), "ball_max": jnp.stack(balls)}
-        return from_unit(jnp.stack(zs), state.bounds), info, beta_t
-
-    def _joint(key, apply_w, w_hat, sigma, chol, beta_t, starts, unit):
-        """The paper's Step 5: projected gradient ascent on ``f_z(w)`` jointly over ``(z, w)``."""
-        dtype = w_hat.dtype
-        sampler = qmc.sobol if unit.shape[-1] <= qmc.SOBOL_MAX_DIM else qmc.kronecker
-        cand = sampler(key, num_candidates, unit)
-        valid = jnp.all(jnp.isfinite(starts), axis=-1)
-        cand = jnp.concatenate([cand, jnp.where(valid[:, None], starts, cand[: starts.shape[0]])])
-        evals, evecs = jnp.linalg.eigh(sigma)
-        evals = jnp.maximum(evals, jnp.finfo(dtype).tiny)
-
-        def warm(z):
-            g = jax.grad(lambda w: apply_w(w, z[None])[0])(w_hat)
-            w = ellipsoid_maximizer(w_hat, chol, beta_t, g)
-            return w, apply_w(w, z[None])[0]
-
-        ws, score = jax.vmap(warm)(cand)
-        score = jnp.where(jnp.isfinite(score), score, -jnp.inf)
-        v0, idx = jax.lax.top_k(score, num_restarts)
-        value_and_grads = jax.value_and_grad(lambda z, w: apply_w(w, z[None])[0], argnums=(0, 1))
-
-        def ratio(w):
-            r = (w - w_hat) @ sigma @ (w - w_hat)
-            return r / jnp.maximum(beta_t, jnp.finfo(dtype).tiny)
-
-        def run(z0, w0, val0):
-            w0 = project_to_ellipsoid(w0, w_hat, evals, evecs, beta_t)
-
-            def step(carry, _):
-                z, w, best_z, best_w, best_v, worst = carry
-                v, (gz, gw) = value_and_grads(z, w)
-                better = jnp.isfinite(v) & (v > best_v)
-                best_z = jnp.where(better, z, best_z)
-                best_w = jnp.where(better, w, best_w)
-                best_v = jnp.where(better, v, best_v)
-                gz = jnp.where(jnp.isfinite(gz), gz, 0.0)
-                gw = jnp.where(jnp.isfinite(gw), gw, 0.0)
-                z = jnp.clip(z + joint_learning_rate * gz, 0.0, 1.0)
-                w = project_to_ellipsoid(w + joint_learning_rate * gw, w_hat, evals, evecs, beta_t)
-                return (z, w, best_z, best_w, best_v, jnp.maximum(worst, ratio(w))), None
-
-            init = (z0, w0, z0, w0, jnp.asarray(-jnp.inf, dtype), ratio(w0))
-            (z, w, best_z, best_w, best_v, worst), _ = jax.lax.scan(step, init, None,
-                                                                    length=joint_steps)
-            v = apply_w(w, z[None])[0]
-            better = jnp.isfinite(v) & (v > best_v)
-            return (jnp.where(better, z, best_z), jnp.where(better, w, best_w),
-                    jnp.where(better, v, best_v), worst)
-
-        zr, _, vr, worst = jax.vmap(run)(cand[idx], ws[idx], v0)
-        i = jnp.argmax(vr)
-        return zr[i], vr[i], jnp.max(worst)
+        return jax.lax.switch(branch, [lambda s: s, start_phase2, phase2],
+                              state._replace(data=data))
 
     def suggest(key, state):
         d = state.bounds.shape[-1]
@@ -814,7 +875,10 @@ def go_ucb(
             return x, info, jnp.full((), jnp.nan, dtype)
 
         def phase2(_):
-            return _phase2(key, state)
+            _, apply_w = model(d)
+            beta_t = beta_fn(state.t + 1, state.w_hat.shape[0])
+            x, info = optimistic_points(key, state, apply_w, beta_t, **step_opts)
+            return x, info, beta_t
 
         x, info, beta_t = jax.lax.cond(state.fitted, phase2, phase1, None)
         info = dict(info, phase=jnp.where(state.fitted, 2, 1).astype(jnp.int32), t=state.t + 1,
