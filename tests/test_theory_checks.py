@@ -86,7 +86,9 @@ def test_interface_is_uniform():
 def test_fault_names_parse():
     assert F.parse("ntk_scale:1.02") == ("ntk_scale", 1.02)
     assert F.parse("drop_bias_ntk") == ("drop_bias_ntk", None)
-    for bad in ("ntk_scale", "ntk_scale:x", "ntk_scale:-1", "drop_bias_ntk:2", "nope"):
+    assert F.parse("nngp_scale:1.2") == ("nngp_scale", 1.2)
+    for bad in ("ntk_scale", "ntk_scale:x", "ntk_scale:-1", "nngp_scale", "nngp_scale:0",
+                "drop_bias_ntk:2", "nope"):
         with pytest.raises(ValueError, match="fault"):
             F.parse(bad)
 
@@ -110,6 +112,10 @@ def test_faults_patch_the_library_and_restore_it():
         k2 = mlp(1, 8, "relu", W_std=1.5, b_std=0.5)[2]
         np.testing.assert_allclose(k2(x, None, "ntk"), 1.02 * ntk, rtol=1e-12)
         np.testing.assert_allclose(k2(x, None, "nngp"), nngp, rtol=1e-12)
+    with F.inject("nngp_scale:1.2"):
+        k2 = mlp(1, 8, "relu", W_std=1.5, b_std=0.5)[2]
+        np.testing.assert_allclose(k2(x, None, "nngp"), 1.2 * nngp, rtol=1e-12)
+        np.testing.assert_allclose(k2(x, None, "ntk"), ntk, rtol=1e-12)
     with F.inject("drop_bias_ntk"):
         k2 = mlp(1, 8, "relu", W_std=1.5, b_std=0.5)[2]
         # Depth 1, "ntk": the readout bias adds b^2, the hidden bias b^2 W^2 E[phi'(u) phi'(v)].
@@ -190,6 +196,38 @@ def test_sto_posterior_values(smoke):
     names = {r.quantity.split(":")[0].split(" m=")[0] for r in rep.rows}
     assert {"Linear", "STO-BNTS pathwise gap slope vs m", "STO-BNTS", "PosteriorSMB",
             "SimpleSMB"} <= names
+
+
+@pytest.mark.slow
+def test_nngp_convergence_values(smoke):
+    """The relu depth-1 networks' outputs at the largest width (the check's cached draws) have the
+    covariance of the arc-cosine closed form (Cho and Saul 2009), computed here without
+    ``ntkbo.kernels``: ``K = W^2 sqrt(s11 s22) (sin t + (pi - t) cos t) / (2 pi) + b^2`` with ``s =
+    W^2 x x'^T / d + b^2`` and ``cos t = s12 / sqrt(s11 s22)``; within 3 Monte Carlo scales of the
+    Frobenius error (its expectation is about 1, ``theory_checks.stats.cov_error``). Mutation
+    caught: a wrong initialisation, every parameter drawn with standard deviation 1.1 instead of
+    1 (``nets.init``; the covariance 1.46 K: measured error 8.8 Monte Carlo scales). (``W_std``
+    does not enter the draw in NTK parameterisation, only ``apply_fn``.)"""
+    import json
+
+    from theory_checks import nngp_convergence as N
+    from theory_checks.stats import cov_error
+
+    rep = smoke("nngp_convergence")[0]
+    assert rep.passed
+    s = dict(N.SCALES["smoke"])
+    key = jax.random.fold_in(KEY, 0)  # configuration 0: relu, depth 1
+    assert s["configs"][0] == ["relu", 1]
+    outs = N._outputs(tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
+                      json.dumps(s, sort_keys=True), "relu", 1)[-1]
+    x = np.asarray(N._inputs(jax.random.split(key)[0], s))
+    w, b, d = s["W_std"], s["b_std"], s["d"]
+    sig = w**2 * x @ x.T / d + b**2
+    norm = np.sqrt(np.outer(np.diag(sig), np.diag(sig)))
+    t = np.arccos(np.clip(sig / norm, -1, 1))
+    kmat = w**2 * norm * (np.sin(t) + (np.pi - t) * np.cos(t)) / (2 * np.pi) + b**2
+    err, scale = cov_error(outs, kmat)
+    assert err / scale <= 3.0, (err, scale)
 
 
 @pytest.mark.slow

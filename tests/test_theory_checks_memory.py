@@ -1,10 +1,11 @@
-"""theory_checks.memory: the chunked maps give the unchunked values, every check's ``gpu`` scale fits
-64 GB by its estimate, and the estimates bound XLA's measured peaks.
+"""theory_checks.memory: the chunked maps give the unchunked values, every check's ``gpu`` scale
+fits 64 GB by its estimate, and the estimates bound XLA's measured peaks.
 
 * ``chunked_map`` against ``jax.vmap`` on a function shaped like the checks' (keyed draws, a matrix
   product, a zero-size leaf like NeuralBO's state), with a remainder chunk;
 * the reference stages whose per-item function was restructured for chunking (the nested-width
-  networks of ``ntk_convergence`` and ``gd_ensemble``, the Gram rows of ``pinn_information_gain``)
+  networks of ``ntk_convergence`` and ``gd_ensemble``, the Gram rows of ``pinn_information_gain``,
+  the networks of ``nngp_convergence``)
   and one check end to end (``sto_posterior``'s Linear members), chunked against unchunked, at
   sizes smaller than smoke (depth 2, so the parameters dominate the memory);
 * ``memory(SCALES["gpu"])`` of every check below 64 GB, and above it without chunking where
@@ -25,7 +26,6 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import theory_checks
 from theory_checks import gd_ensemble, ntk_convergence, pinn_information_gain
@@ -42,6 +42,7 @@ RTOL = 1e-10
 NTK_TINY = dict(configs=[["relu", 2]], widths=[16, 64], seeds=4, mean_seeds=[2, 4],
                 train_steps=2)
 GD_TINY = dict(depth=2, widths=[16, 64], members=4, lr_members=2, times=[2.0, "inf"])
+NNGP_TINY = dict(widths=[8, 64], networks=[8, 8])
 PINN_TINY = dict(width=16, depth=2, num_points=5, num_residuals=(3, 6), num_test=8)
 
 
@@ -101,7 +102,8 @@ def test_gpu_scale_fits_64gb():
         assert stages and max(st.peak for st in stages) <= M.BUDGET, M.describe(name, stages)
         assert all(1 <= st.chunk <= st.num for st in stages)
         unchunked = max(st.peak for st in mod.memory(dict(mod.SCALES["gpu"], chunk=10**9)))
-        if name in ("ntk_convergence", "gd_ensemble", "sto_posterior", "regret_scaling"):
+        if name in ("ntk_convergence", "gd_ensemble", "sto_posterior", "regret_scaling",
+                    "nngp_convergence"):
             assert unchunked > M.BUDGET, (name, unchunked)
 
 
@@ -147,7 +149,8 @@ def test_pinn_gram_rows_chunked():
     PB = pinn_information_gain.PB
     init_fn, apply_fn, _ = mlp(2, 16, "erf", W_std=1.5, b_std=0.1)
     params = init_fn(KEY, (-1, 2))[1]
-    emp_k = lambda a, b: grad_features(apply_fn)(a, params) @ grad_features(apply_fn)(b, params).T  # noqa: E731,E501
+    g = grad_features(apply_fn)
+    emp_k = lambda a, b: g(a, params) @ g(b, params).T  # noqa: E731
     ks = PB.pinn_kernels(emp_k, pinn_information_gain.P.LAPLACE)
     x = jax.random.uniform(KEY, (5, 2))
     z = jax.random.uniform(jax.random.PRNGKey(1), (6, 2))
@@ -171,3 +174,17 @@ def test_sto_posterior_linear_chunked():
                                [r.measured for r in whole.rows], rtol=1e-8)
     mod = theory_checks.get("sto_posterior")
     _measured_within(mod.memory(dict(mod.SCALES["smoke"], chunk=7, **over)), start)
+
+
+def test_nngp_convergence_outputs_chunked():
+    """The networks' outputs drawn 4 at a time equal those drawn all at once (one vmap)."""
+    from theory_checks import nngp_convergence as N
+
+    s1, f1 = _frozen(N, NNGP_TINY, 8)
+    _, f2 = _frozen(N, NNGP_TINY, 4)
+    kd = _key_data(KEY)
+    whole = N._outputs(kd, f1, "erf", 2)
+    start = len(M.MEASURED)
+    chunked = N._outputs(kd, f2, "erf", 2)
+    np.testing.assert_allclose(chunked, whole, rtol=RTOL)
+    _measured_within(N.memory(dict(s1, chunk=4)), start)

@@ -11,7 +11,8 @@ while the checks run: a check that detects it exits 1.
 Before a check starts, its peak device-memory estimate is printed (``theory_checks.memory``: each
 chunked stage's items, chunk and bytes, against the 64 GB budget); ``--dry-run`` prints the
 estimates of every selected check and exits (1 when one does not fit) without running anything.
-``--chunk C`` maps every stage ``C`` items at a time instead of the chunk derived from the budget.
+``--chunk C`` maps every stage ``C`` items at a time instead of the scale's ``chunk`` setting
+(``None``: derived from the budget).
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ def main(argv=None) -> int:
     from theory_checks import memory
 
     fits = True
+    # --chunk replaces every stage's chunk; without it each scale's own "chunk" setting holds.
+    chunk = {} if args.chunk is None else {"chunk": args.chunk}
     for name in names:
-        settings = dict(theory_checks.get(name).SCALES[args.scale], chunk=args.chunk)
+        settings = dict(theory_checks.get(name).SCALES[args.scale], **chunk)
         stages = theory_checks.get(name).memory(settings)
         fits &= max(st.peak for st in stages) <= memory.BUDGET
         if args.dry_run:
@@ -72,11 +75,11 @@ def main(argv=None) -> int:
                "load_average_start": os.getloadavg(), "checks": {}}
     ok = True
     for name in names:
-        settings = dict(theory_checks.get(name).SCALES[args.scale], chunk=args.chunk)
+        settings = dict(theory_checks.get(name).SCALES[args.scale], **chunk)
         print(f"[{args.scale}] " + memory.describe(name, theory_checks.get(name).memory(settings)),
               flush=True)
         report = theory_checks.run_check(name, jax.random.PRNGKey(args.seed), args.scale,
-                                         fault=args.fault, chunk=args.chunk)
+                                         fault=args.fault, **chunk)
         print(table(report), flush=True)
         json_path, png_path = write(report, args.out)
         figure = png_path or "no figure (matplotlib missing: pip install ntkbo[plot])"

@@ -19,9 +19,10 @@ values' definition (the draws are keyed per item), so results agree to rounding.
 
 The estimates are checked against XLA's own accounting: :func:`chunked_map` compiles each stage
 ahead of time and records ``compiled.memory_analysis()`` (arguments + outputs + temporaries, the
-buffers XLA assigns for the whole program) in :data:`MEASURED`; ``tests/test_theory_checks_memory.py``
-compares them at a small scale. ``python -m theory_checks NAME --scale gpu`` prints the estimate
-before running and ``--dry-run`` prints every selected check's estimate without running.
+buffers XLA assigns for the whole program) in :data:`MEASURED`;
+``tests/test_theory_checks_memory.py`` compares them at a small scale. ``python -m theory_checks
+NAME --scale gpu`` prints the estimate before running and ``--dry-run`` prints every selected
+check's estimate without running.
 """
 
 from __future__ import annotations
