@@ -170,3 +170,60 @@ def test_cli_runs_neural_cbo_on_a_constrained_problem(tmp_path, capsys):
                                      + np.maximum(c[:, 0], 0))
         np.testing.assert_allclose(run["metric"], hand, rtol=1e-12)
     assert rec["n_constraints"] == 1 and "feasible point found" in capsys.readouterr().out
+
+
+def test_candidate_set_and_posterior_moments_called_directly():
+    """The module functions ``suggest`` wires (issue 19 item 7). ``candidate_set``: the Sobol
+    points first, then the best points of the incumbent pool in the order of the standardised
+    objective (a point outside the pool never a centre), then perturbations in the cube near
+    their centres. ``posterior_moments`` in chunks of 7 (with padding) against a dense numpy
+    computation of each network's output and of ``|g|^2 - g_X^T (G G^T + lam I)^-1 g_X``.
+    Mutations caught: centres ranked worst-first or taken outside the pool; the chunks' padding
+    not cut (shape) or their order mixed (values); the constraint network's variance computed
+    with the objective's features."""
+    from ntkbo.algorithms.neural_bo import dual_factor, paper_W_std
+    from ntkbo.kernels import grad_features, mlp
+
+    rng = np.random.default_rng(0)
+    z = rng.uniform(size=(8, 2))
+    y0 = np.array([0.5, -1.0, 2.0, -3.0, 0.1, 9.0, -0.2, 0.0])
+    pool = np.array([True, True, True, False, True, True, False, False])  # best in pool: 1, 4 (3 is better but out)
+    cand = np.asarray(ncbo.candidate_set(jax.random.PRNGKey(1), jnp.asarray(z), jnp.asarray(y0),
+                                       jnp.asarray(pool), num_candidates=16, num_best=2,
+                                       num_perturbations=6, perturb_scale=0.02))
+    assert cand.shape == (16 + 2 + 6, 2)
+    k_cand, _ = jax.random.split(jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(cand[:16], ntkbo.qmc.sobol(k_cand, 16, np.array([[0.0, 0.0],
+                                                                                     [1.0, 1.0]])))
+    np.testing.assert_array_equal(cand[16:18], z[[1, 4]])
+    local = cand[18:]
+    assert np.all((local >= 0) & (local <= 1))
+    # perturbation j is centred on centre j % 2; 0.02 std: within 0.15 (7.5 std) of it
+    assert np.all(np.abs(local - z[[1, 4]][np.arange(6) % 2]) < 0.15)
+
+    d_in, width, lam = 3, 16, 0.01  # the sphere input map: d + 1 inputs
+    init_fn, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d_in, 1))
+    feats = grad_features(apply_fn)
+    keys = jax.random.split(jax.random.PRNGKey(2), 2)
+    params0 = jax.vmap(lambda k: init_fn(k, (-1, d_in))[1])(keys)
+    params = jax.tree_util.tree_map(lambda a: a * 1.1, params0)  # "trained": differs from W_0
+    mask = jnp.asarray(np.arange(8) < 6)
+    ze = ncbo.embed(jnp.asarray(z), "sphere")
+    g_data = jax.vmap(feats, in_axes=(None, 0))(ze, params0)
+    chol = jax.vmap(lambda g: dual_factor(g, mask, lam))(g_data)
+    zc = rng.uniform(size=(17, 2))
+    mu, var = ncbo.posterior_moments(apply_fn, feats, params, params0, g_data, mask, chol,
+                                   jnp.asarray(zc), input_map="sphere", chunk_size=7)
+    assert mu.shape == var.shape == (2, 17)
+    zce = ncbo.embed(jnp.asarray(zc), "sphere")
+    for k in range(2):
+        pk = jax.tree_util.tree_map(lambda a: a[k], params)
+        p0 = jax.tree_util.tree_map(lambda a: a[k], params0)
+        np.testing.assert_allclose(mu[k], np.asarray(apply_fn(pk, zce))[:, 0], rtol=1e-12)
+        gx, gd = np.asarray(feats(zce, p0)), np.asarray(feats(ze, p0))[:6]
+        gram = gd @ gd.T
+        gram += (lam + 1e-10 * np.mean(np.diag(gram))) * np.eye(6)  # ntkbo.gp's jitter
+        cross = gx @ gd.T
+        dense = np.sum(gx * gx, 1) - np.einsum("ij,ji->i", cross, np.linalg.solve(gram, cross.T))
+        # float64; the subtraction |g|^2 - ... loses ~1e-12 of |g|^2 ~ 1e1: atol 1e-9
+        np.testing.assert_allclose(var[k], np.maximum(dense, 0.0), rtol=1e-7, atol=1e-9)

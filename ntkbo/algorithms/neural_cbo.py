@@ -101,7 +101,8 @@ OPTIMIZERS = ("gd", "adam")
 INPUT_MAPS = ("sphere", "cube")
 
 __all__ = ["NeuralCBOState", "neural_cbo", "beta_theory", "information_gain",
-           "lower_confidence_bound", "select"]
+           "lower_confidence_bound", "select", "incumbent_pool", "incumbent", "targets",
+           "candidate_set", "posterior_moments"]
 
 
 class NeuralCBOState(NamedTuple):
@@ -186,6 +187,67 @@ def select(log_ei: Array, lcb: Array, scale: Array) -> tuple[Array, Array]:
 # The algorithm.
 
 
+def targets(state: NeuralCBOState) -> tuple[Array, Array, Array, Array]:
+    """Standardised ``(K + 1, C)`` targets (objective first), their means and stds ``(K + 1,)``,
+    and the mask ``(C,)``: the rows whose objective and constraint values are all finite (a failed
+    value fails the row)."""
+    m = D.mask(state.data)
+    for b in state.constraint_data:
+        m = m & D.mask(b)
+    y = jnp.stack([state.data.y] + [b.y for b in state.constraint_data])
+    ys, mean, std = jax.vmap(standardize, in_axes=(0, None))(y, m)
+    return ys, mean, std, m
+
+
+def candidate_set(key: Array, z: Array, y0: Array, pool: Array, *, num_candidates: int,
+                  num_best: int, num_perturbations: int, perturb_scale) -> Array:
+    """The points the acquisition is maximised over, ``(n, d)`` in the unit cube:
+    ``num_candidates`` Sobol points (Kronecker beyond 256 dimensions), the ``num_best`` best
+    points of the incumbent pool (``pool`` ``(C,)``, ranked by the standardised objective ``y0``;
+    Sobol points stand in where the pool is smaller) and ``num_perturbations`` Gaussian
+    perturbations of them (std ``perturb_scale``, clipped to the cube)."""
+    d = z.shape[-1]
+    dtype = z.dtype
+    k_cand, k_pert = jax.random.split(key)
+    sampler = qmc.sobol if d <= qmc.SOBOL_MAX_DIM else qmc.kronecker
+    cand = sampler(k_cand, num_candidates, unit_box(d, dtype))
+    if not num_best:
+        return cand
+    nb = min(num_best, z.shape[0])
+    _, idx = jax.lax.top_k(-jnp.where(pool, y0, jnp.inf), nb)
+    centres = jnp.where(pool[idx][:, None], z[idx], cand[:nb])
+    noise = jax.random.normal(k_pert, (num_perturbations, d), dtype)
+    local = centres[jnp.arange(num_perturbations) % nb] + perturb_scale * noise
+    return jnp.concatenate([cand, centres, jnp.clip(local, 0.0, 1.0)])
+
+
+def posterior_moments(apply_fn, feats, params: Params, params0: Params, g_data: Array,
+                      mask: Array, chol: Array, cand: Array, *, input_map: str,
+                      chunk_size: int) -> tuple[Array, Array]:
+    """Each network's mean and NTK-feature variance at the candidates ``cand`` ``(n, d)``:
+    ``(mu, var)``, ``(K + 1, n)`` each, the objective first. ``params``/``params0`` and
+    ``g_data`` ``(K + 1, C, p)``/``chol`` ``(K + 1, C, C)`` carry a leading axis over the ``K + 1``
+    networks; ``variance_dual`` on the masked buffer; the candidates go through the networks
+    ``chunk_size`` rows at a time (``jax.lax.map``)."""
+    n, d = cand.shape
+
+    def moments(zc):
+        zc = embed(zc, input_map)
+        mu = jax.vmap(lambda p: apply_fn(p, zc)[:, 0])(params)  # (K + 1, chunk)
+        g = jax.vmap(feats, in_axes=(None, 0))(zc, params0)
+        var = jax.vmap(variance_dual, in_axes=(0, 0, None, 0))(g, g_data, mask, chol)
+        return mu, var
+
+    chunk = min(chunk_size, n)
+    num = -(-n // chunk)
+    padded = jnp.concatenate([cand, jnp.broadcast_to(cand[:1], (num * chunk - n, d))])
+    mu, var = jax.lax.map(moments, padded.reshape(num, chunk, d))
+    k1 = mu.shape[1]
+    mu = jnp.moveaxis(mu, 0, 1).reshape(k1, -1)[:, :n]
+    var = jnp.moveaxis(var, 0, 1).reshape(k1, -1)[:, :n]
+    return mu, var
+
+
 def neural_cbo(
     n_constraints: int = 1,
     width: int = 128,
@@ -260,6 +322,8 @@ def neural_cbo(
     mlp_spec(depth, width, activation, 1.0, b_std)  # validates the architecture arguments
     K = int(n_constraints)
     lr_adam = 1e-2 if learning_rate is None else float(learning_rate)
+    cand_opts = dict(num_candidates=num_candidates, num_best=num_best,
+                     num_perturbations=num_perturbations, perturb_scale=perturb_scale)
 
     @functools.lru_cache(maxsize=None)
     def network(d: int):
@@ -279,16 +343,6 @@ def neural_cbo(
         return NeuralCBOState(D.empty(capacity, d, dtype), buffers, bounds, params0, params0,
                               jnp.zeros((K + 1, 2), dtype), jnp.ones((K + 1,), bool))
 
-    def _targets(state):
-        """Standardised ``(K + 1, C)`` targets, their means and stds ``(K + 1,)``, the mask (the
-        rows whose objective and constraint values are all finite: a failed value fails the row)."""
-        m = D.mask(state.data)
-        for b in state.constraint_data:
-            m = m & D.mask(b)
-        y = jnp.stack([state.data.y] + [b.y for b in state.constraint_data])
-        ys, mean, std = jax.vmap(standardize, in_axes=(0, None))(y, m)
-        return ys, mean, std, m
-
     def update(state, x, y):
         d = state.bounds.shape[-1]
         _, apply_fn, feats = network(d)
@@ -298,7 +352,7 @@ def neural_cbo(
         data = D.append(state.data, x, y[:, 0])
         buffers = tuple(D.append(b, x, y[:, k + 1]) for k, b in enumerate(state.constraint_data))
         state = state._replace(data=data, constraint_data=buffers)
-        ys, _, _, m = _targets(state)
+        ys, _, _, m = targets(state)
         z = embed(to_unit(data.x, state.bounds), input_map)
         start = state.params if warm_start else state.params0
 
@@ -318,7 +372,7 @@ def neural_cbo(
         d = state.bounds.shape[-1]
         _, apply_fn, feats = network(d)
         dtype = state.bounds.dtype
-        ys, mean, std, m = _targets(state)
+        ys, mean, std, m = targets(state)
         z = to_unit(state.data.x, state.bounds)
         ze = embed(z, input_map)
         g_data = jax.vmap(feats, in_axes=(None, 0))(ze, state.params0)  # (K + 1, C, p)
@@ -337,33 +391,9 @@ def neural_cbo(
         pool = incumbent_pool(m, c_obs)
         mu_plus = incumbent(v_data, pool)
 
-        # candidates: Sobol points, the best observed(-feasible) points and their perturbations
-        k_cand, k_pert = jax.random.split(key)
-        unit = unit_box(d, dtype)
-        sampler = qmc.sobol if d <= qmc.SOBOL_MAX_DIM else qmc.kronecker
-        cand = sampler(k_cand, num_candidates, unit)
-        if num_best:
-            nb = min(num_best, state.data.capacity)
-            _, idx = jax.lax.top_k(-jnp.where(pool, ys[0], jnp.inf), nb)
-            centres = jnp.where(pool[idx][:, None], z[idx], cand[:nb])
-            noise = jax.random.normal(k_pert, (num_perturbations, d), dtype)
-            local = centres[jnp.arange(num_perturbations) % nb] + perturb_scale * noise
-            cand = jnp.concatenate([cand, centres, jnp.clip(local, 0.0, 1.0)])
-        n = cand.shape[0]
-
-        def moments(zc):
-            zc = embed(zc, input_map)
-            mu = jax.vmap(lambda p: apply_fn(p, zc)[:, 0])(state.params)  # (K + 1, n)
-            g = jax.vmap(feats, in_axes=(None, 0))(zc, state.params0)
-            var = jax.vmap(variance_dual, in_axes=(0, 0, None, 0))(g, g_data, m, chol)
-            return mu, var
-
-        chunk = min(chunk_size, n)
-        num = -(-n // chunk)
-        padded = jnp.concatenate([cand, jnp.broadcast_to(cand[:1], (num * chunk - n, d))])
-        mu, var = jax.lax.map(moments, padded.reshape(num, chunk, d))
-        mu = jnp.moveaxis(mu, 0, 1).reshape(K + 1, -1)[:, :n]
-        var = jnp.moveaxis(var, 0, 1).reshape(K + 1, -1)[:, :n]
+        cand = candidate_set(key, z, ys[0], pool, **cand_opts)
+        mu, var = posterior_moments(apply_fn, feats, state.params, state.params0, g_data, m,
+                                    chol, cand, input_map=input_map, chunk_size=chunk_size)
         sigma = jnp.sqrt(jnp.maximum(var, 0.0))
 
         log_ei = acq.log_expected_improvement(mu[0], sigma[0], mu_plus, -epsilon)
