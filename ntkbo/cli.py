@@ -504,6 +504,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         for name, value in defaults.items():
             print(f"{name} = {value!r}")
+        # Options a factory takes through **kwargs (gp's and ntk_gp's acquisition optimiser):
+        # the algorithm's recorded config lists them with their defaults.
+        config = getattr(ntkbo.algorithms.get(args.options), "config", None) or {}
+        for name, value in config.items():
+            if name not in defaults:
+                print(f"{name} = {value!r}")
         return 0
     if args.command == "list":
         print("algorithms:", ", ".join(ntkbo.algorithms.names()))

@@ -59,12 +59,17 @@ def test_list(capsys):
 def test_list_options_prints_every_default(capsys):
     """``ntkbo list --options gp`` prints one ``name = default`` line per factory parameter, read
     independently from ``inspect.signature`` (catches a listing that drops keyword-only options,
-    e.g. ``beta`` after gp's ``*``); an unknown name exits 2 naming the flag."""
+    e.g. ``beta`` after gp's ``*``), then the options gp takes through ``**optimizer_kwargs``
+    with their defaults (catches a listing without them); an unknown name exits 2 naming the
+    flag."""
     assert cli.main(["list", "--options", "gp"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     expected = [f"{k} = {p.default!r}"
                 for k, p in inspect.signature(ntkbo.algorithms.gp).parameters.items()
-                if p.kind is not inspect.Parameter.VAR_KEYWORD]  # **kwargs: none given
+                if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    # then the **optimizer_kwargs with the defaults gp_bo resolves them to (num_candidates, ...)
+    from ntkbo.algorithms import gp_bo
+    expected += [f"{k} = {v!r}" for k, v in gp_bo._optimizer_defaults({}).items()]
     assert lines == expected
     assert cli.main(["list", "--options", "nope"]) == 2
     assert "--options" in capsys.readouterr().err
