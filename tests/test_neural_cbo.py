@@ -193,8 +193,8 @@ def test_candidate_set_and_posterior_moments_called_directly():
                                        num_perturbations=6, perturb_scale=0.02))
     assert cand.shape == (16 + 2 + 6, 2)
     k_cand, _ = jax.random.split(jax.random.PRNGKey(1))
-    np.testing.assert_array_equal(cand[:16], ntkbo.qmc.sobol(k_cand, 16, np.array([[0.0, 0.0],
-                                                                                     [1.0, 1.0]])))
+    unit = np.array([[0.0, 0.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(cand[:16], ntkbo.qmc.sobol(k_cand, 16, unit))
     np.testing.assert_array_equal(cand[16:18], z[[1, 4]])
     local = cand[18:]
     assert np.all((local >= 0) & (local <= 1))
@@ -227,3 +227,23 @@ def test_candidate_set_and_posterior_moments_called_directly():
         dense = np.sum(gx * gx, 1) - np.einsum("ij,ji->i", cross, np.linalg.solve(gram, cross.T))
         # float64; the subtraction |g|^2 - ... loses ~1e-12 of |g|^2 ~ 1e1: atol 1e-9
         np.testing.assert_allclose(var[k], np.maximum(dense, 0.0), rtol=1e-7, atol=1e-9)
+
+
+def test_the_state_carries_each_networks_factor(runs):
+    """Issue 16 item 1: the ``K + 1`` Cholesky factors of the empirical-NTK Gram matrices at
+    ``W_0`` are extended at each update rather than refactored at each suggest. After the run's
+    5 updates (the design, then 4 rounds) they equal ``neural_bo.dual_factor`` of the final
+    buffer, float64 (a refactor and 4 appended rows agree to ~1e-12 relative). Mutations caught:
+    the factors not extended (identity), rows appended at the new count, the objective's
+    features used for the constraint's factor."""
+    _, algo, one, _, _ = runs
+    s = one.state
+    d = s.bounds.shape[-1]
+    z = nbo.embed(ntkbo.algorithms.observations.to_unit(s.data.x, s.bounds), "sphere")
+    feats = nbo.grad_features(nbo.mlp(1, SMALL["width"], W_std=nbo.paper_W_std(d + 1, 1))[1])
+    _, _, _, m = ncbo.targets(s)
+    for k in range(2):
+        p0 = jax.tree_util.tree_map(lambda a: a[k], s.params0)
+        ref = nbo.dual_factor(feats(z, p0), m, 0.01)
+        np.testing.assert_allclose(s.factors.chol[k], ref, rtol=1e-9, atol=1e-12)
+    assert s.factors.chol.shape == (2, 16, 16)

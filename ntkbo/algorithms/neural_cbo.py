@@ -86,9 +86,10 @@ import jax.numpy as jnp
 from ntkbo.validation import check_bounds
 from ntkbo import acquisition as acq
 from ntkbo import data as D
+from ntkbo import gp as G
 from ntkbo import qmc
 from ntkbo.algorithms.observations import from_unit, standardize, to_unit, unit_box
-from ntkbo.algorithms.neural_bo import (dual_factor, embed, gd_learning_rate, input_dim,
+from ntkbo.algorithms.neural_bo import (embed, extend_dual_factor, gd_learning_rate, input_dim,
                                         paper_W_std, train, variance_dual)
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
@@ -116,6 +117,10 @@ class NeuralCBOState(NamedTuple):
       params: the trained parameters, stacked likewise.
       train_loss: ``(K + 1, 2)`` TrainNN loss at the start and at the returned parameters.
       train_ok: ``(K + 1,)`` bool, see ``neural_bo.train``.
+      factors: ``ntkbo.gp.Factor`` with ``chol`` ``(K + 1, C, C)``: each network's Cholesky
+        factor of its empirical-NTK Gram matrix at ``W_0`` over the rows whose every value is
+        finite, extended at each update (``neural_bo.extend_dual_factor``: the features at
+        ``W_0`` do not change) instead of refactored at each suggest.
     """
 
     data: D.Data
@@ -125,6 +130,7 @@ class NeuralCBOState(NamedTuple):
     params: Params
     train_loss: Array
     train_ok: Array
+    factors: G.Factor
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,8 +346,10 @@ def neural_cbo(
         params0 = jax.vmap(lambda k: init_fn(k, (-1, input_dim(d, input_map)))[1])(keys)
         dtype = bounds.dtype
         buffers = tuple(D.empty(capacity, d, dtype) for _ in range(K))
+        factors = G.Factor(jnp.broadcast_to(G.empty_factor(capacity, dtype).chol,
+                                            (K + 1, capacity, capacity)))
         return NeuralCBOState(D.empty(capacity, d, dtype), buffers, bounds, params0, params0,
-                              jnp.zeros((K + 1, 2), dtype), jnp.ones((K + 1,), bool))
+                              jnp.zeros((K + 1, 2), dtype), jnp.ones((K + 1,), bool), factors)
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
@@ -351,9 +359,16 @@ def neural_cbo(
         y = jnp.asarray(y, state.bounds.dtype).reshape(x.shape[0], K + 1)
         data = D.append(state.data, x, y[:, 0])
         buffers = tuple(D.append(b, x, y[:, k + 1]) for k, b in enumerate(state.constraint_data))
+        n_old = state.data.count
         state = state._replace(data=data, constraint_data=buffers)
         ys, _, _, m = targets(state)
         z = embed(to_unit(data.x, state.bounds), input_map)
+        # Each network's factor gains the new rows; a row with any non-finite value is failed in
+        # every model (the mask of ``targets``), so it enters the factors as an identity row.
+        rows = D.Data(z, jnp.where(m, 0.0, jnp.nan).astype(z.dtype), data.count)
+        factors = jax.vmap(lambda f, p0: extend_dual_factor(f, feats, p0, z, rows, n_old,
+                                                            x.shape[0], lam))(state.factors,
+                                                                              state.params0)
         start = state.params if warm_start else state.params0
 
         def fit(p_start, p0, yk):
@@ -366,7 +381,7 @@ def neural_cbo(
 
         params, l0, l1, ok = jax.vmap(fit)(start, state.params0, ys)
         return state._replace(params=params, train_loss=jnp.stack([l0, l1], axis=-1),
-                              train_ok=ok)
+                              train_ok=ok, factors=factors)
 
     def suggest(key, state):
         d = state.bounds.shape[-1]
@@ -376,7 +391,7 @@ def neural_cbo(
         z = to_unit(state.data.x, state.bounds)
         ze = embed(z, input_map)
         g_data = jax.vmap(feats, in_axes=(None, 0))(ze, state.params0)  # (K + 1, C, p)
-        chol = jax.vmap(lambda g: dual_factor(g, m, lam))(g_data)
+        chol = state.factors.chol  # (K + 1, C, C), extended at each update
         t = state.data.count.astype(dtype)
         if isinstance(beta, str):
             gamma = jax.vmap(lambda c: information_gain(c, m, lam))(chol[1:])
