@@ -134,37 +134,22 @@ def _patched(module_name: str, attr: str, value):
         setattr(module, attr, old)
 
 
-def _ntk_scale(stack, factor: float):
+def _kernel_scale(stack, nngp_factor: float = 1.0, ntk_factor: float = 1.0):
+    """The native kernels' NNGP and NTK multiplied by the factors (``nngp_scale:F``,
+    ``ntk_scale:F``), in both the compiled and the op-by-op path."""
     native = importlib.import_module("ntkbo.kernels.native")
     compiled, op_by_op = native._compiled_kernels, native._op_by_op_kernels
+
+    def scale(nngp, ntk):
+        return nngp_factor * nngp, None if ntk is None else ntk_factor * ntk
 
     # A new jitted function (its own trace cache: a spec traced before the fault is retraced).
     @functools.partial(jax.jit, static_argnums=(0, 3))
     def scaled_compiled(spec, x1, x2, compute_ntk):
-        nngp, ntk = compiled(spec, x1, x2, compute_ntk)
-        return nngp, None if ntk is None else factor * ntk
+        return scale(*compiled(spec, x1, x2, compute_ntk))
 
     def scaled_op_by_op(spec, x1, x2, compute_ntk):
-        nngp, ntk = op_by_op(spec, x1, x2, compute_ntk)
-        return nngp, None if ntk is None else factor * ntk
-
-    stack.enter_context(_patched("ntkbo.kernels.native", "_compiled_kernels", scaled_compiled))
-    stack.enter_context(_patched("ntkbo.kernels.native", "_op_by_op_kernels", scaled_op_by_op))
-
-
-def _nngp_scale(stack, factor: float):
-    native = importlib.import_module("ntkbo.kernels.native")
-    compiled, op_by_op = native._compiled_kernels, native._op_by_op_kernels
-
-    # A new jitted function (its own trace cache: a spec traced before the fault is retraced).
-    @functools.partial(jax.jit, static_argnums=(0, 3))
-    def scaled_compiled(spec, x1, x2, compute_ntk):
-        nngp, ntk = compiled(spec, x1, x2, compute_ntk)
-        return factor * nngp, ntk
-
-    def scaled_op_by_op(spec, x1, x2, compute_ntk):
-        nngp, ntk = op_by_op(spec, x1, x2, compute_ntk)
-        return factor * nngp, ntk
+        return scale(*op_by_op(spec, x1, x2, compute_ntk))
 
     stack.enter_context(_patched("ntkbo.kernels.native", "_compiled_kernels", scaled_compiled))
     stack.enter_context(_patched("ntkbo.kernels.native", "_op_by_op_kernels", scaled_op_by_op))
@@ -267,9 +252,9 @@ def inject(fault: str | None):
     name, arg = parse(fault)
     with contextlib.ExitStack() as stack:
         if name == "ntk_scale":
-            _ntk_scale(stack, arg)
+            _kernel_scale(stack, ntk_factor=arg)
         elif name == "nngp_scale":
-            _nngp_scale(stack, arg)
+            _kernel_scale(stack, nngp_factor=arg)
         elif name == "drop_bias_ntk":
             _drop_bias_ntk(stack)
         elif name == "sto_no_regulariser":
