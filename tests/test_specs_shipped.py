@@ -61,7 +61,7 @@ def test_scale_options_reach_the_cell_and_its_digest():
 def test_scale_options_and_exclusions_must_name_an_algorithm():
     with pytest.raises(ValueError, match=r"scales.cpu.options.nope': no algorithm has that label"):
         small_spec(cpu={"options": {"nope": {"beta": 1.0}}})
-    with pytest.raises(ValueError, match=r"scales.cpu.exclude': 'nope' is not an algorithm"):
+    with pytest.raises(ValueError, match=r"scales.cpu.exclude': 'nope' is not an algorithm or problem"):
         small_spec(cpu={"exclude": ["nope"]})
 
 
@@ -71,6 +71,14 @@ def test_scale_exclude_drops_only_that_algorithm_at_that_scale():
     spec = Spec.from_dict(small_spec(cpu={"exclude": ["ntk"]}).to_dict())
     assert {c.algorithm.id for c in spec.resolve("cpu")} == {"random_search"}
     assert {c.algorithm.id for c in spec.resolve("full")} == {"random_search", "ntk"}
+
+
+def test_scale_exclude_drops_a_problem_at_that_scale():
+    """Catches a problem exclusion ignored or applied at every scale (mutation: skip the
+    ``p.id in sc.exclude`` test): at ``cpu`` only Branin's cells remain, at ``full`` both."""
+    spec = Spec.from_dict(small_spec(cpu={"exclude": ["hartmann6"]}).to_dict())
+    assert {c.problem.id for c in spec.resolve("cpu")} == {"branin"}
+    assert {c.problem.id for c in spec.resolve("full")} == {"branin", "hartmann6"}
 
 
 def test_coco_spec_resolves_its_cpu_scale():

@@ -29,7 +29,7 @@ A ``Spec`` is a frozen dataclass, built in Python or read from TOML (``Spec.from
     max_dim = 10               # cap on every listed dimension
     n_init = 10                # optional: the initial design's size at this scale
 
-    exclude = ["gp_ts"]        # optional: algorithm labels not run at this scale
+    exclude = ["gp_ts"]        # optional: algorithm or problem labels not run at this scale
 
     [scales.cpu.options.neural_bo]   # optional: options merged into that algorithm's at this scale
     width = 100
@@ -41,8 +41,9 @@ becomes ``max_dim``; duplicates are dropped; fixed-dimension problems are left a
 new scale). A scale's ``n_init`` replaces every problem's initial-design size, and its ``options``
 tables (keyed by algorithm label) are merged into those algorithms' options: for settings that
 the full protocol uses and a CPU cannot afford (a width-5000 network), stated in the spec and
-recorded, resolved, in every cell. A scale's ``exclude`` lists algorithms it does not run (a
-variant that does not fit the machine), so its report says by omission what the full study has.
+recorded, resolved, in every cell. A scale's ``exclude`` lists algorithms or problems it does not
+run (a variant or a task whose evaluations do not fit the machine), so its report says by omission
+what the full study has.
 
 Seeds (the paired design): seed ``i`` (``0 <= i < count``) of every cell runs with key
 ``jax.random.PRNGKey(offset + i)``, the same for every algorithm and problem, so algorithms on a
@@ -80,7 +81,7 @@ class Scale:
     max_dim: int | None = None
     n_init: int | None = None
     options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    exclude: tuple[str, ...] = ()  # algorithm labels not run at this scale
+    exclude: tuple[str, ...] = ()  # algorithm or problem labels not run at this scale
 
     def __post_init__(self):
         object.__setattr__(self, "exclude", tuple(self.exclude))
@@ -387,10 +388,12 @@ class Spec:
             for field in ("budget", "seeds", "max_dim", "n_init"):
                 if getattr(s, field) is not None:
                     _int(f"scales.{name}.{field}", getattr(s, field), 1)
+            problem_labels = [p.id for p in self.problems]
             for label in s.exclude:
-                if label not in labels:
+                if label not in labels and label not in problem_labels:
                     raise ValueError(f"spec field 'scales.{name}.exclude': {label!r} is not an "
-                                     f"algorithm label; labels: {', '.join(labels)}")
+                                     f"algorithm or problem label; labels: "
+                                     f"{', '.join(labels + problem_labels)}")
             for label, opts in s.options.items():
                 if label not in labels:
                     raise ValueError(f"spec field 'scales.{name}.options.{label}': no algorithm "
@@ -434,6 +437,8 @@ class Spec:
                                  f" choose one of: {', '.join(sorted(algorithm_names))}")
         cells = []
         for i, p in enumerate(self.problems):
+            if p.id in sc.exclude:
+                continue
             dims = (None,) if p.dims is None else p.dims
             if sc.max_dim is not None and p.dims is not None:
                 dims = tuple(dict.fromkeys(min(d, sc.max_dim) for d in dims))
