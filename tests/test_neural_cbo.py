@@ -180,7 +180,8 @@ def test_candidate_set_and_posterior_moments_called_directly():
     computation of each network's output and of ``|g|^2 - g_X^T (G G^T + lam I)^-1 g_X``.
     Mutations caught: centres ranked worst-first or taken outside the pool; the chunks' padding
     not cut (shape) or their order mixed (values); the constraint network's variance computed
-    with the objective's features."""
+    with the objective's features. The reference uses the autodiff gradient features
+    (``grad_features``), the algorithm the per-layer factors (``ntkbo.kernels.structured``)."""
     from ntkbo.algorithms.neural_bo import dual_factor, paper_W_std
     from ntkbo.kernels import grad_features, mlp
 
@@ -212,8 +213,9 @@ def test_candidate_set_and_posterior_moments_called_directly():
     g_data = jax.vmap(feats, in_axes=(None, 0))(ze, params0)
     chol = jax.vmap(lambda g: dual_factor(g, mask, lam))(g_data)
     zc = rng.uniform(size=(17, 2))
-    mu, var = ncbo.posterior_moments(apply_fn, feats, params, params0, g_data, mask, chol,
-                                   jnp.asarray(zc), input_map="sphere", chunk_size=7)
+    mu, var = ncbo.posterior_moments(apply_fn, params, params0,
+                                     ncbo.data_factors(apply_fn, params0, ze), mask, chol,
+                                     jnp.asarray(zc), input_map="sphere", chunk_size=7)
     assert mu.shape == var.shape == (2, 17)
     zce = ncbo.embed(jnp.asarray(zc), "sphere")
     for k in range(2):

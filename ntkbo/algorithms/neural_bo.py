@@ -53,12 +53,14 @@ so every ``m`` of the paper is absorbed:
   as kernel and noise variance ``lam`` (digest section 3.3), on the masked buffer with the masking
   and jitter of ``ntkbo.gp`` (``dual_factor``, ``variance_dual``). With static features the state
   keeps the Cholesky factor of the buffer's Gram matrix (an ``ntkbo.gp.Factor`` in ``u``) and
-  ``update`` extends it by the new rows (``extend_dual_factor``, ``O(C p + C^2)`` per
+  ``update`` extends it by the new rows (``extend_dual_factor``, ``O(C w + C^2)`` per
   observation); with dynamic features the Gram matrix changes with ``theta_t`` and is factored
-  anew at each suggest, ``O(C^2 p + C^3)``. Either way a suggest costs ``O(N C p)`` for buffer
-  capacity ``C``, ``N`` candidates and ``p`` parameters; it follows the number of observations
-  because the driver grows the capacity in powers of two. Exact; cheaper than the primal form
-  while ``C < p``.
+  anew at each suggest, ``O(C^2 w + C^3)``. The empirical NTK is never formed from the ``(n, p)``
+  gradient features: for the MLP it factors by layer (``ntkbo.kernels.structured``, eq. (1)
+  there), ``w = sum_l (fan_in_l + out_l)`` numbers per point instead of ``p`` (1012 against 6000
+  at width 500 on a 10-D box). A suggest costs ``O(N C (w + C))`` for buffer capacity ``C`` and
+  ``N`` candidates; it follows the number of observations because the driver grows the capacity
+  in powers of two. Exact (equal to the feature form to rounding).
 * ``"primal"``: the paper's ``p x p`` matrix. The state keeps the upper Cholesky factor ``R`` of
   ``U = R^T R`` (``p x p``, independent of the capacity), updated by rank-one Cholesky updates,
   ``O(p^2)`` per observation (``cholesky_update``); ``sigma^2 = lam |R^-T g|^2`` by a triangular
@@ -164,6 +166,7 @@ from ntkbo import qmc
 from ntkbo.algorithms.gp_bo import from_unit, standardize, to_sphere, to_unit
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
+from ntkbo.kernels import structured as S
 
 Array = jax.Array
 Params = Any
@@ -177,7 +180,8 @@ NU_SCHEDULES = ("repo",)
 SAMPLERS = ("sobol", "kronecker")
 INPUT_MAPS = ("sphere", "cube")
 
-#: Default number of feature entries (rows x parameters) evaluated per candidate chunk (~32 MB).
+#: Default number of entries (rows x parameters, or rows x (factor width + capacity) in the dual
+#: form) evaluated per candidate chunk (~32 MB).
 CHUNK_ENTRIES = 1 << 22
 
 __all__ = [
@@ -186,7 +190,10 @@ __all__ = [
     "nu_repo",
     "cholesky_update",
     "dual_factor",
+    "gram_factor",
     "variance_dual",
+    "gram_variance",
+    "empirical_gram",
     "variance_primal",
     "variance_diag",
     "gd_learning_rate",
@@ -310,8 +317,13 @@ def dual_factor(g_data: Array, mask: Array, lam, jitter=None) -> Array:
     """Lower Cholesky factor ``(C, C)`` of the masked ``[[K + (lam + j) I, 0], [0, I]]``,
     ``K = G G^T`` the empirical-NTK Gram matrix of the valid rows of ``g_data`` ``(C, p)``; ``j`` is
     ``ntkbo.gp``'s relative jitter (``1e-10`` times the mean of ``diag K`` in float64)."""
+    return gram_factor(g_data @ g_data.T, mask, lam, jitter)
+
+
+def gram_factor(k: Array, mask: Array, lam, jitter=None) -> Array:
+    """``dual_factor`` from the Gram matrix ``k`` ``(C, C)`` itself (any way it was computed)."""
     both = mask[:, None] & mask[None, :]
-    k = jnp.where(both, g_data @ g_data.T, 0.0)
+    k = jnp.where(both, k, 0.0)
     kd = jnp.diagonal(k)
     jitter = G.default_jitter(k.dtype) if jitter is None else jitter
     scale = jnp.sum(kd) / jnp.maximum(jnp.sum(mask), 1)
@@ -332,21 +344,34 @@ def variance_dual(g: Array, g_data: Array, mask: Array, chol: Array) -> Array:
     Returns:
       ``(n,)``, equal to ``lam g^T (lam I + G^T G)^-1 g`` (the primal form), clipped at 0.
     """
-    cross = jnp.where(mask[None, :], g @ g_data.T, 0.0)
+    return gram_variance(jnp.sum(g * g, axis=-1), g @ g_data.T, mask, chol)
+
+
+def gram_variance(k_diag: Array, k_cross: Array, mask: Array, chol: Array) -> Array:
+    """``variance_dual`` from the kernel values themselves: ``k(x, x)`` ``(n,)`` and the cross
+    kernel ``k(x, X)`` ``(n, C)`` to the buffer rows (masked here)."""
+    cross = jnp.where(mask[None, :], k_cross, 0.0)
     v = solve_triangular(chol, cross.T, lower=True)
-    return jnp.maximum(jnp.sum(g * g, axis=-1) - jnp.sum(v * v, axis=0), 0.0)
+    return jnp.maximum(k_diag - jnp.sum(v * v, axis=0), 0.0)
 
 
-def extend_dual_factor(f: G.Factor, feats, theta_feat: Params, z: Array, data: D.Data, start,
+def empirical_gram(apply_fn, theta: Params, za: Array, zb: Array) -> Array:
+    """``(na, nb)`` empirical NTK ``g(za) . g(zb)`` at ``theta`` of the MLP ``apply_fn`` (``network``'s;
+    its ``.module``) by the per-layer factors of ``ntkbo.kernels.structured``, eq. (1) there."""
+    return S.gram(S.mlp_factors(apply_fn.module, theta, za),
+                  S.mlp_factors(apply_fn.module, theta, zb))
+
+
+def extend_dual_factor(f: G.Factor, apply_fn, theta_feat: Params, z: Array, data: D.Data, start,
                        q: int, lam, jitter=None) -> G.Factor:
     """``dual_factor`` of the buffer by extending ``f``, its factor over the first ``start`` rows,
     by the ``q`` (static) rows written at ``start`` (``ntkbo.gp.factor_append`` with the kernel
-    ``g(x) . g(x')``, ``g = feats(., theta_feat)``): ``O(C p + C^2 q)`` instead of
-    ``O(C^2 p + C^3)``. Valid while the features are fixed (``features="static"``).
+    ``g(x) . g(x')`` at ``theta_feat``, ``empirical_gram``): ``O(C w + C^2 q)`` instead of
+    ``O(C^2 w + C^3)``. Valid while the features are fixed (``features="static"``).
 
     Args:
       f: the factor of the rows before ``start`` (identity beyond).
-      feats: ``feats(z, theta) -> (n, p)``; theta_feat: ``theta_0``.
+      apply_fn: ``network``'s MLP; theta_feat: ``theta_0``.
       z: ``(C, d_in)`` the buffer's points as the network sees them (``embed``-ded).
       data: the buffer after the append (its ``y`` marks failed rows, its ``count`` the rows
         written); a batch the buffer did not take (``count != start + q``) leaves ``f`` as it is.
@@ -356,7 +381,7 @@ def extend_dual_factor(f: G.Factor, feats, theta_feat: Params, z: Array, data: D
       new rows' jitter is taken from the current mean of ``diag K``, which moves a little as rows
       are added: a relative ``1e-10`` in float64, ``1e-6`` in float32).
     """
-    kernel = lambda a, b: feats(a, theta_feat) @ feats(b, theta_feat).T  # noqa: E731
+    kernel = functools.partial(empirical_gram, apply_fn, theta_feat)
     new = G.factor_append(kernel, f, D.Data(z, data.y, data.count), start, q, lam, jitter=jitter)
     return G.Factor(jnp.where(data.count == start + q, new.chol, f.chol))
 
@@ -589,33 +614,37 @@ def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: 
     g`` (Alg. 1 line 3, ``g = g(x; theta_feat)``) at candidates ``zc`` ``(n, d)`` of the unit cube.
 
     ``uncertainty`` picks the form (module docstring, "The uncertainty, three ways"):
-    ``variance_dual`` on the buffer's features (``z`` ``(C, d)``, ``mask`` ``(C,)``; the Cholesky
-    factor is ``u`` when it is a carried ``ntkbo.gp.Factor``, static features, else
-    ``dual_factor`` computed once, before the chunks), ``variance_primal`` with the factor ``u`` or
-    ``variance_diag`` with ``diag U = u``. The candidates go through the network
-    ``chunk_size`` rows at a time (``None``: ``CHUNK_ENTRIES // p`` rows of features).
+    ``gram_variance`` with the empirical NTK of the buffer rows (``z`` ``(C, d)``, ``mask``
+    ``(C,)``) from the per-layer factors (``ntkbo.kernels.structured``; the Cholesky factor is
+    ``u`` when it is a carried ``ntkbo.gp.Factor``, static features, else ``gram_factor``
+    computed once, before the chunks), ``variance_primal`` with the factor ``u`` or
+    ``variance_diag`` with ``diag U = u``, both on the gradient features ``feats``. The
+    candidates go through the network ``chunk_size`` rows at a time (``None``:
+    ``CHUNK_ENTRIES // p`` rows of features, ``CHUNK_ENTRIES // (w + C)`` in the dual form).
 
     Returns:
       ``(mu, var)``, ``(n,)`` each; ``var >= 0``.
     """
+    module = apply_fn.module
     if uncertainty == "dual":
-        g_data = feats(embed(z, input_map), theta_feat)
-        chol = u.chol if isinstance(u, G.Factor) else dual_factor(g_data, mask, lam, jitter)
-    p = sum(leaf.size for leaf in jax.tree_util.tree_leaves(theta_feat))  # static
+        f_data = S.mlp_factors(module, theta_feat, embed(z, input_map))
+        chol = u.chol if isinstance(u, G.Factor) else gram_factor(S.gram(f_data, f_data), mask,
+                                                                   lam, jitter)
+        row = S.factor_width(module, input_dim(z.shape[-1], input_map)) + z.shape[0]
+    else:
+        row = sum(leaf.size for leaf in jax.tree_util.tree_leaves(theta_feat))  # p, static
 
     def moments(zc):
         zc = embed(zc, input_map)
         mu = apply_fn(params, zc)[:, 0]
-        g = feats(zc, theta_feat)
         if uncertainty == "dual":
-            var = variance_dual(g, g_data, mask, chol)
-        elif uncertainty == "primal":
-            var = variance_primal(g, u, lam)
-        else:
-            var = variance_diag(g, u, lam)
+            f_c = S.mlp_factors(module, theta_feat, zc)
+            return mu, gram_variance(S.diagonal(f_c), S.gram(f_c, f_data), mask, chol)
+        g = feats(zc, theta_feat)
+        var = variance_primal(g, u, lam) if uncertainty == "primal" else variance_diag(g, u, lam)
         return mu, var
 
-    return map_chunks(moments, zc, chunk_size or max(1, CHUNK_ENTRIES // max(p, 1)))
+    return map_chunks(moments, zc, chunk_size or max(1, CHUNK_ENTRIES // max(row, 1)))
 
 
 def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array):
@@ -793,7 +822,7 @@ def neural_bo(
         theta_feat = state.params0 if features == "static" else state.params
         z = embed(to_unit(data.x, state.bounds), input_map)
         if carry_factor:
-            u = extend_dual_factor(state.u, feats, theta_feat, z, data, state.data.count,
+            u = extend_dual_factor(state.u, apply_fn, theta_feat, z, data, state.data.count,
                                    x.shape[0], lam, jitter)
         else:
             u = update_u(state.u, feats, theta_feat, embed(to_unit(x, state.bounds), input_map),

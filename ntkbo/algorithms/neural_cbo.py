@@ -48,7 +48,8 @@ network is NeuralBO's: a ReLU MLP in NTK parameterisation with the paper scales 
 inputs mapped to the unit cube then onto the unit sphere (``input_map="sphere"``), outputs
 standardised per function. The ``K + 1`` networks have the same architecture and are trained and
 evaluated together by ``jax.vmap`` over stacked parameters. ``sigma`` is ``variance_dual`` (exactly
-the primal ``lam g^T U^-1 g``) with static features ``g(x; W_0)``, as the theory. TrainNN is
+the primal ``lam g^T U^-1 g``) with static features ``g(x; W_0)``, as the theory, computed from the
+per-layer factors of the empirical NTK (``ntkbo.kernels.structured``) without forming ``g``. TrainNN is
 ``neural_bo.train``: ``num_steps = 300`` full-batch Adam steps (learning rate ``1e-2``, the authors'
 code's optimiser) from ``W_0`` with the penalty ``lam / 2 |W - W_0|^2``; ``optimizer="gd"`` uses
 NeuralBO's GD at ``gd_learning_rate``, which fits the standardised data much less in 300 steps
@@ -89,10 +90,11 @@ from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import qmc
 from ntkbo.algorithms.observations import from_unit, standardize, to_unit, unit_box
-from ntkbo.algorithms.neural_bo import (embed, extend_dual_factor, gd_learning_rate, input_dim,
-                                        paper_W_std, train, variance_dual)
+from ntkbo.algorithms.neural_bo import (embed, extend_dual_factor, gd_learning_rate,
+                                        gram_variance, input_dim, paper_W_std, train)
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
+from ntkbo.kernels import structured as S
 from ntkbo.validation import check_choice, check_int, check_positive, check_told
 
 Array = jax.Array
@@ -227,21 +229,31 @@ def candidate_set(key: Array, z: Array, y0: Array, pool: Array, *, num_candidate
     return jnp.concatenate([cand, centres, jnp.clip(local, 0.0, 1.0)])
 
 
-def posterior_moments(apply_fn, feats, params: Params, params0: Params, g_data: Array,
-                      mask: Array, chol: Array, cand: Array, *, input_map: str,
+def data_factors(apply_fn, params0: Params, ze: Array):
+    """The buffer's per-layer empirical-NTK factors (``ntkbo.kernels.structured``) under each
+    network's ``theta_0``: ``params0`` and the result carry a leading ``(K + 1,)`` axis; ``ze``
+    ``(C, d_in)`` the embedded buffer."""
+    return jax.vmap(lambda p0: S.mlp_factors(apply_fn.module, p0, ze))(params0)
+
+
+def posterior_moments(apply_fn, params: Params, params0: Params, f_data, mask: Array,
+                      chol: Array, cand: Array, *, input_map: str,
                       chunk_size: int) -> tuple[Array, Array]:
-    """Each network's mean and NTK-feature variance at the candidates ``cand`` ``(n, d)``:
-    ``(mu, var)``, ``(K + 1, n)`` each, the objective first. ``params``/``params0`` and
-    ``g_data`` ``(K + 1, C, p)``/``chol`` ``(K + 1, C, C)`` carry a leading axis over the ``K + 1``
-    networks; ``variance_dual`` on the masked buffer; the candidates go through the networks
-    ``chunk_size`` rows at a time (``jax.lax.map``)."""
+    """Each network's mean and empirical-NTK variance at the candidates ``cand`` ``(n, d)``:
+    ``(mu, var)``, ``(K + 1, n)`` each, the objective first. ``params``/``params0``, the buffer's
+    factors ``f_data`` (``data_factors``) and ``chol`` ``(K + 1, C, C)`` carry a leading axis over
+    the ``K + 1`` networks; ``neural_bo.gram_variance`` on the masked buffer with the kernel of
+    ``ntkbo.kernels.structured`` (the variance ``variance_dual`` gives from the gradient features,
+    without forming them); the candidates go through the networks ``chunk_size`` rows at a time
+    (``jax.lax.map``)."""
     n, d = cand.shape
 
     def moments(zc):
         zc = embed(zc, input_map)
         mu = jax.vmap(lambda p: apply_fn(p, zc)[:, 0])(params)  # (K + 1, chunk)
-        g = jax.vmap(feats, in_axes=(None, 0))(zc, params0)
-        var = jax.vmap(variance_dual, in_axes=(0, 0, None, 0))(g, g_data, mask, chol)
+        f_c = jax.vmap(lambda p0: S.mlp_factors(apply_fn.module, p0, zc))(params0)
+        var = jax.vmap(lambda fc, fd, c: gram_variance(S.diagonal(fc), S.gram(fc, fd), mask, c))(
+            f_c, f_data, chol)
         return mu, var
 
     chunk = min(chunk_size, n)
@@ -291,7 +303,8 @@ def neural_cbo(
       optimizer, learning_rate, num_steps, warm_start: TrainNN (``neural_bo.train``).
       num_candidates, num_best, num_perturbations, perturb_scale: the candidate set.
       input_map: ``"sphere"`` or ``"cube"`` (``neural_bo.embed``).
-      chunk_size: candidates evaluated per chunk (bounds the ``(K + 1) x chunk x p`` features).
+      chunk_size: candidates evaluated per chunk (bounds the ``(K + 1) x chunk x (w + C)`` factors
+        and cross kernels, ``w`` the factor width of ``ntkbo.kernels.structured``).
 
     Returns:
       An ``ntkbo.Algorithm`` with ``n_constraints = K``; ``update`` takes ``y`` ``(q, 1 + K)``.
@@ -366,7 +379,7 @@ def neural_cbo(
         # Each network's factor gains the new rows; a row with any non-finite value is failed in
         # every model (the mask of ``targets``), so it enters the factors as an identity row.
         rows = D.Data(z, jnp.where(m, 0.0, jnp.nan).astype(z.dtype), data.count)
-        factors = jax.vmap(lambda f, p0: extend_dual_factor(f, feats, p0, z, rows, n_old,
+        factors = jax.vmap(lambda f, p0: extend_dual_factor(f, apply_fn, p0, z, rows, n_old,
                                                             x.shape[0], lam))(state.factors,
                                                                               state.params0)
         start = state.params if warm_start else state.params0
@@ -385,12 +398,12 @@ def neural_cbo(
 
     def suggest(key, state):
         d = state.bounds.shape[-1]
-        _, apply_fn, feats = network(d)
+        _, apply_fn, _ = network(d)
         dtype = state.bounds.dtype
         ys, mean, std, m = targets(state)
         z = to_unit(state.data.x, state.bounds)
         ze = embed(z, input_map)
-        g_data = jax.vmap(feats, in_axes=(None, 0))(ze, state.params0)  # (K + 1, C, p)
+        f_data = data_factors(apply_fn, state.params0, ze)  # per network, per layer
         chol = state.factors.chol  # (K + 1, C, C), extended at each update
         t = state.data.count.astype(dtype)
         if isinstance(beta, str):
@@ -407,8 +420,8 @@ def neural_cbo(
         mu_plus = incumbent(v_data, pool)
 
         cand = candidate_set(key, z, ys[0], pool, **cand_opts)
-        mu, var = posterior_moments(apply_fn, feats, state.params, state.params0, g_data, m,
-                                    chol, cand, input_map=input_map, chunk_size=chunk_size)
+        mu, var = posterior_moments(apply_fn, state.params, state.params0, f_data, m, chol, cand,
+                                    input_map=input_map, chunk_size=chunk_size)
         sigma = jnp.sqrt(jnp.maximum(var, 0.0))
 
         log_ei = acq.log_expected_improvement(mu[0], sigma[0], mu_plus, -epsilon)
