@@ -27,8 +27,8 @@ The faults (``FAULTS``; ``F`` a float parameter, written ``name:F``):
   ``sto_bnts.linear_solve`` and ``sto_bnts.train_member`` are called with ``lam = 0`` (the target
   perturbation ``eps ~ N(0, lam)`` is still drawn with the true ``lam``).
 * ``neuralbo_wrong_lambda``: NeuralBO's dual factor built with ``lam = 1`` whatever ``lam`` is
-  (the regime of the paper's Lemma 8.1, digest erratum 3): ``neural_bo.dual_factor`` (the factor
-  made anew) and ``neural_bo.extend_dual_factor`` (the factor the state carries with static
+  (the regime of the paper's Lemma 8.1, digest erratum 3): ``neural_bo.gram_factor`` (the factor
+  made anew; ``dual_factor`` calls it) and ``neural_bo.extend_dual_factor`` (the factor the state carries with static
   features, extended at each update).
 * ``pinn_wrong_operator``: PINN-BO's kernel blocks ``pinn_bo.pinn_kernels`` built with the operator
   ``N[f] + f`` instead of ``N[f]`` (a zeroth-order term too many: Helmholtz for Laplace).
@@ -71,7 +71,7 @@ PATCHES: dict[str, tuple[tuple[str, str], ...]] = {
                       ("ntkbo.kernels.native", "_compiled_kernels")),
     "sto_no_regulariser": (("ntkbo.algorithms.sto_bnts", "linear_solve"),
                            ("ntkbo.algorithms.sto_bnts", "train_member")),
-    "neuralbo_wrong_lambda": (("ntkbo.algorithms.neural_bo", "dual_factor"),
+    "neuralbo_wrong_lambda": (("ntkbo.algorithms.neural_bo", "gram_factor"),
                               ("ntkbo.algorithms.neural_bo", "extend_dual_factor")),
     "pinn_wrong_operator": (("ntkbo.algorithms.pinn_bo", "pinn_kernels"),),
     "linear_regret": (("ntkbo.algorithms", "ntk_gp"), ("ntkbo.algorithms", "neural_bo"),
@@ -196,19 +196,19 @@ def _sto_no_regulariser(stack):
 
 def _neuralbo_wrong_lambda(stack):
     NB = importlib.import_module("ntkbo.algorithms.neural_bo")
-    dual_factor = NB.dual_factor
+    gram_factor = NB.gram_factor  # dual_factor calls it too
 
-    def dual_factor_lam_one(g_data, mask, lam, jitter=None):
+    def gram_factor_lam_one(k, mask, lam, jitter=None):
         del lam
-        return dual_factor(g_data, mask, 1.0, jitter)
+        return gram_factor(k, mask, 1.0, jitter)
 
     extend = NB.extend_dual_factor
 
-    def extend_lam_one(f, feats, theta_feat, z, data, start, q, lam, jitter=None):
+    def extend_lam_one(f, apply_fn, theta_feat, z, data, start, q, lam, jitter=None):
         del lam
-        return extend(f, feats, theta_feat, z, data, start, q, 1.0, jitter)
+        return extend(f, apply_fn, theta_feat, z, data, start, q, 1.0, jitter)
 
-    stack.enter_context(_patched("ntkbo.algorithms.neural_bo", "dual_factor", dual_factor_lam_one))
+    stack.enter_context(_patched("ntkbo.algorithms.neural_bo", "gram_factor", gram_factor_lam_one))
     stack.enter_context(_patched("ntkbo.algorithms.neural_bo", "extend_dual_factor",
                                  extend_lam_one))
 
