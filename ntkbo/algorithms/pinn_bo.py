@@ -94,6 +94,8 @@ against -0.064). Not significant or worse at these budgets (5 initial points): D
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from typing import Any, Callable, NamedTuple, Optional, Union
 
@@ -124,6 +126,10 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 __all__ = [
     "PinnBOState",
     "PinnGPState",
+    "JointFactor",
+    "joint_factor_init",
+    "joint_factor_append",
+    "joint_condition",
     "check_pde",
     "interaction_information",
     "joint_fit",
@@ -230,14 +236,120 @@ class JointPosterior(NamedTuple):
     logdet_joint: Array
 
 
-def _joint_gram(k, k_ur, k_rr, z, x):
-    """``[[K_rr, K_ru], [K_ur, K_uu]]`` ``(R + C, R + C)``, residual rows first."""
+def _residual_gram(k_rr, z):
+    """``K_rr`` ``(R, R)``, ``R = N_r r``: the PDE data's covariances, point-major."""
     krr = jax.vmap(lambda a: jax.vmap(lambda b: k_rr(a, b))(z))(z)  # (N_r, N_r, r, r)
     n_r, _, r, _ = krr.shape
-    krr = krr.transpose(0, 2, 1, 3).reshape(n_r * r, n_r * r)
-    kur = jax.vmap(lambda a: jax.vmap(lambda b: k_ur(a, b))(z).reshape(-1))(x)  # (C, R)
-    kuu = jax.vmap(lambda a: jax.vmap(lambda b: k(a, b))(x))(x)
-    return jnp.block([[krr, kur.T], [kur, kuu]])
+    return krr.transpose(0, 2, 1, 3).reshape(n_r * r, n_r * r)
+
+
+def _cross_rows(k, k_ur, z, x, xs):
+    """``[K_ur(xs, z), K_uu(xs, x)]`` ``(n, R + C)``: the covariances of ``f(xs)`` with the PDE
+    data and with the observations at ``x``."""
+    kur = jax.vmap(lambda a: jax.vmap(lambda b: k_ur(a, b))(z).reshape(-1))(xs)
+    kuu = jax.vmap(lambda a: jax.vmap(lambda b: k(a, b))(x))(xs)
+    return jnp.concatenate([kur, kuu], axis=1)
+
+
+def _joint_gram(k, k_ur, k_rr, z, x):
+    """``[[K_rr, K_ru], [K_ur, K_uu]]`` ``(R + C, R + C)``, residual rows first."""
+    cross = _cross_rows(k, k_ur, z, x, x)  # (C, R + C)
+    n_res = cross.shape[1] - x.shape[0]
+    return jnp.block([[_residual_gram(k_rr, z), cross[:, :n_res].T], [cross]])
+
+
+def _relative_jitter(kd: Array, m: Array, jitter) -> Array:
+    """``joint_fit``'s jitter: ``jitter`` (``None``: ``gp.default_jitter``) times the mean of
+    ``|diag|`` over the valid rows ``m`` (1 when that is 0)."""
+    jit = G.default_jitter(kd.dtype) if jitter is None else jitter
+    scale = jnp.sum(jnp.where(m, jnp.abs(kd), 0.0)) / jnp.maximum(jnp.sum(m), 1)
+    return jit * jnp.where(scale > 0, scale, 1.0)
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["chol", "diag_r"],
+                   meta_fields=["n_res"])
+@dataclasses.dataclass(frozen=True)
+class JointFactor:
+    """The lower Cholesky factor ``chol`` ``(R + C, R + C)`` of ``joint_fit``'s masked ``Khat``
+    (residual rows first), carried in ``pinn_ntk_gp``'s state and extended by
+    ``joint_factor_append``, with ``diag_r`` ``(R,)`` the diagonal of ``K_rr`` (for the jitter of
+    new rows, without differentiating the kernel four times again). ``n_res = R`` is static; the
+    buffer rows grow with the capacity (``ntkbo.data.grow_tree``)."""
+
+    chol: Array
+    diag_r: Array
+    n_res: int
+
+
+def _grow_joint_factor(f: JointFactor, capacity: int) -> JointFactor:
+    chol = G.grow_factor(G.Factor(f.chol), f.n_res + capacity).chol
+    return JointFactor(chol, f.diag_r, f.n_res)
+
+
+D.register_growable(JointFactor, _grow_joint_factor)
+
+
+def joint_factor_init(k_rr, z: Array, lam2, capacity: int, jitter=None) -> JointFactor:
+    """The ``JointFactor`` of the PDE data alone (an empty buffer): the factor of ``K_rr + (lam2 +
+    j) I`` (``j`` the relative jitter of ``joint_fit`` over these ``R`` rows) and identity rows
+    for the ``capacity`` buffer rows. ``O(R^3)``, once."""
+    krr = _residual_gram(k_rr, z)
+    n_res = krr.shape[0]
+    m = jnp.ones((n_res,), bool)
+    noise = lam2 + _relative_jitter(jnp.diagonal(krr), m, jitter)
+    chol_r = jnp.linalg.cholesky(krr + noise * jnp.eye(n_res, dtype=krr.dtype))
+    chol = jnp.eye(n_res + capacity, dtype=krr.dtype).at[:n_res, :n_res].set(chol_r)
+    return JointFactor(chol, jnp.diagonal(krr), n_res)
+
+
+def joint_factor_append(k, k_ur, f: JointFactor, z: Array, data: D.Data, start, q: int, lam1,
+                        jitter=None) -> JointFactor:
+    """``f`` extended by the ``q`` (static) buffer rows written at ``start`` (``gp.cholesky_append``
+    at row ``R + start``, ``O((R + C)^2 q)`` instead of ``joint_fit``'s ``O((R + C)^3)``).
+
+    ``data`` is the buffer after the append; new rows that are failed (non-finite ``y``) or past
+    ``count`` are identity rows, and a batch the buffer did not take (``count != start + q``)
+    leaves ``f`` as it is. The new rows' jitter is ``joint_fit``'s for the valid rows after the
+    append; the rows before keep the jitter they were factored with (the diagonal of the
+    cube-mapped NTK is not constant), so the factor equals ``joint_fit``'s to a relative
+    ``jitter`` (``1e-10`` in float64, ``1e-6`` in float32). The Schur complement's diagonal is
+    floored at the noise, its exact-arithmetic lower bound.
+    """
+    n_res, d = f.n_res, data.x.shape[-1]
+    m = D.mask(data)
+    start = jnp.asarray(start, jnp.int32)
+    x_new = jax.lax.dynamic_slice(data.x, (start, jnp.zeros((), jnp.int32)), (q, d))
+    m_new = jax.lax.dynamic_slice(m, (start,), (q,))
+    m_joint = jnp.concatenate([jnp.ones((n_res,), bool), m])
+    b = _cross_rows(k, k_ur, z, data.x, x_new)  # (q, R + C)
+    b = jnp.where(m_new[:, None] & m_joint[None, :], b, 0.0)
+    diag = jnp.concatenate([f.diag_r, jax.vmap(lambda a: k(a, a))(data.x)])
+    noise = lam1 + _relative_jitter(diag, m_joint, jitter)
+    own = jax.vmap(lambda a: jax.vmap(lambda c: k(a, c))(x_new))(x_new)
+    c = jnp.where(m_new[:, None] & m_new[None, :], own, 0.0) + jnp.diag(
+        jnp.where(m_new, noise, 1.0))
+    chol = G.cholesky_append(f.chol, n_res + start, b, c, floor=jnp.where(m_new, noise, 1.0))
+    return JointFactor(jnp.where(data.count == start + q, chol, f.chol), f.diag_r, n_res)
+
+
+def joint_condition(f: JointFactor, u: Array, y: Array, mask: Array, lam1,
+                    lam2) -> "JointPosterior":
+    """The ``JointPosterior`` of PDE data ``u`` ``(R,)`` and observations ``y`` ``(C,)`` (valid rows
+    ``mask``) from their ``JointFactor``: two triangular solves, ``O((R + C)^2)``."""
+    n_res = u.shape[0]
+    m = jnp.concatenate([jnp.ones((n_res,), bool), mask])
+    noise = jnp.concatenate([jnp.full((n_res,), lam2, f.chol.dtype),
+                             jnp.full(mask.shape, lam1, f.chol.dtype)])
+    target = jnp.where(m, jnp.concatenate([u, y]), 0.0)
+    alpha = cho_solve((f.chol, True), target)
+    # information quantities: log det(I + Lambda^-1/2 K Lambda^-1/2) = log det(K + Lambda) - log det
+    # Lambda over the valid rows (Lemma 5.3.6 in kernel form, digest section 2.4); padding rows
+    # of the factor are identity (log 1 = 0)
+    logdet_joint = 2.0 * jnp.sum(jnp.log(jnp.diagonal(f.chol))) - jnp.sum(
+        jnp.where(m, jnp.log(noise), 0.0))
+    chol_r = f.chol[:n_res, :n_res]  # leading block of the factor = factor of K_rr + lam2 I (+jitter)
+    logdet_r = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_r))) - n_res * jnp.log(lam2)
+    return JointPosterior(f.chol, alpha, m, logdet_r, logdet_joint)
 
 
 def joint_fit(k, k_ur, k_rr, z: Array, u: Array, x: Array, y: Array, mask: Array, lam1, lam2,
@@ -255,30 +367,15 @@ def joint_fit(k, k_ur, k_rr, z: Array, u: Array, x: Array, y: Array, mask: Array
     gram = jnp.where(both, gram, 0.0)
     noise = jnp.concatenate([jnp.full((n_res,), lam2, gram.dtype),
                              jnp.full(mask.shape, lam1, gram.dtype)])
-    jit = G.default_jitter(gram.dtype) if jitter is None else jitter
-    kd = jnp.diagonal(gram)
-    scale = jnp.sum(jnp.where(m, jnp.abs(kd), 0.0)) / jnp.maximum(jnp.sum(m), 1)
-    diag = jnp.where(m, noise + jit * jnp.where(scale > 0, scale, 1.0), 1.0)
+    diag = jnp.where(m, noise + _relative_jitter(jnp.diagonal(gram), m, jitter), 1.0)
     chol = jnp.linalg.cholesky(gram + jnp.diag(diag))
-    target = jnp.where(m, jnp.concatenate([u, y]), 0.0)
-    alpha = cho_solve((chol, True), target)
-    # information quantities: log det(I + Lambda^-1/2 K Lambda^-1/2) = log det(K + Lambda) - log det
-    # Lambda over the valid rows (Lemma 5.3.6 in kernel form, digest section 2.4)
-    logdet_joint = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol))) - jnp.sum(
-        jnp.where(m, jnp.log(noise), 0.0))
-    chol_r = chol[:n_res, :n_res]  # leading block of the factor = factor of K_rr + lam2 I (+jitter)
-    logdet_r = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_r))) - n_res * jnp.log(lam2)
-    return JointPosterior(chol, alpha, m, logdet_r, logdet_joint)
+    return joint_condition(JointFactor(chol, jnp.diagonal(gram)[:n_res], n_res), u, y, mask,
+                           lam1, lam2)
 
 
 def joint_predict(k, k_ur, post: JointPosterior, z: Array, x: Array, xs: Array):
     """Posterior mean and variance ``(n,)`` of ``f`` at ``xs`` ``(n, d)`` (Lemma 5.3.4)."""
-
-    def cross_row(a):
-        return jnp.concatenate([jax.vmap(lambda b: k_ur(a, b))(z).reshape(-1),
-                                jax.vmap(lambda b: k(a, b))(x)])
-
-    cross = jnp.where(post.mask[None, :], jax.vmap(cross_row)(xs), 0.0)
+    cross = jnp.where(post.mask[None, :], _cross_rows(k, k_ur, z, x, xs), 0.0)
     mu = cross @ post.alpha
     v = solve_triangular(post.chol, cross.T, lower=True)
     prior = jax.vmap(lambda a: k(a, a))(xs)
@@ -498,13 +595,15 @@ def pinn_bo(
 
 
 class PinnGPState(NamedTuple):
-    """The state of ``pinn_ntk_gp``: observations, box and PDE data (the GP is refitted in
-    ``suggest``, as ``ntkbo.algorithms.gp_bo`` does)."""
+    """The state of ``pinn_ntk_gp``: observations, box, PDE data and the ``JointFactor`` of their
+    joint Gram matrix (extended by each ``update``; ``suggest`` only solves with it for the
+    re-standardised targets, ``joint_condition``)."""
 
     data: D.Data
     bounds: Array
     z: Array
     u: Array
+    factor: JointFactor
 
 
 def pinn_ntk_gp(
@@ -573,26 +672,39 @@ def pinn_ntk_gp(
 
     kernel = as_kernel(mlp(depth, 1, activation, W_std=W_std, b_std=b_std)[2], "ntk")
 
+    def kernels(bounds):
+        cube_kernel = lambda a, b: kernel(to_cube(a, bounds), to_cube(b, bounds))  # noqa: E731
+        return pinn_kernels(cube_kernel, pde)
+
+    # compiled even when init is called eagerly (ask_tell): the K_rr blocks differentiate the
+    # kernel four times, and op-by-op that takes a minute
+    init_factor = jax.jit(lambda bounds, z, capacity: joint_factor_init(
+        kernels(bounds)[2], z, lam2, capacity, jitter), static_argnums=2)
+
     def init(key, bounds, capacity):
         bounds = check_bounds(bounds)
         z, u = residual_data(key, pde, bounds, num_residuals, rhs_noise_std)
-        return PinnGPState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds, z, u)
+        factor = init_factor(bounds, z, capacity)
+        return PinnGPState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds, z, u, factor)
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
-        return state._replace(data=D.append(state.data, jnp.reshape(x, (-1, d)),
-                                            jnp.reshape(y, (-1,))))
+        x = jnp.reshape(jnp.asarray(x, state.bounds.dtype), (-1, d))
+        data = D.append(state.data, x, jnp.reshape(y, (-1,)))
+        k, k_ur, _ = kernels(state.bounds)
+        factor = joint_factor_append(k, k_ur, state.factor, state.z, data, state.data.count,
+                                     x.shape[0], lam1, jitter)
+        return state._replace(data=data, factor=factor)
 
     def suggest(key, state):
         bounds, data = state.bounds, state.data
         k_acq, k_ts = jax.random.split(key)
-        cube_kernel = lambda a, b: kernel(to_cube(a, bounds), to_cube(b, bounds))  # noqa: E731
-        k, k_ur, k_rr = pinn_kernels(cube_kernel, pde)
+        k, k_ur, _ = kernels(bounds)
         m = D.mask(data)
         ys, y_mean, y_std = standardize(data.y, m)
         n_const = pde_outputs(pde, lambda xx: y_mean + 0.0 * jnp.sum(xx), state.z)
         u_s = (state.u - n_const) / y_std
-        post = joint_fit(k, k_ur, k_rr, state.z, u_s, data.x, ys, m, lam1, lam2, jitter)
+        post = joint_condition(state.factor, u_s, ys, m, lam1, lam2)
         gain = 0.5 * (post.logdet_joint - post.logdet_r)  # I(f; Y_t | U_r)
         if thesis_nu:
             nu_t = B + r_tilde * jnp.sqrt(2.0 * jnp.maximum(gain, 0.0) + math.log(1.0 / delta))
