@@ -5,6 +5,8 @@ posterior variance of ``ntkbo.gp`` with the empirical NTK (``ntkbo.kernels.empir
 kernel, and kernel ridge regression on the empirical NTK for the trained network.
 """
 
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -264,6 +266,21 @@ def test_minimize_default(default_algo):
     assert np.all(info["train_ok"]) and np.all(np.isfinite(info["std"]))
     assert np.all(info["train_loss"][:, 1] < info["train_loss"][:, 0])
     np.testing.assert_array_equal(info["nu"], 1.0)
+    # train_r2 (issue 15 item 4): numpy's R^2 of the final network on the standardised targets
+    # of the 20 observations, from the state's parameters; the buffer has 12 padding rows, so
+    # mutations caught (each checked): the padding rows counted (ybar and both sums change); the
+    # raw instead of the standardised targets; the R^2 of theta_0 instead of theta_t
+    NB = importlib.import_module("ntkbo.algorithms.neural_bo")  # the module, not the factory
+    apply_fn = NB.network(2, 1, 32, "relu", "paper", None, "sphere")[1]
+    st = r.state
+    z = NB.embed(ntkbo.algorithms.gp_bo.to_unit(st.data.x, st.bounds), "sphere")
+    y = np.asarray(r.y, np.float64)
+    ys = (y - y.mean()) / y.std(ddof=1)
+    pred = np.asarray(apply_fn(st.params, z))[:20, 0]
+    r2 = 1.0 - np.sum((pred - ys) ** 2) / np.sum((ys - ys.mean()) ** 2)
+    # float64 sums of 20 terms: 1e-10
+    np.testing.assert_allclose(float(st.train_r2), r2, rtol=1e-10, atol=1e-12)
+    assert st.data.capacity == 32 and info["train_r2"].shape == (rounds,)
     # same key, bit-identical run
     again = run(default_algo)
     np.testing.assert_array_equal(again.x, r.x)

@@ -205,6 +205,7 @@ __all__ = [
     "init_u",
     "update_u",
     "targets",
+    "fit_r2",
     "train_nn",
     "num_candidate_rows",
     "candidates",
@@ -232,6 +233,9 @@ class NeuralBOState(NamedTuple):
       train_loss: ``(2,)`` TrainNN loss at the start and of the returned parameters, last update.
       train_ok: ``()`` bool, the last iterate of the last training was finite and no worse than
         its start (see ``train``).
+      train_r2: ``()`` the trained network's coefficient of determination on the training
+        targets of the last update (``fit_r2``): how well TrainNN fits the data, which the
+        paper's analysis assumes (issue 15 item 4).
     """
 
     data: D.Data
@@ -241,6 +245,7 @@ class NeuralBOState(NamedTuple):
     u: Array
     train_loss: Array
     train_ok: Array
+    train_r2: Array
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,6 +529,19 @@ def targets(data: D.Data, standardize_y: bool) -> tuple[Array, Array]:
     return jnp.where(m, data.y, 0.0), m
 
 
+def fit_r2(apply_fn, params: Params, z: Array, y: Array, mask: Array) -> Array:
+    """``R^2 = 1 - sum (h(x_i) - y_i)^2 / sum (y_i - ybar)^2`` over the valid rows ``mask`` of the
+    targets ``y`` ``(C,)`` (standardised, as TrainNN sees them), ``h = apply_fn(params, .)`` at the
+    network's inputs ``z`` ``(C, d_in)``; NaN with fewer than two valid rows or constant targets."""
+    mask_f = mask.astype(y.dtype)
+    n = jnp.sum(mask_f)
+    ybar = jnp.sum(mask_f * y) / jnp.maximum(n, 1.0)
+    ss_res = jnp.sum(mask_f * (apply_fn(params, z)[:, 0] - y) ** 2)
+    ss_tot = jnp.sum(mask_f * (y - ybar) ** 2)
+    return jnp.where((n >= 2) & (ss_tot > 0), 1.0 - ss_res / jnp.where(ss_tot > 0, ss_tot, 1.0),
+                     jnp.nan)
+
+
 def train_nn(apply_fn, feats, params0: Params, params: Params, z: Array, y: Array, mask: Array,
              lam, *, learning_rate, num_steps: int, optimizer: str, warm_start: bool,
              reg_center: str, reduction: str):
@@ -754,8 +772,8 @@ def neural_bo(
     Returns:
       An ``ntkbo.Algorithm``. ``suggest`` returns ``(x (q, d), info)`` with ``info`` a dict of
       ``acq_value`` ``(q,)`` (the maximised ``-f~``, standardised units), ``mean`` and ``std``
-      ``(q,)`` (``h`` and ``nu sigma`` there), ``nu`` ``()``, ``train_loss`` ``(2,)`` and
-      ``train_ok`` ``()`` of the last update.
+      ``(q,)`` (``h`` and ``nu sigma`` there), ``nu`` ``()``, ``train_loss`` ``(2,)``,
+      ``train_ok`` ``()`` and ``train_r2`` ``()`` (``fit_r2``) of the last update.
 
     Raises:
       ValueError: an invalid argument, naming it.
@@ -809,7 +827,8 @@ def neural_bo(
         else:
             u = init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype)
         return NeuralBOState(D.empty(capacity, d, bounds.dtype), bounds, params0, params0, u,
-                             jnp.zeros((2,), bounds.dtype), jnp.ones((), bool))
+                             jnp.zeros((2,), bounds.dtype), jnp.ones((), bool),
+                             jnp.full((), jnp.nan, bounds.dtype))
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
@@ -831,7 +850,7 @@ def neural_bo(
         params, l0, l1, ok = train_nn(apply_fn, feats, state.params0, state.params, z, ys, m, lam,
                                       **train_opts)
         return state._replace(data=data, u=u, params=params, train_loss=jnp.stack([l0, l1]),
-                              train_ok=ok)
+                              train_ok=ok, train_r2=fit_r2(apply_fn, params, z, ys, m))
 
     def suggest(key, state):
         d = state.bounds.shape[-1]
@@ -851,7 +870,8 @@ def neural_bo(
                             chunk_size=chunk_size)
         nu_t = jnp.asarray(nu_fn(data.count), mu.dtype)
         i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n))
-        info.update(train_loss=state.train_loss, train_ok=state.train_ok)
+        info.update(train_loss=state.train_loss, train_ok=state.train_ok,
+                    train_r2=state.train_r2)
         return from_unit(cand[i], state.bounds), info
 
     return Algorithm(init, suggest, update)
