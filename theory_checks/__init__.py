@@ -56,6 +56,8 @@ CHECKS: list[str] = [
     "regret_scaling",
     "pinn_information_gain",
     "nngp_convergence",
+    "pinn_gp_sample",
+    "neural_cbo_coverage",
 ]
 
 SCALE_NAMES = ("smoke", "cpu", "gpu")

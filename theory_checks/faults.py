@@ -36,6 +36,9 @@ The faults (``FAULTS``; ``F`` a float parameter, written ``name:F``):
   ``neural_bo``, ``sto_bnts``, ``go_ucb``) returns random search with a *fixed* key: after the
   initial design it evaluates the same point every round, so its per-round regret is the constant
   ``f(x_0) - f*``.
+* ``cbo_sigma_scale:F``: Neural-CBO's ``neural_cbo.posterior_moments`` returning the variance
+  times ``F^2`` (confidence bands ``F`` times as wide; ``suggest`` calls it by module attribute,
+  so the runs see it too).
 
 Caching: a check may cache a stage that calls none of the functions a fault patches (the network
 side of ``ntk_convergence``, the runs of ``neuralbo_identities``); :func:`touches` tells a cached
@@ -59,6 +62,7 @@ FAULTS: dict[str, str] = {
     "neuralbo_wrong_lambda": "NeuralBO's dual factor built with lam = 1 instead of lam",
     "pinn_wrong_operator": "PINN-BO's kernel blocks with the operator N[f] + f instead of N[f]",
     "linear_regret": "every algorithm of the regret check replaced by a constant-point method",
+    "cbo_sigma_scale": "Neural-CBO's posterior_moments' variance times F^2 (cbo_sigma_scale:F)",
 }
 
 #: The library functions each fault patches (module, attribute), for :func:`touches`.
@@ -76,6 +80,7 @@ PATCHES: dict[str, tuple[tuple[str, str], ...]] = {
     "pinn_wrong_operator": (("ntkbo.algorithms.pinn_bo", "pinn_kernels"),),
     "linear_regret": (("ntkbo.algorithms", "ntk_gp"), ("ntkbo.algorithms", "neural_bo"),
                       ("ntkbo.algorithms", "sto_bnts"), ("ntkbo.algorithms", "go_ucb")),
+    "cbo_sigma_scale": (("ntkbo.algorithms.neural_cbo", "posterior_moments"),),
 }
 
 #: The fault being injected (``None`` outside :func:`inject`).
@@ -93,7 +98,7 @@ def parse(fault: str) -> tuple[str, float | None]:
     if name not in FAULTS:
         raise ValueError(f"fault: expected one of {', '.join(sorted(FAULTS))} "
                          f"(ntk_scale:F with a float F), got {fault!r}")
-    if name in ("ntk_scale", "nngp_scale"):
+    if name in ("ntk_scale", "nngp_scale", "cbo_sigma_scale"):
         try:
             value = float(arg)
         except ValueError:
@@ -243,6 +248,17 @@ def _linear_regret(stack):
         stack.enter_context(_patched("ntkbo.algorithms", attr, constant_point))
 
 
+def _cbo_sigma_scale(stack, factor: float):
+    NC = importlib.import_module("ntkbo.algorithms.neural_cbo")
+    moments = NC.posterior_moments
+
+    def scaled(*args, **kwargs):
+        mu, var = moments(*args, **kwargs)
+        return mu, factor**2 * var
+
+    stack.enter_context(_patched("ntkbo.algorithms.neural_cbo", "posterior_moments", scaled))
+
+
 @contextlib.contextmanager
 def inject(fault: str | None):
     """Context manager: the library with ``fault`` injected (``None``: unchanged)."""
@@ -265,6 +281,8 @@ def inject(fault: str | None):
             _pinn_wrong_operator(stack)
         elif name == "linear_regret":
             _linear_regret(stack)
+        elif name == "cbo_sigma_scale":
+            _cbo_sigma_scale(stack, arg)
         _ACTIVE.append(fault)
         try:
             yield
