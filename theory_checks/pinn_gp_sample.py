@@ -136,13 +136,16 @@ def _num_test(s) -> int:
 def memory(settings) -> list:
     """Peak-memory estimate of each chunked stage (``theory_checks.memory``). With ``p`` the
     parameters, ``N = n + N_r`` training rows and ``n_t`` test points: a *wide* member computes
-    its Jacobian ``(N + n_t) p`` (the Laplacian rows by forward-over-reverse keep ``(1 + d) p``
-    each: ``(n + n_t + (1 + d) N_r) p``), its parameters, ``theta_0`` and ``theta*`` ``3 p`` and
-    the Gram ``N^2``; an *exact* member only ``theta_0``, ``theta*`` ``2 p`` (the features are the
-    same for every member: fixed, with the stacked outputs ``members n_t``)."""
+    its Jacobian ``(N + n_t) p``, each row with its reverse-mode cotangent (``2 p``; the Laplacian
+    rows by forward-over-reverse also the ``d`` tangents of each: ``(2 + 2 d) p``), i.e.
+    ``(2 (n + n_t) + (2 + 2 d) N_r) p``, its parameters, ``theta_0`` and ``theta*`` ``3 p`` and the
+    Gram ``N^2`` (XLA's measured peak of the stage at smoke sizes, chunk 16: 0.75 of this
+    estimate; the first count, without the cotangents, was 0.69 of the measurement); an *exact*
+    member only ``theta_0``, ``theta*`` ``2 p`` (the features are the same for every member:
+    fixed, with the stacked outputs ``members n_t``)."""
     s, f = settings, memory_lib.itemsize()
     n_t, n, n_r = _num_test(s), s["n"], s["num_residuals"]
-    rows = n + n_t + (1 + _D) * n_r
+    rows = 2 * (n + n_t) + (2 + 2 * _D) * n_r
     p_e = memory_lib.mlp_params(s["depth"], s["width_exact"], _D)
     p_w = memory_lib.mlp_params(s["depth"], s["width_wide"], _D)
     outs = f * s["members"] * n_t
