@@ -250,15 +250,22 @@ def posterior(kernel, s, x, y, z, u, xt):
     ``kernel``, ``joint_fit`` on ``(z, u)`` and ``(x, y)``, ``joint_predict``; returns ``(mu
     (n_t,), cov (n_t, n_t), var (n_t,))`` with ``cov`` assembled from the fit's Cholesky factor
     and the library's kernel blocks and ``var`` ``joint_predict``'s."""
+    # one compiled program (a fresh trace per call, so an injected fault is always seen): the
+    # nested input derivatives of the operator kernels are slow op by op
+    mu, cov, var = jax.jit(functools.partial(_posterior, kernel, s["lam1"], s["lam2"]))(
+        x, y, z, u, xt)
+    return np.asarray(mu), np.asarray(cov), np.asarray(var)
+
+
+def _posterior(kernel, lam1, lam2, x, y, z, u, xt):
     k, k_ur, k_rr = PB.pinn_kernels(kernel, _PDE)
-    post = PB.joint_fit(k, k_ur, k_rr, z, u, x, y, jnp.ones(x.shape[0], bool), s["lam1"],
-                        s["lam2"])
+    post = PB.joint_fit(k, k_ur, k_rr, z, u, x, y, jnp.ones(x.shape[0], bool), lam1, lam2)
     mu, var = PB.joint_predict(k, k_ur, post, z, x, xt)
     cross = jax.vmap(lambda a: jnp.concatenate([jax.vmap(lambda b: k_ur(a, b))(z).reshape(-1),
                                                 jax.vmap(lambda b: k(a, b))(x)]))(xt)
     prior = jax.vmap(lambda a: jax.vmap(lambda b: k(a, b))(xt))(xt)
     v = solve_triangular(post.chol, cross.T, lower=True)
-    return np.asarray(mu), np.asarray(prior - v.T @ v), np.asarray(var)
+    return mu, prior - v.T @ v, var
 
 
 def gaussian_rows(samples, mu, cov):
