@@ -17,9 +17,11 @@ BENCH_SPECS = sorted(f for f in glob.glob(os.path.join(SPECS, "*.toml"))
 @pytest.mark.parametrize("path", BENCH_SPECS, ids=os.path.basename)
 def test_shipped_specs_parse_and_name_valid_scales(path):
     """Every shipped ``ntkbo bench`` spec parses, validates (labels, references, scale option
-    tables naming existing algorithms) and has the ``cpu`` scale its report was run at."""
+    tables naming existing algorithms) and has the ``cpu`` scale its report was run at, which
+    resolves into cells (problems built, options checked, batch sizes dividing the rounds)."""
     spec = Spec.from_toml(path)
     cpu = spec.scale("cpu")  # raises ValueError if the scale is unknown
+    assert spec.resolve("cpu")
     assert set(cpu.options) <= {a.id for a in spec.algorithms}
     assert spec.reference in {a.id for a in spec.algorithms}
 
@@ -71,6 +73,18 @@ def test_scale_exclude_drops_only_that_algorithm_at_that_scale():
     spec = Spec.from_dict(small_spec(cpu={"exclude": ["ntk"]}).to_dict())
     assert {c.algorithm.id for c in spec.resolve("cpu")} == {"random_search"}
     assert {c.algorithm.id for c in spec.resolve("full")} == {"random_search", "ntk"}
+
+
+def test_a_batch_size_that_does_not_divide_the_rounds_is_refused_before_any_run():
+    """Catches the check missing (mutation: drop it): STO-BNTS with ``q = 4`` at a scale leaving
+    ``budget - n_init = 30`` evaluations is refused when the spec is resolved, naming the fields,
+    instead of failing after the cells before it have run."""
+    spec = Spec(name="t", budget=40, seeds=2, n_init=10,
+                algorithms=(AlgorithmSpec("sto_bnts", {"q": 4, "width": 8}),),
+                problems=(ProblemSpec("branin"),))
+    with pytest.raises(ValueError, match=r"budget - n_init = 40 - 10 .* multiple of q = 4"):
+        spec.resolve("full")
+    assert len(Spec.from_dict(dict(spec.to_dict(), n_init=8)).resolve("full")) == 1
 
 
 def test_scale_exclude_drops_a_problem_at_that_scale():

@@ -467,6 +467,12 @@ class Spec:
                     except (ValueError, TypeError) as err:
                         raise ValueError(f"spec field 'algorithms[{j}]' ({a.id!r}) on problem "
                                          f"{p.id!r}: {err}") from None
+                    q = options.get("q", 1) if isinstance(options, Mapping) else 1
+                    if isinstance(q, int) and q > 1 and (budget - n_init) % q:
+                        raise ValueError(
+                            f"spec field 'algorithms[{j}]' ({a.id!r}) on problem {p.id!r}: "
+                            f"budget - n_init = {budget} - {n_init} (scale {scale!r}) must be a "
+                            f"multiple of q = {q} (every round evaluates q points)")
                     d = problem.dim
                     defn = _definition(a, p, d, budget, n_init, seeds, self.seed_offset, dtype,
                                        options)
