@@ -20,6 +20,7 @@ jax.config.update("jax_enable_x64", True)
 #: collected last runs alone at the end while the other worker idles; longest-first keeps the
 #: short files for the end, where they fill both workers.
 LONGEST_FIRST = ("test_beats_random.py", "test_experiments.py", "test_theory_checks.py",
+                 "test_theory_checks_regret.py", "test_theory_checks_more.py",
                  "test_theory_checks_memory.py", "test_pde_benchmarks.py", "test_failures.py", "test_gp_bo.py",
                  "test_neural_linear.py", "test_neural_ucb.py", "test_pinn_bo.py",
                  "test_neural_greedy.py", "test_sto_bnts.py", "test_neural_cbo.py",
