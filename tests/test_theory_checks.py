@@ -244,7 +244,7 @@ def test_neuralbo_identities_values(smoke):
 def test_regret_scaling_values(smoke):
     """R_T is positive at every horizon (regret is measured from the true minimum, lowered to the
     best evaluated value, and the runs never all hit it) and the algorithms' increment exponents
-    are sublinear (tests/test_theory_checks_regret.py tests the fit and the controls)."""
+    are sublinear (the controls below; tests/test_theory_checks_regret.py tests the fit)."""
     rep = smoke("regret_scaling")[0]
     for c in rep.curves:
         if c.panel.startswith("R_T against T"):
@@ -253,6 +253,48 @@ def test_regret_scaling_values(smoke):
     assert sublinear
     for r in sublinear:
         assert r.measured < 1.0
+
+
+def _row(rep, prefix):
+    (row,) = [r for r in rep.rows if r.quantity.startswith(prefix)]
+    return row
+
+
+@pytest.mark.slow
+@pytest.mark.compile_bound
+def test_regret_controls_at_smoke_scale(smoke):
+    """Without faults every row passes; the random-search control's interval contains 1 and the
+    GP-UCB control's lies below 1 (their rows' own verdicts, read back), and the GP-UCB runs'
+    regret grows from the smallest to the largest horizon. Mutation caught: the control row
+    testing ``hi < 1`` for random search (it fails: the interval reaches 1.03)."""
+    rep = smoke("regret_scaling")[0]
+    assert rep.passed, R.table(rep)
+    rs = _row(rep, "random_search (control)")
+    low, high = (float(v) for v in rs.quantity.split("[")[1].split("]")[0].split(", "))
+    assert rs.passed and low <= 1.0 <= high
+    ucb = _row(rep, "ntk_gp_ucb (GP-UCB control)")
+    assert ucb.passed and ucb.measured < 1.0
+    (curve,) = [c for c in rep.curves if c.panel.startswith("R_T") and c.label == "ntk_gp_ucb"]
+    horizons = theory_checks.get("regret_scaling").SCALES["smoke"]["horizons"]
+    assert curve.x == [float(T) for T in horizons]
+    assert curve.y[-1] > curve.y[0] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.compile_bound
+def test_regret_linear_regret_fails_on_the_increments_row(smoke):
+    """With ``linear_regret`` the check fails, on the increments row, whose exponent is 1 to
+    rounding (constant per-round regret after the 2-point design), while the plain exponent of
+    ``R_T = A + r T`` is well below 1 (0.31 measured: the fixed point is a good one); the
+    random-search control is not patched and still passes. Mutation caught: the increments row
+    dropped (every other row passes under the fault, measured)."""
+    smoke("regret_scaling")  # the reference side first (cached by the check)
+    bad = theory_checks.run_check("regret_scaling", KEY, "smoke", fault="linear_regret")
+    assert not bad.passed
+    inc = _row(bad, "ntk_gp_ucb: exponent of R_T - R_T/2")
+    assert not inc.passed and abs(inc.measured - 1.0) < 1e-9
+    assert _row(bad, "ntk_gp_ucb: exponent of R_T vs theorem").measured < 0.9
+    assert _row(bad, "random_search (control)").passed
 
 
 #: Reduced settings for the fault runs whose fault patches the costly part of the check (the

@@ -1,10 +1,8 @@
 """theory_checks.regret_scaling (regret across horizons, issue 18 item 3): the exponent fit against
-closed forms, the T-dependent parameters against their formulas, and the smoke run: the random
-search control comes out linear, the GP-UCB control sublinear, the check passes without faults and
-fails with ``linear_regret``.
-
-The smoke run and the fault run are shared through a module-scoped fixture (the runs are also
-cached per process by the check, so ``tests/test_theory_checks.py`` reuses them)."""
+closed forms and the T-dependent parameters against their formulas. The smoke run's controls (random
+search linear, GP-UCB sublinear) and the ``linear_regret`` fault's increments row are tested in
+``tests/test_theory_checks.py``, next to the generic smoke and fault runs of every check, whose
+cached runs they reuse (each smoke run was paid twice when they lived here)."""
 
 from __future__ import annotations
 
@@ -12,11 +10,8 @@ import math
 
 import jax
 import numpy as np
-import pytest
 
-import theory_checks
 from theory_checks import regret_scaling as RS
-from theory_checks import report as R
 
 KEY = jax.random.PRNGKey(0)
 H = [16, 32, 64, 128]
@@ -80,51 +75,3 @@ def test_t_dependent_parameters():
     assert RS.go_ucb_phases(16) == (4, 12) and RS.go_ucb_phases(128) == (11, 117)
     assert abs(RS.beta_ucb(64, 2) - 2 * math.log(64 * 64**2 * math.pi**2 / 0.6)) < 1e-12
     assert abs(RS.log_allowance(H) - 1 / math.log(math.sqrt(16 * 128))) < 1e-12
-
-
-@pytest.fixture(scope="module")
-def smoke():
-    """(report without faults, report with ``linear_regret``) at the smoke scale."""
-    rep = theory_checks.run_check("regret_scaling", KEY, "smoke")
-    bad = theory_checks.run_check("regret_scaling", KEY, "smoke", fault="linear_regret")
-    return rep, bad
-
-
-def _row(rep, prefix):
-    (row,) = [r for r in rep.rows if r.quantity.startswith(prefix)]
-    return row
-
-
-@pytest.mark.slow
-@pytest.mark.compile_bound
-def test_smoke_passes_and_controls(smoke):
-    """Without faults every row passes; the random-search control's interval contains 1 and the
-    GP-UCB control's lies below 1 (their rows' own verdicts, read back), and the GP-UCB runs'
-    regret grows from the smallest to the largest horizon. Mutation caught: the control row
-    testing ``hi < 1`` for random search (it fails: the interval reaches 1.03)."""
-    rep, _ = smoke
-    assert rep.passed, R.table(rep)
-    rs = _row(rep, "random_search (control)")
-    low, high = (float(v) for v in rs.quantity.split("[")[1].split("]")[0].split(", "))
-    assert rs.passed and low <= 1.0 <= high
-    ucb = _row(rep, "ntk_gp_ucb (GP-UCB control)")
-    assert ucb.passed and ucb.measured < 1.0
-    (curve,) = [c for c in rep.curves if c.panel.startswith("R_T") and c.label == "ntk_gp_ucb"]
-    assert curve.x == [float(T) for T in RS.SCALES["smoke"]["horizons"]]
-    assert curve.y[-1] > curve.y[0] > 0
-
-
-@pytest.mark.slow
-@pytest.mark.compile_bound
-def test_linear_regret_fault_fails(smoke):
-    """With ``linear_regret`` the check fails, on the increments row, whose exponent is 1 to
-    rounding (constant per-round regret after the 2-point design), while the plain exponent of
-    ``R_T = A + r T`` is well below 1 (0.31 measured: the fixed point is a good one); the
-    random-search control is not patched and still passes. Mutation caught: the increments row
-    dropped (every other row passes under the fault, measured)."""
-    _, bad = smoke
-    assert not bad.passed
-    inc = _row(bad, "ntk_gp_ucb: exponent of R_T - R_T/2")
-    assert not inc.passed and abs(inc.measured - 1.0) < 1e-9
-    assert _row(bad, "ntk_gp_ucb: exponent of R_T vs theorem").measured < 0.9
-    assert _row(bad, "random_search (control)").passed

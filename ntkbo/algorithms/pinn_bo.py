@@ -687,13 +687,18 @@ def pinn_ntk_gp(
         factor = init_factor(bounds, z, capacity)
         return PinnGPState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds, z, u, factor)
 
+    def append_factor(bounds, factor, z, data, start, q):
+        k, k_ur, _ = kernels(bounds)
+        return joint_factor_append(k, k_ur, factor, z, data, start, q, lam1, jitter)
+
+    append_factor = jax.jit(append_factor, static_argnums=5)  # as init_factor: eager callers
+
     def update(state, x, y):
         d = state.bounds.shape[-1]
         x = jnp.reshape(jnp.asarray(x, state.bounds.dtype), (-1, d))
         data = D.append(state.data, x, jnp.reshape(y, (-1,)))
-        k, k_ur, _ = kernels(state.bounds)
-        factor = joint_factor_append(k, k_ur, state.factor, state.z, data, state.data.count,
-                                     x.shape[0], lam1, jitter)
+        factor = append_factor(state.bounds, state.factor, state.z, data, state.data.count,
+                               x.shape[0])
         return state._replace(data=data, factor=factor)
 
     def suggest(key, state):
