@@ -94,11 +94,10 @@ against -0.064). Not significant or worse at these budgets (5 initial points): D
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
 from typing import Any, Callable, NamedTuple, Optional, Union
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
@@ -266,9 +265,7 @@ def _relative_jitter(kd: Array, m: Array, jitter) -> Array:
     return jit * jnp.where(scale > 0, scale, 1.0)
 
 
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["chol", "diag_r"],
-                   meta_fields=["n_res"])
-@dataclasses.dataclass(frozen=True)
+@flax.struct.dataclass  # a pytree (n_res static) that flax.serialization saves (ask_tell.save)
 class JointFactor:
     """The lower Cholesky factor ``chol`` ``(R + C, R + C)`` of ``joint_fit``'s masked ``Khat``
     (residual rows first), carried in ``pinn_ntk_gp``'s state and extended by
@@ -278,7 +275,7 @@ class JointFactor:
 
     chol: Array
     diag_r: Array
-    n_res: int
+    n_res: int = flax.struct.field(pytree_node=False)
 
 
 def _grow_joint_factor(f: JointFactor, capacity: int) -> JointFactor:
