@@ -23,6 +23,12 @@ Usage::
     python benchmarks/defaults.py --scale cpu --out DIR --only neural_bo,random_search  # a part
     python benchmarks/defaults.py --report-only --out DIR    # the table from the stored cells
 
+Tuning (the only place a default may be chosen): the same protocol on ``TUNING_KEYS``
+(``PRNGKey(0 + i)``) with named variants, each ``LABEL=NAME`` or ``LABEL=NAME:JSON-OPTIONS``::
+
+    python benchmarks/defaults.py --keys tuning --seeds 8 --out DIR \
+        --variant neural_bo --variant 'nb_warm=neural_bo:{"warm_start": true}'
+
 Scales: ``full`` 100 evaluations per run; ``cpu`` 60; ``smoke`` 8 evaluations of which 4 initial,
 3 seeds (the tests). The ``algorithms`` are every registered name that runs on a plain problem (no
 constraints, no PDE), aliases (``ALIASES``: ``gp`` is ``gp_ei``, ...) once.
@@ -31,6 +37,8 @@ constraints, no PDE), aliases (``ALIASES``: ``gp`` is ``gp_ei``, ...) once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 
@@ -63,18 +71,46 @@ def default_algorithms() -> list[str]:
     return sorted({ALIASES.get(n, n) for n in ntkbo.algorithms.names() if n not in NEEDS_MORE})
 
 
-def dev_spec(algorithms=None, members=None, name: str = "defaults") -> S.Spec:
-    """The protocol as a ``Spec``: ``algorithms`` (default ``default_algorithms()``) on the dev
-    members ``members`` (default all; run as ``"dev/<member>"``) with ``2 d`` initial points, 16
-    reporting keys."""
+#: The key ranges of ``ntkbo.benchmarks.suites``: tune on one, report on the other.
+KEY_RANGES = {"reporting": suites.REPORTING_KEYS, "tuning": suites.TUNING_KEYS}
+
+
+def dev_spec(algorithms=None, members=None, name: str = "defaults", keys: str = "reporting",
+             seeds: int = 16) -> S.Spec:
+    """The protocol as a ``Spec``: ``algorithms`` (registered names or ``S.AlgorithmSpec`` variants;
+    default ``default_algorithms()``) on the dev members ``members`` (default all; run as
+    ``"dev/<member>"``) with ``2 d`` initial points and ``seeds`` keys from ``KEY_RANGES[keys]``
+    (16 reporting keys: the protocol)."""
     algorithms = default_algorithms() if algorithms is None else list(algorithms)
+    if keys not in KEY_RANGES:
+        raise ValueError(f"keys must be one of {sorted(KEY_RANGES)}, got {keys!r}")
     dev = suites.suite("dev")
     members = list(dev) if members is None else list(members)
     problems = tuple(S.ProblemSpec(name=f"dev/{m}", label=m, n_init=2 * dev[m].dim)
                      for m in members)
-    return S.Spec(name=name, algorithms=tuple(S.AlgorithmSpec(name=a) for a in algorithms),
-                  problems=problems, budget=100, seeds=16,
-                  seed_offset=suites.REPORTING_KEYS.start, reference=REFERENCE, scales=SCALES)
+    algos = tuple(a if isinstance(a, S.AlgorithmSpec) else S.AlgorithmSpec(name=a)
+                  for a in algorithms)
+    scales = {k: dataclasses.replace(v, seeds=min(v.seeds, seeds)) for k, v in SCALES.items()}
+    return S.Spec(name=name, algorithms=algos, problems=problems, budget=100, seeds=seeds,
+                  seed_offset=KEY_RANGES[keys].start, reference=REFERENCE, scales=scales)
+
+
+def parse_variant(text: str) -> S.AlgorithmSpec:
+    """``"LABEL=NAME:JSON"`` (or ``"LABEL=NAME"``, or ``"NAME"``) as an ``AlgorithmSpec``;
+    ``ValueError`` naming ``--variant`` for an unknown name or options that are not a JSON
+    object."""
+    label, _, rest = text.partition("=") if "=" in text else (None, "", text)
+    name, _, options = rest.partition(":")
+    if name not in ntkbo.algorithms.names():
+        raise ValueError(f"--variant {text!r}: unknown algorithm {name!r}")
+    opts = json.loads(options) if options else {}
+    if not isinstance(opts, dict):
+        raise ValueError(f"--variant {text!r}: options must be a JSON object, got {options!r}")
+    try:
+        ntkbo.algorithms.resolved_options(name, **opts)  # an option the factory does not take
+    except ValueError as err:
+        raise ValueError(f"--variant {text!r}: {err}") from None
+    return S.AlgorithmSpec(name=name, options=opts, label=label)
 
 
 def box_median(problem, n: int = 4096) -> float:
@@ -131,9 +167,14 @@ def table(out: str) -> dict:
             "p_bh": {p: tests[(p, a)]["less"][1] for p in ran if (p, a) in tests},
         }
     first = next(iter(cells))
-    return {"rows": rows, "algorithms": algos, "problems": list(by_problem), "common": common,
+    offset = ((spec or {}).get("seeds") or {}).get("offset", suites.REPORTING_KEYS.start)
+    return {"rows": rows, "seed_offset": int(offset), "algorithms": algos, "problems": list(by_problem), "common": common,
             "budget": int(first.curve.shape[1]), "seeds": int(first.curve.shape[0]),
             "scale": (spec or {}).get("scale"), "normaliser": scale}
+
+
+def _keys_name(offset: int) -> str:
+    return next((k for k, r in KEY_RANGES.items() if offset in r), "other")
 
 
 def render(t: dict) -> str:
@@ -142,7 +183,8 @@ def render(t: dict) -> str:
                                                    t["rows"][a]["average_rank"] or 0.0))
     lines = [
         f"Defaults on the dev suite: {len(t['problems'])} problems, budget {t['budget']}, "
-        f"{t['seeds']} reporting keys (PRNGKey(100000 + i)), scale {t['scale']!r}. Ranks over the "
+        f"{t['seeds']} {_keys_name(t['seed_offset'])} keys (PRNGKey({t['seed_offset']} + i)), "
+        f"scale {t['scale']!r}. Ranks over the "
         f"{len(t['common'])} problems every algorithm ran. Beats / worse: problems where the mean "
         f"best value is below / above random search's, one-sided Welch, BH over all pairs at "
         f"{ALPHA}.",
@@ -184,8 +226,24 @@ def main(argv=None) -> int:
                         help="comma-separated algorithm names to run now (default: all)")
     parser.add_argument("--report-only", action="store_true",
                         help="write the table from the stored cells without running")
+    parser.add_argument("--keys", default="reporting", choices=sorted(KEY_RANGES),
+                        help="key range: reporting (the protocol) or tuning (choosing defaults)")
+    parser.add_argument("--seeds", type=int, default=16, help="keys per cell (protocol: 16)")
+    parser.add_argument("--variant", action="append", default=None,
+                        help="LABEL=NAME[:JSON options], repeated: run these instead of every "
+                             "algorithm's defaults (random search is always added)")
     args = parser.parse_args(argv)
-    spec = dev_spec()
+    if args.seeds < 2:
+        parser.error(f"--seeds must be >= 2 (Welch tests), got {args.seeds}")
+    algorithms = None
+    if args.variant:
+        try:
+            algorithms = [parse_variant(v) for v in args.variant]
+        except ValueError as err:
+            parser.error(str(err))
+        if not any(a.id == REFERENCE for a in algorithms):
+            algorithms.append(S.AlgorithmSpec(name=REFERENCE))
+    spec = dev_spec(algorithms, keys=args.keys, seeds=args.seeds)
     if not args.report_only:
         only = None if args.only is None else [a for a in args.only.split(",") if a]
         ntkbo.experiments.run(spec, args.out, args.scale, progress=True, only=only,
