@@ -370,6 +370,10 @@ def test_vmap_over_keys_equals_separate_runs(default_algo):
         (dict(width=0), "width"),
         (dict(depth=0), "depth"),
         (dict(b_std=-1.0), "b_std"),
+        (dict(input_map="ball"), "input_map"),
+        (dict(keep_optimizer_state=True), "keep_optimizer_state"),
+        (dict(keep_optimizer_state=1, warm_start=True), "keep_optimizer_state"),
+        (dict(train_penalty=-1.0), "train_penalty"),
     ],
 )
 def test_bad_arguments_raise(kwargs, name):
@@ -547,3 +551,123 @@ def test_thompson_select_is_each_draws_argmin():
     np.testing.assert_allclose(info["std"], nu * np.sqrt(np.maximum(var[expect], 0.0)),
                                rtol=1e-15)
     assert float(info["nu"]) == nu
+
+
+# ---- training options of the authors' recipe, presets (issue 15 items 4-5) ------------------------
+
+
+def _tiny_training_problem():
+    """A width-16 network in d = 2 with 6 points (numpy inputs): the training tests' data."""
+    d, width = 2, 16
+    init_fn, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d, 1), b_std=0.1)
+    _, params0 = init_fn(jax.random.PRNGKey(3), (-1, d))
+    rng = np.random.default_rng(4)
+    z = rng.uniform(-1.0, 1.0, size=(6, d))
+    y = np.sin(2.0 * z[:, 0]) - z[:, 1]
+    return apply_fn, grad_features(apply_fn), params0, z, y, np.ones(6, bool)
+
+
+def test_kept_adam_state_continues_the_training():
+    """Two TrainNN calls of J Adam steps, the second continuing the first's optimiser state, are one
+    call of 2 J steps (the same data: the authors' kept ``torch.optim.Adam``), to float rounding
+    (float64, 40 steps: 1e-12). The rate is small enough that the loss decreases at every step, so
+    the returned best iterate is the last one, as the comparison needs (asserted).
+    Mutation caught: the second call starting a fresh Adam state (``opt_state=None``) differs by
+    Adam's bias correction and zeroed moments (applied by hand: the test fails)."""
+    from ntkbo.algorithms.neural_bo import train_nn
+
+    apply_fn, feats, params0, z, y, mask = _tiny_training_problem()
+    kw = dict(learning_rate=1e-3, optimizer="adam", warm_start=True, reg_center="zero",
+              reduction="mean", penalty=1e-4)
+    p1, _, l1, ok1, s1 = train_nn(apply_fn, feats, params0, params0, z, y, mask, LAM,
+                                  num_steps=20, **kw)
+    p2, _, l2, ok2, s2 = train_nn(apply_fn, feats, params0, p1, z, y, mask, LAM, num_steps=20,
+                                  opt_state=s1, **kw)
+    p_one, _, l_one, _, s_one = train_nn(apply_fn, feats, params0, params0, z, y, mask, LAM,
+                                         num_steps=40, **kw)
+    assert bool(ok1) and bool(ok2) and float(l2) < float(l1)
+    for a, b in zip(jax.tree_util.tree_leaves(p2), jax.tree_util.tree_leaves(p_one)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert int(s2[0].count) == int(s_one[0].count) == 40
+    np.testing.assert_allclose(float(l2), float(l_one), rtol=1e-12)
+
+
+def test_update_keeps_the_optimizer_state_only_when_asked():
+    """``update`` stores Adam's state after each training when ``keep_optimizer_state`` (its step
+    count grows by ``num_steps`` per update) and leaves the initial one otherwise.
+    Mutation caught: ``update`` not storing the trained state (count stays 0)."""
+    bounds = np.array([[0.0, 0.0], [1.0, 1.0]])
+    x = np.array([[0.1, 0.2], [0.7, 0.4], [0.4, 0.9]])
+    y = np.array([0.3, -0.2, 1.0])
+    counts = {}
+    for keep in (True, False):
+        algo = neural_bo(8, optimizer="adam", warm_start=True, keep_optimizer_state=keep,
+                         num_steps=5, input_map="centered")
+
+        @jax.jit
+        def three(algo=algo):
+            state = algo.init(jax.random.PRNGKey(0), bounds, 4)
+            for i in range(3):
+                state = algo.update(state, x[i:i + 1], y[i:i + 1])
+            return state.opt_state[0].count
+
+        counts[keep] = int(three())
+    assert counts == {True: 15, False: 0}
+
+
+def test_train_penalty_is_the_weight_decay_coefficient():
+    """One GD step with rate ``eta`` is ``theta - eta (grad L_data + penalty (theta - c))`` with
+    ``c = 0`` (``reg_center="zero"``), ``L_data = 1/2 sum (h - y)^2``, computed here with
+    ``jax.grad`` of the data term alone (float64: 1e-12). ``penalty = 0.3`` differs from
+    ``lam`` so that the rule is visible. Mutation caught: the penalty ignored (``lam`` used),
+    or the centre ``theta_0`` used with ``reg_center="zero"``."""
+    from ntkbo.algorithms.neural_bo import train_nn
+
+    apply_fn, feats, params0, z, y, mask = _tiny_training_problem()
+    start = jax.tree_util.tree_map(lambda v: 1.5 * v + 0.01, params0)  # theta_{t-1} != theta_0
+    eta, penalty = 1e-2, 0.3
+    p1, *_ = train_nn(apply_fn, feats, params0, start, z, y, mask, LAM, learning_rate=eta,
+                      num_steps=1, optimizer="gd", warm_start=True, reg_center="zero",
+                      reduction="sum", penalty=penalty)
+    g = jax.grad(lambda p: 0.5 * jnp.sum((apply_fn(p, z)[:, 0] - y) ** 2))(start)
+    expect = jax.tree_util.tree_map(lambda t, gi: t - eta * (gi + penalty * t), start, g)
+    for a, b in zip(jax.tree_util.tree_leaves(p1), jax.tree_util.tree_leaves(expect)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_centered_input_map_is_the_authors_normalisation():
+    """``input_map="centered"`` feeds ``2 z - 1`` (the box mapped to ``[-1, 1]^d``, the authors'
+    code's ``(x - mid) / half-range``) on ``d`` inputs. Mutation caught: mapping to the unit cube
+    instead."""
+    from ntkbo.algorithms.neural_bo import embed, input_dim
+
+    lo, hi = np.array([-2.0, 10.0]), np.array([4.0, 14.0])
+    x = np.array([[-2.0, 10.0], [1.0, 12.0], [4.0, 14.0], [2.5, 11.0]])
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    np.testing.assert_allclose(embed((x - lo) / (hi - lo), "centered"), (x - mid) / half,
+                               atol=1e-15)
+    assert input_dim(2, "centered") == 2
+
+
+def test_presets_expand_and_the_given_options_win():
+    """``preset=P`` is ``PRESETS[P]`` with the given options on top: the record (every resolved
+    option) equals that of the expanded call, an option given with it overrides the preset's,
+    ``resolved_options`` (experiment digests) agrees, and an unknown preset or one of an algorithm
+    without presets is refused naming ``preset``.
+    Mutations caught: the preset applied over the given options (``{**options, **preset}``: the
+    width override is lost); the preset's name recorded instead of its options."""
+    from ntkbo.algorithms.neural_bo import PRESETS
+
+    A = ntkbo.algorithms
+    for name, options in PRESETS.items():
+        assert A.neural_bo(preset=name).config == A.neural_bo(**options).config
+        assert A.resolved_options("neural_bo", preset=name) == A.resolved_options("neural_bo",
+                                                                                   **options)
+    mixed = A.get("neural_bo", preset="authors", width=64).config.to_json()
+    assert mixed["width"] == 64 and mixed["optimizer"] == "adam"
+    assert mixed["train_penalty"] == PRESETS["authors"]["train_penalty"]
+    assert "preset" not in mixed
+    with pytest.raises(ValueError, match="preset"):
+        A.neural_bo(preset="theory")
+    with pytest.raises(ValueError, match="preset"):
+        A.gp(preset="paper")

@@ -12,12 +12,20 @@ factories are wrapped here, once, by :func:`recorded`; the functions in the algo
 (``ntkbo.algorithms.gp_bo.gp``, ...) stay unwrapped and build algorithms without a record.
 ``same_algorithm`` tells whether two records describe the same algorithm (``gp_ucb`` is
 ``gp(acquisition="ucb")``).
+
+Presets: an algorithm module may define ``PRESETS`` (name -> options), e.g.
+``ntkbo.algorithms.neural_bo.PRESETS["paper"]``: ``get(name, preset=P, **options)`` (and the
+factory attributes, ``neural_bo(preset="paper", width=100)``) builds the factory with the preset's
+options, the ``options`` given overriding them. The record holds the resolved options, not the
+preset's name, so ``neural_bo(preset="paper")`` and ``neural_bo(**PRESETS["paper"])`` are the same
+algorithm, and an experiment cell's digest follows the options a preset stands for.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
@@ -98,13 +106,35 @@ def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults:
     return out
 
 
+def presets(name: str) -> dict:
+    """The presets (name -> options) of the factory behind algorithm ``name``: its module's
+    ``PRESETS``, ``{}`` if it has none."""
+    f = _FACTORIES.get(name)
+    f = getattr(f, "__wrapped__", f)
+    f = getattr(f, "func", f)
+    return dict(getattr(sys.modules.get(getattr(f, "__module__", ""), None), "PRESETS", {}))
+
+
+def with_preset(name: str, preset, options: dict) -> dict:
+    """``options`` on top of preset ``preset`` of algorithm ``name`` (``options`` alone when
+    ``preset`` is None); ``ValueError`` naming ``preset`` and the choices."""
+    if preset is None:
+        return dict(options)
+    choices = presets(name)
+    if preset not in choices:
+        have = f"one of {sorted(choices)}" if choices else "None (it has no presets)"
+        raise ValueError(f"algorithm {name!r}: preset must be {have}, got {preset!r}")
+    return {**choices[preset], **options}
+
+
 def recorded(name: str, factory):
     """``factory`` wrapped so that the ``Algorithm`` it returns carries ``name`` and its resolved
     ``Config`` (``ntkbo.base``), its ``**kwargs`` options with their defaults included; same
     signature and docstring (``inspect.signature`` follows ``__wrapped__``)."""
 
     @functools.wraps(factory)
-    def build(*args, **options):
+    def build(*args, preset=None, **options):
+        options = with_preset(name, preset, options)
         algo = factory(*args, **options)  # its own errors first (it validates its options)
         config = _resolve(factory, name, args, options, kwargs_defaults=True)
         return algo._replace(name=name, config=Config(config))
@@ -165,18 +195,18 @@ def for_problem(name: str, problem, **options) -> Algorithm:
     return get(name, **problem_options(name, problem, **options))
 
 
-def resolved_options(name: str, **options) -> dict:
-    """Every option of ``get(name, **options)``: the factory's signature defaults merged with
-    ``options`` (keyword arguments its ``**kwargs`` takes are kept as given). A required option
-    not given (PINN-BO's ``pde``, which the problem supplies) is left out. ``ValueError`` naming
-    the option if the factory does not take it.
+def resolved_options(name: str, preset=None, **options) -> dict:
+    """Every option of ``get(name, preset=preset, **options)``: the factory's signature defaults
+    merged with the preset's options and ``options`` (keyword arguments its ``**kwargs`` takes are
+    kept as given). A required option not given (PINN-BO's ``pde``, which the problem supplies) is
+    left out. ``ValueError`` naming the option if the factory does not take it.
 
     Unlike the ``Algorithm``'s ``config``, this leaves out the ``**kwargs`` defaults (``gp``'s
     ``num_candidates``, ...): experiment cells (``ntkbo.experiments.spec``) hash these options, so
     adding keys here would change every stored GP cell's digest and refuse to resume its run."""
     if name not in _FACTORIES:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
-    return _resolve(_FACTORIES[name], name, (), options)
+    return _resolve(_FACTORIES[name], name, (), with_preset(name, preset, options))
 
 
 def base_name(name: str) -> str:
@@ -235,6 +265,6 @@ def get(name: str, **options) -> Algorithm:
 __all__ = [
     "base_name", "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
-    "pinn_ntk_gp", "problem_options", "random_search", "record_differences", "recorded",
-    "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde",
+    "pinn_ntk_gp", "presets", "problem_options", "random_search", "record_differences", "recorded",
+    "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde", "with_preset",
 ]

@@ -178,7 +178,40 @@ LOSS_REDUCTIONS = ("sum", "mean")
 UNCERTAINTIES = ("dual", "primal", "diag")
 NU_SCHEDULES = ("repo",)
 SAMPLERS = ("sobol", "kronecker")
-INPUT_MAPS = ("sphere", "cube")
+INPUT_MAPS = ("sphere", "cube", "centered")
+
+#: Named settings: ``ntkbo.algorithms.neural_bo(preset=NAME, **options)`` starts from these, the
+#: ``options`` given override them (``ntkbo.algorithms``, "Presets").
+#:
+#: * ``"paper"``: Phan-Trong et al. (2023) as the paper states it (digest sections 3-4.1): width
+#:   500, one hidden layer, no biases, ``lam = 0.01``, ``nu = 1``, static features, GD from
+#:   ``theta_0`` at every round (TrainNN as Algorithm 2 writes it) with ``J = 200``, penalty toward
+#:   ``theta_0``, sum loss. Where the paper is silent (inputs, output scaling, candidates), ntkbo's
+#:   defaults stay (unit-sphere inputs, standardised outputs).
+#: * ``"authors"``: the authors' code, version A (digest 4.2), corrected for ntkbo's
+#:   parameterisation (issue 15 item 4): width 200, biases, inputs mapped to ``[-1, 1]^d``,
+#:   ``lam = 0.005``, ``nu = 3``, features at the current ``theta_t``, the full ``U`` (primal),
+#:   100 Adam steps per round from ``theta_{t-1}`` with Adam's state kept across rounds, weight
+#:   decay toward 0 and a mean loss, raw outputs, 50,000 Sobol candidates and nothing else. Their
+#:   ``torch.optim.Adam(lr=1e-3, weight_decay=lam)`` acts on the PyTorch weights ``W = W^ /
+#:   sqrt(m)`` of the hidden-to-output map; in ntkbo's ``W^`` its step is ``1e-3 sqrt(m)`` and its
+#:   decay ``lam / m`` (``d/dW^ = d/dW / sqrt m``; ``lam`` itself would decay the weights ``m``
+#:   times harder, which ``benchmarks/neuralbo_fit.py`` measures). Both numbers are for width 200:
+#:   a different ``width`` given with this preset does not rescale them. PyTorch's bias
+#:   initialisation ``U(+-1 / sqrt(fan_in))`` has std 0.04-0.4 here; ``b_std = 0.1``.
+PRESETS = {
+    "paper": dict(width=500, depth=1, lam=0.01, nu=1.0, activation="relu", W_std="paper",
+                  b_std=None, features="static", uncertainty="dual", optimizer="gd",
+                  learning_rate=None, num_steps=200, warm_start=False,
+                  keep_optimizer_state=False, reg_center="init", train_penalty=None,
+                  loss_reduction="sum"),
+    "authors": dict(width=200, depth=1, lam=0.005, nu=3.0, activation="relu", W_std="paper",
+                    b_std=0.1, input_map="centered", features="dynamic", uncertainty="primal",
+                    optimizer="adam", learning_rate=1e-3 * math.sqrt(200), num_steps=100,
+                    warm_start=True, keep_optimizer_state=True, reg_center="zero",
+                    train_penalty=0.005 / 200, loss_reduction="mean", standardize_y=False,
+                    num_candidates=50_000, num_best=0, num_perturbations=0, sampler="sobol"),
+}
 
 #: Default number of entries (rows x parameters, or rows x (factor width + capacity) in the dual
 #: form) evaluated per candidate chunk (~32 MB).
@@ -198,6 +231,7 @@ __all__ = [
     "variance_diag",
     "gd_learning_rate",
     "train",
+    "make_optimizer",
     "paper_W_std",
     "input_dim",
     "embed",
@@ -214,6 +248,7 @@ __all__ = [
     "posterior",
     "thompson_select",
     "nu_schedule",
+    "PRESETS",
 ]
 
 
@@ -236,6 +271,9 @@ class NeuralBOState(NamedTuple):
       train_r2: ``()`` the trained network's coefficient of determination on the training
         targets of the last update (``fit_r2``): how well TrainNN fits the data, which the
         paper's analysis assumes (issue 15 item 4).
+      opt_state: the optimiser's (optax) state after the last training, which the next one
+        continues from when ``keep_optimizer_state`` (the authors' code keeps its
+        ``torch.optim.Adam`` across rounds); its initial state otherwise, unused.
     """
 
     data: D.Data
@@ -246,6 +284,7 @@ class NeuralBOState(NamedTuple):
     train_loss: Array
     train_ok: Array
     train_r2: Array
+    opt_state: Any = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,8 +298,12 @@ def input_dim(d: int, input_map: str) -> int:
 
 def embed(z: Array, input_map: str) -> Array:
     """The network's input for unit-cube points ``z`` ``(n, d)``: ``to_sphere(z)`` ``(n, d + 1)``
-    for ``"sphere"``, ``z`` itself for ``"cube"`` (module docstring, "Inputs and outputs")."""
-    return to_sphere(z) if input_map == "sphere" else z
+    for ``"sphere"``, ``z`` itself for ``"cube"``, ``2 z - 1`` (the box mapped to ``[-1, 1]^d``,
+    the authors' code's normalisation) for ``"centered"`` (module docstring, "Inputs and
+    outputs")."""
+    if input_map == "sphere":
+        return to_sphere(z)
+    return 2.0 * z - 1.0 if input_map == "centered" else z
 
 
 def paper_W_std(d: int, depth: int) -> tuple[float, ...]:
@@ -428,18 +471,28 @@ def gd_learning_rate(g_data: Array, mask: Array, lam, reduction: str = "sum") ->
     return 1.0 / (lam + tr)
 
 
+def make_optimizer(optimizer: str, learning_rate) -> optax.GradientTransformation:
+    """TrainNN's optax optimiser: ``"gd"`` (``optax.sgd``, no momentum: its state is empty) or
+    ``"adam"`` (``optax.adam``) with step ``learning_rate`` (a number or a traced scalar; the
+    state's structure does not depend on it)."""
+    return optax.sgd(learning_rate) if optimizer == "gd" else optax.adam(learning_rate)
+
+
 def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, mask: Array, lam,
-          learning_rate, num_steps: int, *, optimizer: str = "gd", reduction: str = "sum"):
+          learning_rate, num_steps: int, *, optimizer: str = "gd", reduction: str = "sum",
+          opt_state=None, return_opt_state: bool = False):
     """TrainNN (Algorithm 2): ``num_steps`` full-batch steps on
     ``1/2 s sum_valid (h(z_i) - y_i)^2 + 1/2 lam |theta - center|^2`` from ``params_start``
     (``s = 1`` for ``reduction="sum"``, ``1/n`` for ``"mean"``), by gradient descent with step
-    ``learning_rate`` or by Adam.
+    ``learning_rate`` or by Adam, whose moments start from ``opt_state`` when given (a state of
+    ``make_optimizer(optimizer, .)``; the last training's, to continue it) and from zero otherwise.
 
     Returns:
       ``(params, loss_start, loss, ok)``: the iterate with the lowest loss (the last one whenever
       the loss decreases monotonically, as GD at the default rate does; never worse than the start),
       the loss at the start and at ``params``, and ``ok``: the last iterate is finite and no worse
-      than the start (False flags a divergent learning rate).
+      than the start (False flags a divergent learning rate). With ``return_opt_state``, the
+      optimiser's state after the last step is appended.
     """
     loss = _loss_fn(apply_fn, center, z, y, mask, lam, reduction)
     value_and_grad = jax.value_and_grad(loss)
@@ -447,10 +500,7 @@ def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, ma
     def select(c, a, b):
         return jax.tree_util.tree_map(lambda u, v: jnp.where(c, u, v), a, b)
 
-    if optimizer == "gd":
-        opt = optax.sgd(learning_rate)
-    else:
-        opt = optax.adam(learning_rate)
+    opt = make_optimizer(optimizer, learning_rate)
 
     def step(carry, _):
         p, s, best_p, best_l = carry
@@ -461,12 +511,14 @@ def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, ma
         return (optax.apply_updates(p, u), s, best_p, best_l), None
 
     l_start = loss(params_start)
-    init = (params_start, opt.init(params_start), params_start, l_start)
-    (p, _, best_p, best_l), _ = jax.lax.scan(step, init, None, length=num_steps)
+    s0 = opt.init(params_start) if opt_state is None else opt_state
+    init = (params_start, s0, params_start, l_start)
+    (p, s, best_p, best_l), _ = jax.lax.scan(step, init, None, length=num_steps)
     l_end = loss(p)
     ok = jnp.isfinite(l_end) & (l_end <= l_start)
     last = l_end <= best_l
-    return select(last, p, best_p), l_start, jnp.where(last, l_end, best_l), ok
+    out = (select(last, p, best_p), l_start, jnp.where(last, l_end, best_l), ok)
+    return out + (s,) if return_opt_state else out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -544,31 +596,34 @@ def fit_r2(apply_fn, params: Params, z: Array, y: Array, mask: Array) -> Array:
 
 def train_nn(apply_fn, feats, params0: Params, params: Params, z: Array, y: Array, mask: Array,
              lam, *, learning_rate, num_steps: int, optimizer: str, warm_start: bool,
-             reg_center: str, reduction: str):
+             reg_center: str, reduction: str, penalty=None, opt_state=None):
     """TrainNN (Alg. 2) with the options of ``neural_bo``: ``train`` from ``theta_0`` (or from
-    ``theta_{t-1}`` = ``params`` when ``warm_start``), penalised toward ``theta_0``
-    (``reg_center="init"``) or toward 0 (``"zero"``).
+    ``theta_{t-1}`` = ``params`` when ``warm_start``), penalised by ``1/2 penalty |theta - c|^2``
+    (``penalty=None``: ``lam``, the paper's) toward ``c = theta_0`` (``reg_center="init"``) or
+    toward 0 (``"zero"``: weight decay), continuing the optimiser's ``opt_state`` when given.
 
     The learning rate: ``learning_rate`` when given; otherwise for GD
-    ``gd_learning_rate(feats(z, start), mask, lam, reduction)`` ``= 1 / (lam + s tr K)`` at the
-    starting parameters, for Adam ``1e-2``.
+    ``gd_learning_rate(feats(z, start), mask, penalty, reduction)`` ``= 1 / (penalty + s tr K)``
+    at the starting parameters, for Adam ``1e-2``.
 
     Args:
       z: ``(C, d_in)`` the buffer's inputs as the network sees them; ``y`` ``(C,)`` the targets
         and ``mask`` ``(C,)`` the valid rows (``targets``).
 
     Returns:
-      ``train``'s ``(params, loss_start, loss, ok)``.
+      ``train``'s ``(params, loss_start, loss, ok, opt_state)``.
     """
     start = params if warm_start else params0
     center = params0 if reg_center == "init" else jax.tree_util.tree_map(jnp.zeros_like, params0)
+    penalty = lam if penalty is None else penalty
     if optimizer == "gd":
-        lr = (gd_learning_rate(feats(z, start), mask, lam, reduction)
+        lr = (gd_learning_rate(feats(z, start), mask, penalty, reduction)
               if learning_rate is None else learning_rate)
     else:
         lr = 1e-2 if learning_rate is None else float(learning_rate)
-    return train(apply_fn, start, center, z, y, mask, lam, lr, num_steps, optimizer=optimizer,
-                 reduction=reduction)
+    return train(apply_fn, start, center, z, y, mask, penalty, lr, num_steps,
+                 optimizer=optimizer, reduction=reduction, opt_state=opt_state,
+                 return_opt_state=True)
 
 
 def num_candidate_rows(num_candidates: int, num_best: int, num_perturbations: int,
@@ -722,7 +777,9 @@ def neural_bo(
     learning_rate: float | None = None,
     num_steps: int = 200,
     warm_start: bool = False,
+    keep_optimizer_state: bool = False,
     reg_center: str = "init",
+    train_penalty: float | None = None,
     loss_reduction: str = "sum",
     standardize_y: bool = True,
     q: int = 1,
@@ -754,7 +811,12 @@ def neural_bo(
       learning_rate: ``None`` for the default (GD: ``1 / (lam + s tr K)``; Adam: ``1e-2``).
       num_steps: ``J``, training steps per update.
       warm_start: start training from ``theta_{t-1}`` instead of ``theta_0``.
+      keep_optimizer_state: continue the optimiser's state (Adam's moments) from the last
+        round's training, as the authors' code does; needs ``warm_start``.
       reg_center: ``"init"`` (penalty toward ``theta_0``, paper) or ``"zero"`` (weight decay).
+      train_penalty: the training penalty's coefficient in ntkbo's parameterisation (``None``:
+        ``lam``, the paper's ``m lam / 2 |theta - theta_0|^2`` with its ``m`` absorbed); the
+        authors' code's weight decay ``lam`` is ``lam / width`` here (module docstring).
       loss_reduction: ``"sum"`` (paper) or ``"mean"`` of the squared errors.
       standardize_y: standardise the observations before training.
       q: points per suggest (``q`` independent draws).
@@ -798,9 +860,15 @@ def neural_bo(
     _check_positive("perturb_scale", perturb_scale, allow_zero=True)
     if chunk_size is not None:
         _check_int("chunk_size", chunk_size, 1)
-    for name, value in (("warm_start", warm_start), ("standardize_y", standardize_y)):
+    for name, value in (("warm_start", warm_start), ("standardize_y", standardize_y),
+                        ("keep_optimizer_state", keep_optimizer_state)):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be a bool, got {value!r}")
+    if keep_optimizer_state and not warm_start:
+        raise ValueError("keep_optimizer_state=True needs warm_start=True (the kept optimiser "
+                         "state belongs to the last round's parameters)")
+    if train_penalty is not None:
+        _check_positive("train_penalty", train_penalty, allow_zero=True)
     if isinstance(W_std, str):
         if W_std != "paper":
             raise ValueError(f"W_std must be 'paper' or scales, got {W_std!r}")
@@ -810,7 +878,8 @@ def neural_bo(
     net = functools.lru_cache(maxsize=None)(
         lambda d: network(d, depth, width, activation, W_std, b_std, input_map))
     train_opts = dict(learning_rate=learning_rate, num_steps=num_steps, optimizer=optimizer,
-                      warm_start=warm_start, reg_center=reg_center, reduction=loss_reduction)
+                      warm_start=warm_start, reg_center=reg_center, reduction=loss_reduction,
+                      penalty=train_penalty)
     cand_opts = dict(num_candidates=num_candidates, num_best=num_best,
                      num_perturbations=num_perturbations, perturb_scale=perturb_scale,
                      sampler=sampler)
@@ -826,9 +895,10 @@ def neural_bo(
             u = G.empty_factor(capacity, bounds.dtype)
         else:
             u = init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype)
+        opt_state = make_optimizer(optimizer, 1.0).init(params0)
         return NeuralBOState(D.empty(capacity, d, bounds.dtype), bounds, params0, params0, u,
                              jnp.zeros((2,), bounds.dtype), jnp.ones((), bool),
-                             jnp.full((), jnp.nan, bounds.dtype))
+                             jnp.full((), jnp.nan, bounds.dtype), opt_state)
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
@@ -847,10 +917,12 @@ def neural_bo(
             u = update_u(state.u, feats, theta_feat, embed(to_unit(x, state.bounds), input_map),
                          add, uncertainty)
         ys, m = targets(data, standardize_y)
-        params, l0, l1, ok = train_nn(apply_fn, feats, state.params0, state.params, z, ys, m, lam,
-                                      **train_opts)
+        params, l0, l1, ok, opt_state = train_nn(
+            apply_fn, feats, state.params0, state.params, z, ys, m, lam,
+            opt_state=state.opt_state if keep_optimizer_state else None, **train_opts)
         return state._replace(data=data, u=u, params=params, train_loss=jnp.stack([l0, l1]),
-                              train_ok=ok, train_r2=fit_r2(apply_fn, params, z, ys, m))
+                              train_ok=ok, train_r2=fit_r2(apply_fn, params, z, ys, m),
+                              opt_state=opt_state if keep_optimizer_state else state.opt_state)
 
     def suggest(key, state):
         d = state.bounds.shape[-1]
