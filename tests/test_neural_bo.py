@@ -371,7 +371,7 @@ def test_vmap_over_keys_equals_separate_runs(default_algo):
         (dict(depth=0), "depth"),
         (dict(b_std=-1.0), "b_std"),
         (dict(input_map="ball"), "input_map"),
-        (dict(keep_optimizer_state=True), "keep_optimizer_state"),
+        (dict(keep_optimizer_state=True, warm_start=False), "keep_optimizer_state"),
         (dict(keep_optimizer_state=1, warm_start=True), "keep_optimizer_state"),
         (dict(train_penalty=-1.0), "train_penalty"),
     ],
