@@ -229,6 +229,8 @@ def main(argv=None) -> int:
     parser.add_argument("--keys", default="reporting", choices=sorted(KEY_RANGES),
                         help="key range: reporting (the protocol) or tuning (choosing defaults)")
     parser.add_argument("--seeds", type=int, default=16, help="keys per cell (protocol: 16)")
+    parser.add_argument("--members", default=None,
+                        help="comma-separated dev members to run (default: all 14)")
     parser.add_argument("--variant", action="append", default=None,
                         help="LABEL=NAME[:JSON options], repeated: run these instead of every "
                              "algorithm's defaults (random search is always added)")
@@ -243,7 +245,14 @@ def main(argv=None) -> int:
             parser.error(str(err))
         if not any(a.id == REFERENCE for a in algorithms):
             algorithms.append(S.AlgorithmSpec(name=REFERENCE))
-    spec = dev_spec(algorithms, keys=args.keys, seeds=args.seeds)
+    members = None
+    if args.members:
+        members = [m for m in args.members.split(",") if m]
+        unknown = sorted(set(members) - set(suites.suite("dev")))
+        if unknown:
+            parser.error(f"--members: unknown dev members {unknown}; "
+                         f"choose from {sorted(suites.suite('dev'))}")
+    spec = dev_spec(algorithms, members=members, keys=args.keys, seeds=args.seeds)
     if not args.report_only:
         only = None if args.only is None else [a for a in args.only.split(",") if a]
         ntkbo.experiments.run(spec, args.out, args.scale, progress=True, only=only,
