@@ -14,11 +14,13 @@ factories are wrapped here, once, by :func:`recorded`; the functions in the algo
 ``gp(acquisition="ucb")``).
 
 Presets: an algorithm module may define ``PRESETS`` (name -> options), e.g.
-``ntkbo.algorithms.neural_bo.PRESETS["paper"]``: ``get(name, preset=P, **options)`` (and the
-factory attributes, ``neural_bo(preset="paper", width=100)``) builds the factory with the preset's
-options, the ``options`` given overriding them. The record holds the resolved options, not the
-preset's name, so ``neural_bo(preset="paper")`` and ``neural_bo(**PRESETS["paper"])`` are the same
-algorithm, and an experiment cell's digest follows the options a preset stands for.
+``ntkbo.algorithms.neural_bo.PRESETS["paper"]``, or, when the names it serves have different
+settings, ``PRESETS_BY_NAME`` (registry name -> presets; :func:`presets`). ``get(name, preset=P,
+**options)`` (and the factory attributes, ``neural_bo(preset="paper", width=100)``) builds the
+factory with the preset's options, the ``options`` given overriding them. The record holds the
+resolved options, not the preset's name, so ``neural_bo(preset="paper")`` and
+``neural_bo(**PRESETS["paper"])`` are the same algorithm, and an experiment cell's digest follows
+the options a preset stands for.
 """
 
 from __future__ import annotations
@@ -107,12 +109,19 @@ def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults:
 
 
 def presets(name: str) -> dict:
-    """The presets (name -> options) of the factory behind algorithm ``name``: its module's
-    ``PRESETS``, ``{}`` if it has none."""
+    """The presets (name -> options) of algorithm ``name``, from the module of the factory behind
+    it: its ``PRESETS_BY_NAME[name]`` if it has that entry, else its ``PRESETS`` (which then holds
+    for every name of the module); ``{}`` if none. ``PRESETS_BY_NAME`` (registry name -> presets)
+    is for a module whose names have different settings in their papers (``neural_ucb`` /
+    ``neural_ts``, two factories; ``dngo`` / ``neural_lin_ts``, two partials of one). A preset of
+    a partial's name must leave the argument the partial fixes as it is (``tests/test_presets.py``
+    checks it: ``gp_ucb(preset=...)`` stays UCB)."""
     f = _FACTORIES.get(name)
     f = getattr(f, "__wrapped__", f)
     f = getattr(f, "func", f)
-    return dict(getattr(sys.modules.get(getattr(f, "__module__", ""), None), "PRESETS", {}))
+    module = sys.modules.get(getattr(f, "__module__", ""), None)
+    by_name = getattr(module, "PRESETS_BY_NAME", {})
+    return dict(by_name[name] if name in by_name else getattr(module, "PRESETS", {}))
 
 
 def with_preset(name: str, preset, options: dict) -> dict:
