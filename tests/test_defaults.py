@@ -110,3 +110,27 @@ def test_table_equals_independent_computations(smoke_study):
     np.testing.assert_allclose([t["rows"][a]["average_rank"] for a in t["algorithms"]], ranks)
     text = D.render(t)
     assert "| random_search |" in text and "| rs2 |" in text
+    # the header names the key range the cells ran on (reporting here)
+    assert "reporting keys (PRNGKey(100000 + i))" in text
+    assert t["seed_offset"] == suites.REPORTING_KEYS.start
+
+
+def test_tuning_keys_and_variants():
+    """``--keys tuning`` moves the seeds into ``TUNING_KEYS`` (disjoint from the reporting ones) and
+    ``--variant LABEL=NAME:JSON`` becomes a labelled ``AlgorithmSpec``; a misspelt algorithm or
+    option is refused naming ``--variant``. Mutations caught: ``keys`` ignored (the offset stays
+    in the reporting range); the label dropped (two variants of one algorithm would share cell
+    ids); options not checked against the factory."""
+    spec = D.dev_spec(["random_search"], keys="tuning", seeds=8)
+    assert spec.seed_offset in suites.TUNING_KEYS and spec.seeds == 8
+    assert {c.seeds for c in spec.resolve("cpu")} == {8}
+    assert not set(range(spec.seed_offset, spec.seed_offset + 8)) & set(suites.REPORTING_KEYS)
+    with pytest.raises(ValueError, match="keys"):
+        D.dev_spec(keys="fresh")
+    v = D.parse_variant('warm=neural_bo:{"warm_start": false, "width": 64}')
+    assert (v.label, v.name, dict(v.options)) == ("warm", "neural_bo",
+                                                  {"warm_start": False, "width": 64})
+    assert D.parse_variant("gp_ei").id == "gp_ei"
+    for bad in ("x=no_such_algo", 'x=neural_bo:{"warmstart": true}', "x=neural_bo:[1]"):
+        with pytest.raises(ValueError, match="--variant"):
+            D.parse_variant(bad)
