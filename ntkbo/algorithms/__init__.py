@@ -136,6 +136,22 @@ def with_preset(name: str, preset, options: dict) -> dict:
     return {**choices[preset], **options}
 
 
+def preset_differences(name: str, preset: str) -> dict:
+    """Where algorithm ``name``'s defaults differ from its preset ``preset``: option ->
+    ``(default, preset value)``, each as ``ntkbo.base.describe`` writes it (so functions and
+    arrays compare by what they are), in the factory's option order. ``ValueError`` naming
+    ``preset`` for one ``name`` does not have."""
+    with_preset(name, preset, {})  # the error for an unknown preset
+    default = resolved_options(name)
+    chosen = resolved_options(name, preset=preset)
+    out = {}
+    for k in chosen:
+        a, b = describe(default.get(k))[0], describe(chosen[k])[0]
+        if a != b:
+            out[k] = (a, b)
+    return out
+
+
 def recorded(name: str, factory):
     """``factory`` wrapped so that the ``Algorithm`` it returns carries ``name`` and its resolved
     ``Config`` (``ntkbo.base``), its ``**kwargs`` options with their defaults included; same
@@ -274,6 +290,7 @@ def get(name: str, **options) -> Algorithm:
 __all__ = [
     "base_name", "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
-    "pinn_ntk_gp", "presets", "problem_options", "random_search", "record_differences", "recorded",
-    "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde", "with_preset",
+    "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",
+    "record_differences", "recorded", "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde",
+    "with_preset",
 ]
