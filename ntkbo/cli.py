@@ -20,7 +20,7 @@ program: ``ntkbo run ... --seed-index I`` re-runs only the block holding seed ``
 keys, block size and chunk, and reproduces its stored trajectory exactly. On CPU the default block
 is one seed per call (``ntkbo.experiments.runner.default_block``; vmapped seeds gain nothing
 there and jaxlib's batched LAPACK can hang), so seed ``I`` is also ``loop.minimize_chunks(algo,
-problem, budget, keys[I:I + 1], n_init=..., chunk=...)`` with ``keys =
+problem, budget, keys[I:I + 1], n_init=..., chunk=..., min_capacity=...)`` with ``keys =
 jax.random.split(PRNGKey(seed), seeds)``.
 """
 
@@ -40,13 +40,21 @@ import numpy as np
 
 #: The layout version of ``results.json`` (2: schema, resolved options, n_init, q, dtype, versions,
 #: device, command and git revision added; 3: the algorithm's name and config from its
-#: ``Algorithm`` record with ``config_reproducible``, ``block``, ``seed_index``, ``config_file``).
-RESULTS_SCHEMA = 3
+#: ``Algorithm`` record with ``config_reproducible``, ``block``, ``seed_index``, ``config_file``;
+#: 4: ``min_capacity``).
+RESULTS_SCHEMA = 4
 
 #: The keys of a ``ntkbo run --config`` TOML file and their defaults (``None``: none or required).
 CONFIG_KEYS = {"algo": None, "problem": None, "dim": None, "budget": 50, "seeds": 4, "seed": 0,
                "n_init": None, "noise_std": None, "chunk": 5, "block": None, "seed_index": None,
-               "out": "runs/latest", "plot": True, "options": {}}
+               "min_capacity": 64, "out": "runs/latest", "plot": True, "options": {}}
+
+#: ``ntkbo run``'s smallest buffer capacity (``--min-capacity``): the run compiles one program per
+#: capacity stage (``ntkbo.loop.plan``), and below 64 observations a step costs next to nothing
+#: at any capacity, so starting at 64 saves the 16- and 32-stages' tracing and compiling (a
+#: 30-evaluation run compiles one stage instead of two). The library's drivers keep
+#: ``ntkbo.loop.MIN_CAPACITY``.
+RUN_MIN_CAPACITY = CONFIG_KEYS["min_capacity"]
 
 
 def read_config(path: str) -> dict:
@@ -160,13 +168,14 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         n_init: int | None, out: str | None, options: dict, problem_options: dict,
         seed: int = 0, chunk: int = 5, quiet: bool = False, make_plot: bool = True,
         command: str | None = None, block: int | None = None, seed_index: int | None = None,
-        config_file: dict | None = None) -> dict:
+        config_file: dict | None = None, min_capacity: int = RUN_MIN_CAPACITY) -> dict:
     """Runs ``seeds`` seeds of an algorithm on a benchmark; returns the JSON-able record.
 
     The seeds' keys are ``jax.random.split(PRNGKey(seed), seeds)``; they run ``block`` at a time
     (vmapped; default one on CPU, all elsewhere). With ``seed_index = I`` only the block holding
     seed ``I`` runs and the record holds seed ``I`` alone, bit-identical to its trajectory in the
     full run (module docstring). ``config_file``: the settings read by ``--config``, recorded.
+    ``min_capacity``: the buffers' smallest capacity, a power of two (``RUN_MIN_CAPACITY``).
 
     Every argument is checked before anything is compiled or run (``ValueError`` naming the
     option): the counts, the algorithm's options (by its factory) and that ``out`` is writable."""
@@ -175,6 +184,9 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     check_int("--seeds", seeds, 1)
     check_int("--chunk", chunk, 1)
     check_int("--budget", budget, 1)
+    check_int("--min-capacity", min_capacity, 1)
+    if min_capacity & (min_capacity - 1):
+        raise ValueError(f"--min-capacity must be a power of two, got {min_capacity}")
     if n_init is not None:
         check_int("--n-init", n_init, 1)
     if block is not None:
@@ -215,7 +227,8 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     for b in starts:
         last = None
         for progress in loop.minimize_chunks(algo, problem, budget, keys[b:b + block],
-                                             n_init=n_init, chunk=chunk):
+                                             n_init=n_init, chunk=chunk,
+                                             min_capacity=min_capacity):
             bar.update(finished + progress.done * progress.f.shape[0] - bar.n)
             bar.set_postfix(best=f"{np.fmin.reduce(progress.f, axis=1).mean():.4g}")
             last = progress
@@ -248,6 +261,7 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         "problem": problem.name, "dim": int(problem.dim), "noise_std": float(problem.noise_std),
         "optimum": optimum, "budget": budget, "seeds": seeds, "seed": seed,
         "block": block, "seed_index": seed_index, "config_file": config_file,
+        "min_capacity": min_capacity,
         "n_init": int(loop.default_n_init(problem, budget) if n_init is None else n_init),
         "q": loop.batch_size(algo, problem),
         "dtype": "float64" if jax.config.jax_enable_x64 else "float32",
@@ -421,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
                    "(default 5)")
     r.add_argument("--block", type=int, default=None,
                    help="seeds vmapped per call (default: 1 on CPU, all elsewhere)")
+    r.add_argument("--min-capacity", type=int, default=None, metavar="C",
+                   help="the buffers' smallest capacity, a power of two (default "
+                   f"{RUN_MIN_CAPACITY}: fewer capacity stages to compile)")
     r.add_argument("--seed-index", type=int, default=None, metavar="I",
                    help="re-run only seed I, bit-identical to its trajectory in the full run "
                    "with the same settings (module docstring)")
@@ -525,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
                   seed=cfg["seed"], chunk=cfg["chunk"], make_plot=cfg["plot"],
                   command=" ".join(["ntkbo", *(sys.argv[1:] if argv is None else argv)]),
                   block=cfg["block"], seed_index=cfg["seed_index"],
-                  config_file=None if args.config is None else
+                  min_capacity=cfg["min_capacity"], config_file=None if args.config is None else
                   {"path": args.config, "settings": cfg["file"]})
     except (ValueError, TypeError) as err:
         print(f"ntkbo: error: {err}", file=sys.stderr)

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 
 import ntkbo
-from ntkbo import cli
+from ntkbo import cli, loop
 
 
 def test_run_writes_results_that_match_minimize(tmp_path, capsys):
@@ -48,6 +48,24 @@ def test_bad_names_exit_with_a_clear_error(capsys):
     assert cli.main(["run", "--algo", "gp", "--problem", "branin", "--budget", "2",
                      "--n-init", "5", "--out", ""]) == 2
     assert "n_init" in capsys.readouterr().err
+
+
+def test_min_capacity_is_checked_and_recorded(tmp_path, capsys):
+    """``--min-capacity`` must be a power of two (``ntkbo.data.next_capacity`` rounds capacities
+    up to one; another value would silently mean a different one); the value run is in
+    ``results.json``, since bit-identical reruns need it. One capacity stage for a 30-evaluation
+    run at the default (two at the library's 16). Mutations caught: the check dropped; the
+    record missing the field."""
+    assert cli.main(["run", "--algo", "random_search", "--problem", "branin", "--min-capacity",
+                     "48", "--out", ""]) == 2
+    assert "--min-capacity must be a power of two" in capsys.readouterr().err
+    out = tmp_path / "o"
+    assert cli.main(["--no-cache", "run", "--algo", "random_search", "--problem", "branin",
+                     "--budget", "6", "--seeds", "1", "--min-capacity", "8", "--out", str(out),
+                     "--no-plot"]) == 0
+    assert json.loads((out / "results.json").read_text())["min_capacity"] == 8
+    assert len(loop.plan(30, 4, 1, cli.RUN_MIN_CAPACITY)) == 1
+    assert len(loop.plan(30, 4, 1, loop.MIN_CAPACITY)) == 2
 
 
 def test_list(capsys):

@@ -241,7 +241,8 @@ def test_run_config_file_with_flag_overrides_and_unknown_keys(tmp_path, capsys):
     assert rec["budget"] == 7 and rec["seeds"] == 2 and rec["n_init"] == 3
     assert rec["algorithm"] == "random_search" and rec["resolved_options"] == {"q": 1}
     assert rec["config_file"]["settings"]["budget"] == 6 and not (out / "best_so_far.png").exists()
-    assert rec["schema"] == 3 and rec["config_reproducible"] and len(rec["runs"][0]["y"]) == 7
+    assert rec["schema"] == cli.RESULTS_SCHEMA and rec["config_reproducible"]
+    assert len(rec["runs"][0]["y"]) == 7 and rec["min_capacity"] == cli.RUN_MIN_CAPACITY
     bad = tmp_path / "bad.toml"
     bad.write_text('algo = "random_search"\nproblem = "branin"\nbugdet = 6\n')
     assert cli.main(["run", "--config", str(bad), "--out", ""]) == 2
