@@ -424,7 +424,6 @@ def test_bad_arguments_raise_naming_the_argument():
         (S.sto_bnts, dict(num_steps=0), "num_steps"),
         (S.sto_bnts, dict(optimizer="levenberg_marquardt", num_steps=0), "num_steps"),
         (S.sto_bnts, dict(optimizer="levenberg_marquardt", tol=-1e-4), "tol"),
-        (S.sto_bnts, dict(tol=1e-4), "tol"),  # the default "linearized" has no iterations
         (S.sto_bnts, dict(learning_rate=-1e-3), "learning_rate"),
         (S.sto_bnts, dict(loss_reduction="max"), "loss_reduction"),
         (S.sto_bnts, dict(perturb_targets=1), "perturb_targets"),

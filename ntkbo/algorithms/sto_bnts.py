@@ -146,14 +146,15 @@ sphere and ``sigma = 0.1`` (the paper leaves both open; the authors' code uses 0
 default differs:** the training, ``optimizer="linearized"`` (the exact posterior sample of the
 network linearised at ``theta_0``; "Training" above for the measurement), where the paper trains
 the network itself by GD till convergence: that is ``optimizer="levenberg_marquardt",
-num_steps=300, tol=1e-4`` (the same minimiser, reached far faster than GD), and the former
-default ``optimizer="levenberg_marquardt"`` (10 steps, not converged). The authors'
-code's variants: ``parameterization="standard", W_std=1.5, b_std=0.05, input_map="ball"`` (with
-the precision-weighted regulariser),
-``optimizer="gd", learning_rate=1e-3, num_steps=10_000, loss_reduction="mean"``, and
-``fixed_key=True``: the same ``q`` networks ``(theta_0, theta_0')`` every round (the code re-creates
-``PRNGKey(10)`` inside its loop, digest section 1.9.1; here the fixed key is drawn once per run in
-``init``), contrary to the paper's independent draws.
+num_steps=300, tol=1e-4`` (the same minimiser, reached far faster than GD; ``preset="paper"``,
+which also has the paper's query search, :data:`PRESETS_BY_NAME`), and the former default
+``optimizer="levenberg_marquardt"`` (10 steps, not converged; ``preset="former"``). The authors'
+code's variants (``preset="authors"``): ``parameterization="standard", W_std=1.5,
+b_std=0.05, input_map="ball"`` (with the precision-weighted regulariser), ``optimizer="gd",
+learning_rate=1e-3, num_steps=10_000, loss_reduction="mean"``, and ``fixed_key=True``: the
+same ``q`` networks ``(theta_0, theta_0')`` every round (the code re-creates ``PRNGKey(10)``
+inside its loop, digest section 1.9.1; here the fixed key is drawn once per run in ``init``),
+contrary to the paper's independent draws.
 
 **Randomness** (:func:`member_keys`). ``suggest``'s key is split into the network key and the
 optimiser key; the network key into ``q`` member keys, each giving ``(theta_0, theta_0')`` (one
@@ -204,6 +205,42 @@ ACQ_METHODS = optimize.METHODS
 LM_DAMPING = (0.0, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 #: Number of best observed points the acquisition optimiser starts from (and perturbs).
 NUM_BEST = 4
+
+
+#: Named settings (``ntkbo.algorithms.sto_bnts(preset=NAME, **options)``; ``ntkbo.algorithms``,
+#: "Presets"; digest sections 1.8, 1.9, 5.4), per registry name:
+#:
+#: * ``"paper"``: the paper's experiments (L = 2, m = 256, ReLU, NTK parameterisation without
+#:   biases, ``beta = 1``, no target perturbation, fresh networks every round) with the network
+#:   trained on (1) "till convergence": Levenberg-Marquardt until a step gains less than 1e-4 of
+#:   the loss, at most 300 steps (GD's minimiser, reached in far fewer steps; module docstring,
+#:   "Training"), the query by 10,000 random points and L-BFGS from 100 starts. The input map and
+#:   ``sigma`` are open in the paper: the defaults' (the sphere, 0.1). STO-BNTS-Linear: the same
+#:   network and query (its training is the closed form either way).
+#: * ``"authors"`` (STO-BNTS; the Lunar-Lander code): standard parameterisation with ``W_std=1.5,
+#:   b_std=0.05`` and inputs in ``[0, 1]^d`` (``"ball"``), 10,000 full-batch GD steps of ``1e-3`` on
+#:   the mean loss, the same ``q`` networks every round, the paper's query search. Not expressible:
+#:   its raw, unstandardised targets (ntkbo standardises; ``sigma`` is then relative).
+#: * ``"former"`` (STO-BNTS): the defaults before issue 15, 10 Levenberg-Marquardt steps.
+#:
+#: The defaults differ from ``"paper"`` in the training (``optimizer="linearized"``, the exact
+#: posterior sample; module docstring) and the cheaper query search.
+_PAPER_QUERY = dict(num_candidates=10_000, num_restarts=100, acq_method="lbfgs")
+_PAPER_NET = dict(width=256, depth=2, activation="relu", W_std="paper", b_std=None,
+                  parameterization="ntk", beta=1.0, perturb_targets=False, fixed_key=False)
+PRESETS_BY_NAME = {
+    "sto_bnts": {
+        "paper": dict(**_PAPER_NET, optimizer="levenberg_marquardt", num_steps=300, tol=1e-4,
+                      **_PAPER_QUERY),
+        "authors": dict(width=256, depth=2, activation="relu", sigma=0.1, beta=1.0,
+                        perturb_targets=False, parameterization="standard", W_std=1.5,
+                        b_std=0.05, input_map="ball", optimizer="gd", learning_rate=1e-3,
+                        num_steps=10_000, loss_reduction="mean", tol=None, fixed_key=True,
+                        **_PAPER_QUERY),
+        "former": dict(optimizer="levenberg_marquardt", num_steps=10),
+    },
+    "sto_bnts_linear": {"paper": dict(**_PAPER_NET, **_PAPER_QUERY)},
+}
 
 
 class StoBntsState(NamedTuple):
@@ -648,11 +685,8 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
     if num_steps is None:
         num_steps = default_num_steps(optimizer)
     _check_int("num_steps", num_steps, 0 if optimizer == "gd" else 1)
-    if tol is not None:
+    if tol is not None:  # used by Levenberg-Marquardt only (like num_steps, unused otherwise)
         _check_positive("tol", tol)
-        if optimizer != "levenberg_marquardt":
-            raise ValueError(f"tol applies to optimizer='levenberg_marquardt' only, got "
-                             f"optimizer={optimizer!r}")
     if learning_rate is not None:
         _check_positive("learning_rate", learning_rate)
     check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
@@ -780,15 +814,17 @@ def sto_bnts(
         the network linearised at ``theta_0``, the exact sample-then-optimise posterior sample,
         which the network trained on (1) misses by 0.2-0.4 posterior sd at width 256 however long
         it trains; module docstring, "Training"), ``"levenberg_marquardt"`` (the network itself:
-        the paper's training "till convergence" is ``num_steps=300, tol=1e-4``; the former
-        default is 10 steps) or ``"gd"`` (the paper's gradient descent; the authors' code).
+        the paper's training "till convergence" is ``num_steps=300, tol=1e-4``,
+        ``preset="paper"``; the former default is 10 steps, ``preset="former"``) or ``"gd"``
+        (the paper's gradient descent; the authors' code, ``preset="authors"``).
       num_steps: training steps (``None``: 10 Levenberg-Marquardt or 10,000 GD steps; unused by
         ``"linearized"``).
       learning_rate: GD step (``None``: the stable default of the module docstring; authors' code
         ``1e-3`` with ``loss_reduction="mean"``).
       loss_reduction: ``"sum"`` (loss (1)) or ``"mean"`` (authors' code); changes GD's scale only.
-      tol: Levenberg-Marquardt only: stop after the first step that lowers (1) by less than
-        ``tol`` times its value (at most ``num_steps``); ``None``: exactly ``num_steps`` steps.
+      tol: Levenberg-Marquardt only (unused otherwise): stop after the first step that lowers
+        (1) by less than ``tol`` times its value (at most ``num_steps``); ``None``: exactly
+        ``num_steps`` steps (``preset="paper"``: ``num_steps=300, tol=1e-4``).
       fixed_key: reuse the same ``q`` networks every round (authors' code), not the paper's fresh
         ones.
       num_candidates, num_restarts, num_acq_steps, acq_method: the arguments ``num_candidates``,
