@@ -15,8 +15,8 @@ the same for every trainer here), and the paper's claim is that the finite netwo
 draws them) and each training configuration this script measures:
 
 * ``loss gap``: ``(L(theta) - L_best) / L_best``, the relative optimality gap on the nonlinear loss
-  (1), ``L_best`` the lowest loss any configuration of the table reached for that member (the
-  nonlinear minimiser has no closed form; the 300-step Levenberg-Marquardt row is the reference);
+  (1), ``L_best`` the lowest loss any network-training row of the table reached for that member
+  (the nonlinear minimiser has no closed form; in practice the 300-step or ``tol`` row);
   for the ``"linearized"`` row, which minimises (1) for the linearised network, the gap is to that
   problem's closed-form minimum ``L_lin* = lam r^T (K_XX + lam I)^-1 r``, ``r = y - g(X)``;
 * ``|f - f_lin*| / sd``: the RMS over test points of the distance of the trained member's values to
