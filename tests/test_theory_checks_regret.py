@@ -75,3 +75,39 @@ def test_t_dependent_parameters():
     assert RS.go_ucb_phases(16) == (4, 12) and RS.go_ucb_phases(128) == (11, 117)
     assert abs(RS.beta_ucb(64, 2) - 2 * math.log(64 * 64**2 * math.pi**2 / 0.6)) < 1e-12
     assert abs(RS.log_allowance(H) - 1 / math.log(math.sqrt(16 * 128))) < 1e-12
+
+
+def test_posterior_smb_gets_theorem_3_parameters():
+    """Neural Greedy's row runs PosteriorSMB in Theorem 3's setting: ``sigma^2 = 1 + 2/T`` with
+    ``T`` the run's own budget (seed-004 digest 4.2), no exploration phase (``T_e = 0``), the
+    experiments' ``nu = 1``; read back from the algorithm's record (``ntkbo.algorithms``' resolved
+    options, which is what the factory was called with). Mutations caught: ``sigma = 1 + 2/T``
+    (the variance passed as the standard deviation); ``sigma^2 = 1 + 2/T`` at a fixed ``T``
+    rather than the run's; ``smb="simple"`` (Theorem 3 is about PosteriorSMB)."""
+    s = RS.SCALES["cpu"]
+    for T in s["horizons"]:
+        cfg = RS._algorithm("posterior_smb", s, T).config
+        # 1e-12: the rounding of one sqrt and its square.
+        assert abs(cfg["sigma"] ** 2 - (1.0 + 2.0 / T)) < 1e-12, (T, cfg["sigma"])
+        assert cfg["smb"] == "posterior" and cfg["nu"] == 1.0 and cfg["num_explore"] == 0
+    assert RS.THEOREM["posterior_smb"] == 1.5 - 1.0 / s["d"]  # Remark 4: 3/2 - 1/d
+    assert RS.ALGORITHMS[:5] == ("ntk_gp_ucb", "ntk_gp_ts", "neural_bo", "sto_bnts", "go_ucb")
+
+
+def test_linear_regret_replaces_the_greedy_factory():
+    """Under ``linear_regret`` the factory the Neural Greedy row calls is the constant-point
+    method: its ``suggest`` returns the same point for different keys after the design (so the
+    row's increments exponent is 1, as for the other rows). Mutation caught: the
+    ``("ntkbo.algorithms", "neural_greedy")`` entry left out of ``faults.PATCHES``."""
+    import jax.numpy as jnp
+
+    from theory_checks import faults
+
+    bounds = jnp.stack([jnp.zeros(2), jnp.ones(2)])
+    with faults.inject("linear_regret"):
+        algo = RS._algorithm("posterior_smb", RS.SCALES["smoke"], 16)
+        state = algo.init(KEY, bounds, 8)
+        x1 = algo.suggest(jax.random.PRNGKey(1), state)[0]
+        x2 = algo.suggest(jax.random.PRNGKey(2), state)[0]
+    np.testing.assert_array_equal(np.asarray(x1), np.asarray(x2))
+    assert RS._algorithm("posterior_smb", RS.SCALES["cpu"], 16).config["smb"] == "posterior"

@@ -33,9 +33,9 @@ The faults (``FAULTS``; ``F`` a float parameter, written ``name:F``):
 * ``pinn_wrong_operator``: PINN-BO's kernel blocks ``pinn_bo.pinn_kernels`` built with the operator
   ``N[f] + f`` instead of ``N[f]`` (a zeroth-order term too many: Helmholtz for Laplace).
 * ``linear_regret``: every algorithm factory the regret check calls (``ntkbo.algorithms.ntk_gp``,
-  ``neural_bo``, ``sto_bnts``, ``go_ucb``) returns random search with a *fixed* key: after the
-  initial design it evaluates the same point every round, so its per-round regret is the constant
-  ``f(x_0) - f*``.
+  ``neural_bo``, ``sto_bnts``, ``go_ucb``, ``neural_greedy``) returns random search with a *fixed*
+  key: after the initial design it evaluates the same point every round, so its per-round regret
+  is the constant ``f(x_0) - f*``.
 * ``cbo_sigma_scale:F``: Neural-CBO's ``neural_cbo.posterior_moments`` returning the variance
   times ``F^2`` (confidence bands ``F`` times as wide; ``suggest`` calls it by module attribute,
   so the runs see it too).
@@ -79,7 +79,8 @@ PATCHES: dict[str, tuple[tuple[str, str], ...]] = {
                               ("ntkbo.algorithms.neural_bo", "extend_dual_factor")),
     "pinn_wrong_operator": (("ntkbo.algorithms.pinn_bo", "pinn_kernels"),),
     "linear_regret": (("ntkbo.algorithms", "ntk_gp"), ("ntkbo.algorithms", "neural_bo"),
-                      ("ntkbo.algorithms", "sto_bnts"), ("ntkbo.algorithms", "go_ucb")),
+                      ("ntkbo.algorithms", "sto_bnts"), ("ntkbo.algorithms", "go_ucb"),
+                      ("ntkbo.algorithms", "neural_greedy")),
     "cbo_sigma_scale": (("ntkbo.algorithms.neural_cbo", "posterior_moments"),),
 }
 
