@@ -315,8 +315,11 @@ def _algorithm(name, s, T):
         return ntkbo.algorithms.neural_bo(width=s["width"], num_steps=50, num_candidates=256,
                                           num_perturbations=64)
     if name == "sto_bnts":
+        # the trained network (its default is now the linearised closed form): the algorithm
+        # whose regret the row has measured since it was written
         return ntkbo.algorithms.sto_bnts(width=s["width"], depth=2, num_steps=4,
-                                         num_candidates=256, num_restarts=2, num_acq_steps=10)
+                                         optimizer="levenberg_marquardt", num_candidates=256,
+                                         num_restarts=2, num_acq_steps=10)
     if name == "go_ucb":
         n, horizon = go_ucb_phases(T)
         return ntkbo.algorithms.go_ucb(horizon=horizon, n_explore=n, lam="paper",
