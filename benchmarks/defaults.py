@@ -126,7 +126,8 @@ def table(out: str) -> dict:
     """The protocol's numbers from the cells stored in ``out`` (module docstring): per algorithm
     ``mean_normalised_regret``, ``average_rank``, ``beats``, ``worse``, ``problems`` (run),
     ``not_finite`` (seeds whose final value is not finite); per problem the normalised regrets
-    and BH-adjusted p-values. Algorithms are ranked only over the problems every one of them ran."""
+    and BH-adjusted p-values. Ranks are among the algorithms that ran every problem (``ranked``),
+    over all problems; an algorithm that has not has none."""
     spec, cells = R.load(out)
     by_problem: dict = {}
     for c in cells:
@@ -147,17 +148,20 @@ def table(out: str) -> dict:
         for p, a, res, p_adj, rejected in stats.table2_rows(finals, REFERENCE, q=ALPHA,
                                                             alternative=alternative):
             tests.setdefault((p, a), {})[alternative] = (res.pvalue, p_adj, rejected)
-    common = [p for p, cs in by_problem.items() if all(a in cs for a in algos)]
+    # Ranks among the algorithms that ran every problem, over all problems (an algorithm still
+    # running would otherwise shrink the problems everyone is ranked on); the others get none.
+    ranked = [a for a in algos if all(a in cs for cs in by_problem.values())]
+    common = list(by_problem) if ranked else []
     means = np.array([[np.nanmean(np.where(np.isfinite(norm[p][a]), norm[p][a], np.nan))
-                       for a in algos] for p in common]) if common else np.zeros((0, len(algos)))
-    ranks = stats.average_ranks(means) if common else np.full(len(algos), np.nan)
+                       for a in ranked] for p in common]) if common else np.zeros((0, 0))
+    ranks = dict(zip(ranked, stats.average_ranks(means))) if common else {}
     rows = {}
-    for i, a in enumerate(algos):
+    for a in algos:
         ran = [p for p in by_problem if a in by_problem[p]]
         per_problem = {p: float(np.nanmean(norm[p][a])) for p in ran}
         rows[a] = {
             "mean_normalised_regret": float(np.mean(list(per_problem.values()))) if ran else None,
-            "average_rank": float(ranks[i]) if common else None,
+            "average_rank": float(ranks[a]) if a in ranks else None,
             "beats": sum(bool(tests.get((p, a), {}).get("less", (0, 0, False))[2]) for p in ran),
             "worse": sum(bool(tests.get((p, a), {}).get("greater", (0, 0, False))[2])
                          for p in ran),
@@ -168,7 +172,8 @@ def table(out: str) -> dict:
         }
     first = next(iter(cells))
     offset = ((spec or {}).get("seeds") or {}).get("offset", suites.REPORTING_KEYS.start)
-    return {"rows": rows, "seed_offset": int(offset), "algorithms": algos, "problems": list(by_problem), "common": common,
+    return {"rows": rows, "seed_offset": int(offset), "algorithms": algos, "ranked": ranked,
+            "problems": list(by_problem), "common": common,
             "budget": int(first.curve.shape[1]), "seeds": int(first.curve.shape[0]),
             "scale": (spec or {}).get("scale"), "normaliser": scale}
 
@@ -180,12 +185,13 @@ def _keys_name(offset: int) -> str:
 def render(t: dict) -> str:
     """``table``'s numbers as markdown."""
     order = sorted(t["algorithms"], key=lambda a: (t["rows"][a]["average_rank"] is None,
-                                                   t["rows"][a]["average_rank"] or 0.0))
+                                                   t["rows"][a]["average_rank"] or 0.0,
+                                                   t["rows"][a]["mean_normalised_regret"] or 0.0))
     lines = [
         f"Defaults on the dev suite: {len(t['problems'])} problems, budget {t['budget']}, "
         f"{t['seeds']} {_keys_name(t['seed_offset'])} keys (PRNGKey({t['seed_offset']} + i)), "
-        f"scale {t['scale']!r}. Ranks over the "
-        f"{len(t['common'])} problems every algorithm ran. Beats / worse: problems where the mean "
+        f"scale {t['scale']!r}. Ranks among the {len(t['ranked'])} algorithms that ran all "
+        f"{len(t['common'])} problems (n/a: still running). Beats / worse: problems where the mean "
         f"best value is below / above random search's, one-sided Welch, BH over all pairs at "
         f"{ALPHA}.",
         "",

@@ -104,6 +104,7 @@ def test_table_equals_independent_computations(smoke_study):
     got = [t["rows"]["rs2"]["p_bh"][m] for m in ("branin2", "six_hump_camel2")]
     np.testing.assert_allclose(got, expect, rtol=1e-6)  # stats' t law vs scipy's: ~1e-10
     # ranks: per problem by mean normalised regret, averaged
+    assert t["ranked"] == t["algorithms"]  # both ran both problems
     per = np.array([[t["rows"][a]["per_problem"][m] for a in t["algorithms"]]
                     for m in t["common"]])
     ranks = scipy.stats.rankdata(per, axis=1).mean(axis=0)
@@ -134,3 +135,21 @@ def test_tuning_keys_and_variants():
     for bad in ("x=no_such_algo", 'x=neural_bo:{"warmstart": true}', "x=neural_bo:[1]"):
         with pytest.raises(ValueError, match="--variant"):
             D.parse_variant(bad)
+
+
+
+def test_an_algorithm_still_running_is_not_ranked(smoke_study, tmp_path):
+    """With one cell of ``rs2`` missing (an algorithm still running), the others are ranked over
+    every problem and ``rs2`` gets no rank, though its per-problem values and tests stay.
+    Mutation caught: ranking over the problems every algorithm ran (the former rule: one cell
+    still running shrank everyone's ranks to the problems it had done)."""
+    import shutil
+
+    out = tmp_path / "partial"
+    shutil.copytree(smoke_study, out)
+    (out / "cells" / "rs2__six_hump_camel2__d2.npz").unlink()
+    t = D.table(str(out))
+    assert t["ranked"] == ["random_search"] and t["common"] == ["branin2", "six_hump_camel2"]
+    assert t["rows"]["rs2"]["average_rank"] is None and t["rows"]["rs2"]["problems"] == 1
+    assert t["rows"]["random_search"]["average_rank"] == 1.0
+    assert "| rs2 | " in D.render(t) and "n/a" in D.render(t)
