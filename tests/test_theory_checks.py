@@ -206,8 +206,6 @@ def test_nngp_convergence_values(smoke):
     caught: a wrong initialisation, every parameter drawn with standard deviation 1.1 instead of
     1 (``nets.init``; the covariance 1.46 K: measured error 8.8 Monte Carlo scales). (``W_std``
     does not enter the draw in NTK parameterisation, only ``apply_fn``.)"""
-    import json
-
     from theory_checks import nngp_convergence as N
     from theory_checks.stats import cov_error
 
@@ -216,8 +214,7 @@ def test_nngp_convergence_values(smoke):
     s = dict(N.SCALES["smoke"])
     key = jax.random.fold_in(KEY, 0)  # configuration 0: relu, depth 1
     assert s["configs"][0] == ["relu", 1]
-    outs = N._outputs(tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()),
-                      json.dumps(s, sort_keys=True), "relu", 1)[-1]
+    outs = N._outputs(key, s, "relu", 1)[-1]
     x = np.asarray(N._inputs(jax.random.split(key)[0], s))
     w, b, d = s["W_std"], s["b_std"], s["d"]
     sig = w**2 * x @ x.T / d + b**2
@@ -384,3 +381,28 @@ def test_cli_exit_code_and_files(monkeypatch, tmp_path, capsys, passed, fault):
     assert "DOES NOT FIT" not in out and not dry.exists()
     with pytest.raises(SystemExit):
         main(["fake_check", "--out", str(tmp_path), "--fault", "nope"])
+
+
+def test_reference_cache_keys_on_key_and_settings_without_the_fault():
+    """``theory_checks.memo.reference``: one computation per (key, settings without ``"fault"``,
+    other arguments), the function given the key rebuilt from its data and the settings back from
+    JSON. Mutations caught: the fault kept in the cache key (a fault run would recompute the
+    reference side); the key left out (another seed would reuse the first seed's networks)."""
+    from theory_checks import memo
+
+    calls = []
+
+    @memo.reference(maxsize=8)
+    def side(key, s, part):
+        calls.append(part)
+        return float(jax.random.uniform(key)), s["widths"], part
+
+    key = jax.random.PRNGKey(3)
+    s = {"widths": (4, 8), "fault": None}
+    first = side(key, s, "a")
+    assert first == (float(jax.random.uniform(key)), [4, 8], "a")  # JSON gives lists back
+    assert side(key, dict(s, fault="ntk_scale:1.1"), "a") == first and calls == ["a"]
+    side(jax.random.PRNGKey(4), s, "a")
+    side(key, s, "b")
+    side(key, dict(s, widths=(4,)), "a")
+    assert calls == ["a", "a", "b", "a"]

@@ -112,8 +112,6 @@ def test_cbo_bands_against_numpy():
     b_std) / s``, the mean ``m + s a(x; W_t)``. Mutations caught: ``|mean - shifts|`` in ``B``
     (the constraint's half-width); ``noise`` not divided by ``std`` (``R`` in original units);
     ``information_gain`` of the objective's factor used for both."""
-    import json
-
     from ntkbo.kernels import grad_features, mlp
     from theory_checks import neural_cbo_coverage as NCC
 
@@ -122,8 +120,7 @@ def test_cbo_bands_against_numpy():
     s = dict(NCC.SCALES["smoke"], fault=None)
     k_fun, _, _ = jax.random.split(KEY, 3)
     _, _, shift = NCC._setup(k_fun, s)
-    res = NCC._runs(tuple(np.asarray(jax.random.key_data(KEY)).ravel().tolist()),
-                    json.dumps({k: v for k, v in s.items() if k != "fault"}, sort_keys=True), None)
+    res = NCC._runs(KEY, s, None)
     state = jax.tree_util.tree_map(lambda v: v[0], res.state)
     zt = jax.random.uniform(jax.random.PRNGKey(5), (7, 2))
     shifts = jnp.asarray([0.0, shift])

@@ -75,8 +75,6 @@ is left to ``ntk_convergence``.
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 
 import jax
@@ -87,6 +85,7 @@ from scipy import stats as sps
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.kernels import as_kernel, empirical_ntk, mlp
+from theory_checks import memo
 from theory_checks import memory as memory_lib
 from theory_checks import nets
 from theory_checks.report import Report, within
@@ -141,8 +140,8 @@ def memory(settings) -> list:
                              f * s["members"] * outs)]
 
 
-@functools.lru_cache(maxsize=4)
-def _networks(key_data: tuple, frozen: str):
+@memo.reference(maxsize=4)
+def _networks(key, s: dict):
     """The reference side (cached per key and settings): the schedule and the trained networks,
     each a chunked map over the members' keys (``memory``; a network is drawn inside the map, so
     only a chunk of them sits in memory at once).
@@ -152,8 +151,6 @@ def _networks(key_data: tuple, frozen: str):
       condition number of the estimated ``Theta``; per width, ``f0 (M, n + n_test)`` the networks
       at initialisation on ``[X; X_test]`` and ``outs`` a list over ``times`` of ``(M, n_test)``.
     """
-    s = json.loads(frozen)
-    key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
     k_data, k_par = jax.random.split(key)
     x, y, xt = _data(k_data, s["n"], s["n_test"], s["d"])
     n, depth, act = s["n"], s["depth"], s["activation"]
@@ -214,9 +211,7 @@ def run(key, settings) -> Report:
     library fault injected, if any)."""
     s = dict(settings)
     rep = Report(NAME, CLAIM, SOURCE, s)
-    frozen = json.dumps({k: v for k, v in s.items() if k != "fault"}, sort_keys=True)
-    lr_small, steps, lr_big, steps_inf, kappa, f0s, outs_all = _networks(
-        tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()), frozen)
+    lr_small, steps, lr_big, steps_inf, kappa, f0s, outs_all = _networks(key, s)
     k_data, _ = jax.random.split(key)
     x, y, xt = _data(k_data, s["n"], s["n_test"], s["d"])
     n = s["n"]

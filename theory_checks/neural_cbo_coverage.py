@@ -51,9 +51,7 @@ are re-run under the fault: the cache key includes it.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import json
 import math
 
 import jax
@@ -65,6 +63,7 @@ import ntkbo
 from ntkbo.benchmarks.problem import Problem
 from ntkbo.kernels import mlp
 from theory_checks import faults, rkhs
+from theory_checks import memo
 from theory_checks import memory as memory_lib
 from theory_checks.report import Report
 
@@ -125,13 +124,11 @@ def _setup(key, s):
     return f, c, shift
 
 
-@functools.lru_cache(maxsize=4)
-def _runs(key_data: tuple, frozen: str, fault):
+@memo.reference(maxsize=4)
+def _runs(key, s: dict, fault):
     """Neural-CBO runs (all seeds in one chunked map), cached per key, settings and the injected
     fault if it patches something the runs call."""
     del fault  # part of the cache key only
-    s = json.loads(frozen)
-    key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
     k_fun, k_run, _ = jax.random.split(key, 3)
     f, c, _ = _setup(k_fun, s)
     d = s["d"]
@@ -174,11 +171,9 @@ def run(key, settings) -> Report:
     library fault injected, if any)."""
     s = dict(settings)
     rep = Report(NAME, CLAIM, SOURCE, s)
-    frozen = json.dumps({k: v for k, v in s.items() if k != "fault"}, sort_keys=True)
-    key_data = tuple(np.asarray(jax.random.key_data(key)).ravel().tolist())
     k_fun, _, k_test = jax.random.split(key, 3)
     f, c, shift = _setup(k_fun, s)
-    res = _runs(key_data, frozen, faults.touches(_RUN_STAGE))
+    res = _runs(key, s, faults.touches(_RUN_STAGE))
     zt = jax.random.uniform(k_test, (s["num_test"], s["d"]), jnp.result_type(float))
     truth = np.stack([np.asarray(jax.vmap(f)(zt)), np.asarray(jax.vmap(c)(zt))])  # (2, n)
     shifts = jnp.asarray([0.0, shift])

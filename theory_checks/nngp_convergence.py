@@ -47,8 +47,6 @@ patches); ``ntk_scale`` and ``drop_bias_ntk`` leave the NNGP unchanged and are n
 
 from __future__ import annotations
 
-import functools
-import json
 
 import jax
 import jax.numpy as jnp
@@ -56,6 +54,7 @@ import numpy as np
 from scipy import stats as sps
 
 from ntkbo.kernels import mlp
+from theory_checks import memo
 from theory_checks import memory as memory_lib
 from theory_checks import nets
 from theory_checks.report import Report
@@ -101,13 +100,11 @@ def _inputs(key, s):
     return jax.random.normal(key, (s["n"], s["d"]), jnp.result_type(float))
 
 
-@functools.lru_cache(maxsize=16)
-def _outputs(key_data: tuple, frozen: str, activation: str, depth: int):
+@memo.reference(maxsize=16)
+def _outputs(key, s: dict, activation: str, depth: int):
     """The reference side, cached per key and settings: ``(widths, S, n)`` outputs of ``S``
     networks per width, each drawn by the library's ``init_fn`` (``theory_checks.nets.init``)
     inside a chunked map and applied by its ``apply_fn``."""
-    s = json.loads(frozen)
-    key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
     k_x, k_net = jax.random.split(key)
     x = _inputs(k_x, s)
     stages = memory(s)
@@ -131,15 +128,13 @@ def run(key, settings) -> Report:
     library fault injected, if any)."""
     s = dict(settings)
     rep = Report(NAME, CLAIM, SOURCE, s)
-    frozen = json.dumps({k: v for k, v in s.items() if k != "fault"}, sort_keys=True)
     widths = np.asarray(s["widths"], float)
     proj_rows = sum(len(widths) if dep == 1 else 1 for _, dep in s["configs"])
     z_kurt = float(sps.norm.ppf(1 - ALPHA / (2 * len(s["configs"]))))
     notes = []
     for i, (activation, depth) in enumerate(s["configs"]):
         k_i = jax.random.fold_in(key, i)
-        key_data = tuple(np.asarray(jax.random.key_data(k_i)).ravel().tolist())
-        outs = _outputs(key_data, frozen, activation, depth)
+        outs = _outputs(k_i, s, activation, depth)
         x = _inputs(jax.random.split(k_i)[0], s)
         # The library's NNGP kernel: the side a fault patches.
         kmat = np.asarray(mlp(depth, 1, activation, W_std=s["W_std"],

@@ -54,14 +54,13 @@ calls no function a fault patches).
 
 from __future__ import annotations
 
-import functools
-import json
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ntkbo.kernels import empirical_ntk, mlp
+from theory_checks import memo
 from theory_checks import memory as memory_lib
 from theory_checks import nets
 from theory_checks.report import Report, within
@@ -127,8 +126,8 @@ def memory(settings) -> list:
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def _networks(key_data: tuple, frozen: str, activation: str, depth: int):
+@memo.reference(maxsize=16)
+def _networks(key, s: dict, activation: str, depth: int):
     """The reference side, cached per key and settings: calls ``init_fn``, ``apply_fn`` and
     ``empirical_ntk`` only, none of which a fault patches. Both stages are chunked maps over
     the networks' keys (``memory``): a network is drawn inside the map, so only a chunk of them
@@ -139,8 +138,6 @@ def _networks(key_data: tuple, frozen: str, activation: str, depth: int):
       at initialisation of each training network, its relative change during training, and the
       empirical NTKs of ``S = mean_seeds[depth - 1]`` further networks at the largest width.
     """
-    s = json.loads(frozen)
-    key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
     x, y, k_p, k_mean = _inputs(key, s)
     widths, d = s["widths"], s["d"]
     stages = memory(s)
@@ -193,12 +190,10 @@ def run(key, settings) -> Report:
     s = dict(settings)
     rep = Report(NAME, CLAIM, SOURCE, s)
     widths = np.asarray(s["widths"], float)
-    frozen = json.dumps({k: v for k, v in s.items() if k != "fault"}, sort_keys=True)
     notes = []
     for i, (activation, depth) in enumerate(s["configs"]):
         k_i = jax.random.fold_in(key, i)
-        key_data = tuple(np.asarray(jax.random.key_data(k_i)).ravel().tolist())
-        t0s, changes, t_mean = _networks(key_data, frozen, activation, depth)
+        t0s, changes, t_mean = _networks(k_i, s, activation, depth)
         x = _inputs(k_i, s)[0]
         # The library's analytic NTK: the side a fault patches.
         theta = np.asarray(mlp(depth, 1, activation, W_std=s["W_std"],

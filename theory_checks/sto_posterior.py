@@ -72,7 +72,6 @@ members at width ``smb_width``, noise ``sigma``, scale ``nu``, ``A = Theta_XX + 
 from __future__ import annotations
 
 import importlib
-import json
 
 import jax
 import jax.numpy as jnp
@@ -82,6 +81,7 @@ from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.kernels import as_kernel, empirical_ntk, mlp, mlp_spec
 from theory_checks import faults
+from theory_checks import memo
 from theory_checks import memory as memory_lib
 from theory_checks.report import Report, within
 from theory_checks.stats import cov_error, ks_min_pvalue, loglog_slope, mean_z
@@ -206,9 +206,7 @@ _STO_STAGE = ("sto_no_regulariser",)
 
 
 def _cached(part, key, s, stage, compute):
-    frozen = json.dumps({k: v for k, v in s.items() if k != "fault"}, sort_keys=True)
-    index = (part, tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()), frozen,
-             faults.touches(stage))
+    index = (part, memo.key_data(key), memo.frozen(s), faults.touches(stage))
     if index not in _DRAWS:
         if len(_DRAWS) > 64:
             _DRAWS.clear()
