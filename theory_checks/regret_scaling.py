@@ -155,9 +155,7 @@ box edge nearest the bump.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import json
 import math
 
 import jax
@@ -169,6 +167,7 @@ from ntkbo.algorithms.gp_bo import to_sphere
 from ntkbo.benchmarks.problem import Problem
 from ntkbo.kernels import mlp
 from theory_checks import faults, rkhs
+from theory_checks import memo
 from theory_checks import memory as memory_lib
 from theory_checks import neuralbo_identities as NBI
 from theory_checks.report import Report
@@ -338,15 +337,13 @@ def _n_init(name, T) -> int:
     return go_ucb_phases(T)[0] if name == "go_ucb" else 2
 
 
-@functools.lru_cache(maxsize=32)
-def _runs(key_data: tuple, frozen: str, name: str, fault):
+@memo.reference(maxsize=32)
+def _runs(key, s: dict, name: str, fault):
     """``(f_min, {T: (x (seeds, T, d), f (seeds, T))})``: algorithm ``name``'s runs at every
     horizon, cached per key, settings, algorithm and ``fault`` (the injected fault if it patches
     something these runs call, ``theory_checks.faults.touches``: a fault run re-uses the runs it
     does not change, e.g. random search's under ``linear_regret``)."""
     del fault  # part of the cache key only
-    s = json.loads(frozen)
-    key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
     d = s["d"]
     k_f, k_min, k_teacher, k_run = jax.random.split(key, 4)
     bounds = jnp.stack([jnp.zeros(d), jnp.ones(d)])
@@ -404,9 +401,7 @@ def run(key, settings) -> Report:
     """Runs the check with ``settings`` (one of ``SCALES``, possibly with ``"fault"``)."""
     s = dict(settings)
     rep = Report(NAME, CLAIM, SOURCE, s)
-    key_data = tuple(np.asarray(jax.random.key_data(key)).ravel().tolist())
-    frozen = json.dumps(dict(s, fault=None), sort_keys=True)
-    runs = {name: _runs(key_data, frozen, name,
+    runs = {name: _runs(key, s, name,
                         faults.touches(_RUN_STAGE.get(name, _RUN_STAGE_DEFAULT)))
             for name in _names(s)}
     H = list(s["horizons"])
