@@ -110,6 +110,6 @@ def test_coco_spec_resolves_its_cpu_scale():
     settings, algorithms = coco_study.resolve(spec, "cpu")
     assert settings["dims"] == [2, 3] and settings["instances"] == "1-3"
     opts = {a["label"]: a["options"] for a in algorithms}
-    assert opts["NeuralGreedy"]["width"] == 256 and opts["NeuralBO"] == {}
+    assert opts["NeuralGreedy"]["width"] == 256 and opts["NeuralBO"] == {"warm_start": False}
     with pytest.raises(ValueError, match="--scale 'gpu'"):
         coco_study.resolve(spec, "gpu")
