@@ -453,7 +453,7 @@ def _optimizer_defaults(kw):
 def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, xi: float = 0.0,
        q: int = 1, fit: bool = True, fit_method: str = "lbfgs", num_fit_steps: int = 20,
        fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
-       log_ei: bool = True, **optimizer_kwargs) -> Algorithm:
+       log_ei: bool = True, signal: float | None = None, **optimizer_kwargs) -> Algorithm:
     """The standard GP baseline of the papers, at BoTorch's level: ARD ``"matern52"`` or ``"rbf"``.
 
     Hyper-parameters by MAP with the dimension-scaled priors of Hvarfner et al. 2024, L-BFGS from
@@ -473,6 +473,10 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
       refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
         after every update.
       log_ei: maximise ``"ei"`` through its logarithm (LogEI); ``False``: EI itself.
+      signal: ``None`` fits the signal variance (prior ``LogNormal(0, 1)``); a number fixes it
+        (standardised units). ``signal=1.0`` with ``kernel="rbf"`` is BoTorch's ``SingleTaskGP``
+        since 0.12 exactly: an RBF kernel without an outputscale (``gpytorch_modules.py``,
+        "a dimension-agnostic RBF kernel without outputscale").
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
         optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
         ``n_constraints`` (``K`` for ``acquisition="cei"``).
@@ -483,6 +487,9 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
     if kernel not in STATIONARY:
         raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
     base = STATIONARY[kernel]
+    if signal is not None:
+        check_number("signal", signal, low=0.0, allow_low=False)
+    log_signal0 = 0.0 if signal is None else math.log(signal)
     sqrt3 = math.sqrt(3.0)
     log_min_ell = math.log(MIN_LENGTHSCALE)
 
@@ -495,10 +502,11 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
                 "log_noise": jnp.full((), noise, dt)}
 
     def mode(d, dt):  # LogNormal(mu, s) has its mode at exp(mu - s^2): BoTorch's initial values
-        return params_at(d, dt, ell_loc(d) - 3.0, -4.0 - 1.0, -1.0)
+        return params_at(d, dt, ell_loc(d) - 3.0, -4.0 - 1.0,
+                         -1.0 if signal is None else log_signal0)
 
     def median(d, dt):
-        return params_at(d, dt, ell_loc(d), -4.0, 0.0)
+        return params_at(d, dt, ell_loc(d), -4.0, log_signal0)
 
     model = _Model(
         kernel=lambda p, a, b: base(a, b, jnp.exp(jnp.maximum(p["log_ell"], log_min_ell)),
@@ -508,7 +516,7 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
         log_prior=lambda p, d: (_lognormal_logpdf(p["log_ell"], ell_loc(d), sqrt3)
                                 + _lognormal_logpdf(p["log_signal"], 0.0, 1.0)
                                 + _lognormal_logpdf(p["log_noise"], -4.0, 1.0)),
-        fitted=lambda p: {"log_ell": True, "log_signal": True, "log_noise": True},
+        fitted=lambda p: {"log_ell": True, "log_signal": signal is None, "log_noise": True},
         restarts=lambda d, dt: jax.tree_util.tree_map(lambda a: a[None], mode(d, dt)),
     )
     return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
