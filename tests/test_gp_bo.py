@@ -91,7 +91,8 @@ def test_a_fixed_signal_is_botorchs_rbf_model_without_outputscale():
                                num_steps=2)
     state, _ = observed_state(algo)
     data = unit_data(state)
-    # Mutation caught: the signal marked as fitted (it would move off log 1 = 0).
+    # Mutations caught (each checked): the signal marked as fitted, or fixed at another value
+    # than the one given (log_signal moves off log 1 = 0).
     assert float(state.params["log_signal"]) == 0.0
 
     def loss(v):  # v = (log_ell_1, log_ell_2, log_noise); the kernel carries no signal
@@ -108,10 +109,8 @@ def test_a_fixed_signal_is_botorchs_rbf_model_without_outputscale():
     start = np.array([np.sqrt(2.0) + 0.5 * np.log(2)] * 2 + [-4.0])  # the prior medians
     ref = scipy.optimize.minimize(lambda v: float(f(v)), start, jac=lambda v: np.asarray(g(v)),
                                   method="L-BFGS-B")
-    # Not worse than scipy's optimum by more than 1e-3 nats (as in the test above). Mutations
-    # caught: the signal left in the kernel at another value (the objective here would disagree:
-    # gp(signal=2.0) gives a loss above scipy's by ~1 nat), or the signal's prior still added
-    # (it is constant here and would not change the optimum: not caught, and not a fault).
+    # Not worse than scipy's optimum by more than 1e-3 nats (as in the test above): catches a
+    # fit that stops early or optimises another objective than this one.
     assert float(f(fitted)) <= ref.fun + 1e-3
     with pytest.raises(ValueError, match="signal"):
         ntkbo.algorithms.gp(signal=0.0)
