@@ -168,7 +168,8 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         n_init: int | None, out: str | None, options: dict, problem_options: dict,
         seed: int = 0, chunk: int = 5, quiet: bool = False, make_plot: bool = True,
         command: str | None = None, block: int | None = None, seed_index: int | None = None,
-        config_file: dict | None = None, min_capacity: int = RUN_MIN_CAPACITY) -> dict:
+        config_file: dict | None = None, min_capacity: int = RUN_MIN_CAPACITY,
+        programs_dir: str | None = None) -> dict:
     """Runs ``seeds`` seeds of an algorithm on a benchmark; returns the JSON-able record.
 
     The seeds' keys are ``jax.random.split(PRNGKey(seed), seeds)``; they run ``block`` at a time
@@ -176,6 +177,9 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     seed ``I`` runs and the record holds seed ``I`` alone, bit-identical to its trajectory in the
     full run (module docstring). ``config_file``: the settings read by ``--config``, recorded.
     ``min_capacity``: the buffers' smallest capacity, a power of two (``RUN_MIN_CAPACITY``).
+    ``programs_dir``: a folder for the run's exported programs (``ntkbo.programs``; ``main`` passes
+    the cache folder's ``programs`` subfolder), used when every option of the algorithm is
+    recorded exactly (``config_reproducible``: no option given as a Python object).
 
     Every argument is checked before anything is compiled or run (``ValueError`` naming the
     option): the counts, the algorithm's options (by its factory) and that ``out`` is writable."""
@@ -223,12 +227,24 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     bar = tqdm(total=budget * n_run,
                desc=f"{algo_name} on {problem.name}-{problem.dim}d x{n_run}",
                unit="eval", disable=quiet, file=sys.stderr)
+    inexact = [k for k in algo.config.non_reproducible if not (k == "pde" and "pde" in built
+                                                                and "pde" not in options)]
+    programs = None
+    if programs_dir and not inexact:
+        from ntkbo.programs import ProgramStore
+
+        # What the traced programs close over besides their arguments: the algorithm's every
+        # option and the problem as the registry builds it (the store adds the source and the
+        # environment).
+        programs = ProgramStore(programs_dir, json.dumps(
+            {"algorithm": algo.name, "config": algo.config.to_json(), "problem": problem_name,
+             "dim": dim, "problem_options": problem_options}, sort_keys=True, default=repr))
     parts, finished = [], 0
     for b in starts:
         last = None
         for progress in loop.minimize_chunks(algo, problem, budget, keys[b:b + block],
                                              n_init=n_init, chunk=chunk,
-                                             min_capacity=min_capacity):
+                                             min_capacity=min_capacity, programs=programs):
             bar.update(finished + progress.done * progress.f.shape[0] - bar.n)
             bar.set_postfix(best=f"{np.fmin.reduce(progress.f, axis=1).mean():.4g}")
             last = progress
@@ -249,8 +265,6 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     # exactly what ran. The PDE is the problem's (rebuilt from the problem's name), so it does not
     # make the record irreproducible.
     config = algo.config.to_json()
-    inexact = [k for k in algo.config.non_reproducible if not (k == "pde" and "pde" in built
-                                                                and "pde" not in options)]
     if "pde" in config and "pde" not in options:
         config["pde"] = f"the PDE of problem {problem.name!r}"
     record = {
@@ -500,10 +514,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="algorithm the others are tested against (default: spec.json's)")
     rp.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    folder = None
     if args.command in ("run", "demo", "bench", "coco") and not args.no_cache:
         from ntkbo import cache
 
-        cache.enable()  # a second identical command loads its programs instead of compiling
+        # A second identical command loads its compiled programs (JAX's persistent cache) and,
+        # for ``run``, its traced ones (``ntkbo.programs``) instead of tracing and compiling.
+        folder = cache.enable()
     if args.command in ("coco", "coco-report"):
         return _coco(args)
     if args.command == "bench":
@@ -543,7 +560,8 @@ def main(argv: list[str] | None = None) -> int:
                   command=" ".join(["ntkbo", *(sys.argv[1:] if argv is None else argv)]),
                   block=cfg["block"], seed_index=cfg["seed_index"],
                   min_capacity=cfg["min_capacity"], config_file=None if args.config is None else
-                  {"path": args.config, "settings": cfg["file"]})
+                  {"path": args.config, "settings": cfg["file"]},
+                  programs_dir=None if folder is None else os.path.join(folder, "programs"))
     except (ValueError, TypeError) as err:
         print(f"ntkbo: error: {err}", file=sys.stderr)
         return 2

@@ -379,13 +379,14 @@ def _masked_rounds(algo: Algorithm, problem, state, key, rounds: int, active):
 
 
 @functools.partial(jax.jit, static_argnames=("algo", "rounds", "capacity"))
-def _chunk_many(algo, problem, states, keys, rounds, capacity, active):
+def _chunk_many(algo, problem, states, keys, active, *, rounds, capacity):
     states = grow_state(states, capacity)
     return jax.vmap(lambda s, k: _masked_rounds(algo, problem, s, k, rounds, active))(states, keys)
 
 
 def minimize_chunks(algo: Algorithm, problem, budget: int, keys, *, n_init: int | None = None,
-                    chunk: int = 10, min_capacity: int = MIN_CAPACITY) -> Iterator[Progress]:
+                    chunk: int = 10, min_capacity: int = MIN_CAPACITY,
+                    programs=None) -> Iterator[Progress]:
     """Runs ``minimize`` for every key in ``keys`` ``(s, ...)`` (vmapped), yielding ``Progress``
     every ``chunk`` rounds. The evaluated points are those of ``minimize`` with the same keys up to
     rounding, not bit for bit: a different program (vmapped, or the masked chunks here) is
@@ -396,6 +397,10 @@ def minimize_chunks(algo: Algorithm, problem, budget: int, keys, *, n_init: int 
     ``n_init``, ``chunk`` and ``min_capacity`` give a bit-identical run, so one key of a batch is
     reproduced by re-running its batch (``ntkbo run --seed-index``), or by running keys one at a
     time (a batch of one) in the first place.
+
+    ``programs``: an ``ntkbo.programs.ProgramStore`` whose fingerprint describes ``algo`` and
+    ``problem``; the initial design's and the chunks' programs are then exported to it once and
+    loaded by later processes instead of traced (bit-identical results; ``ntkbo run`` passes one).
     """
     n_init = default_n_init(problem, budget) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
@@ -404,7 +409,11 @@ def minimize_chunks(algo: Algorithm, problem, budget: int, keys, *, n_init: int 
     validate(problem, budget, n_init, q)
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else D.next_capacity(n_init, min_capacity)
-    states, loop_keys, (x, y, f, co, c) = _init_many(algo, problem, keys, n_init, first)
+    # Every program goes through ``call``: straight to the jitted function, or through the store.
+    call = programs if programs is not None else (lambda _name, fn, *args: fn(*args))
+    states, loop_keys, (x, y, f, co, c) = call(
+        f"init n_init={n_init} capacity={first}",
+        functools.partial(_init_many, algo, problem, n_init=n_init, capacity=first), keys)
     xs, ys, fs = [np.asarray(x)], [np.asarray(y)], [np.asarray(f)]
     cos, cs = [np.asarray(co)], [np.asarray(c)]
     done = n_init
@@ -414,9 +423,12 @@ def minimize_chunks(algo: Algorithm, problem, budget: int, keys, *, n_init: int 
         while left:
             n = min(chunk, left)
             # Always a chunk of ``min(chunk, seg.rounds)`` rounds with the first ``n`` active: one
-            # compilation per capacity, whatever the chunk lengths.
-            (states, loop_keys), (x, y, f, co, c, _) = _chunk_many(
-                algo, problem, states, loop_keys, min(chunk, seg.rounds), seg.capacity, n)
+            # compilation per capacity, whatever the chunk lengths (``n`` is traced).
+            rounds = min(chunk, seg.rounds)
+            (states, loop_keys), (x, y, f, co, c, _) = call(
+                f"chunk rounds={rounds} capacity={seg.capacity}",
+                functools.partial(_chunk_many, algo, problem, rounds=rounds, capacity=seg.capacity),
+                states, loop_keys, n)
             s = x.shape[0]
             xs.append(np.asarray(x[:, :n]).reshape(s, n * q, -1))
             ys.append(np.asarray(y[:, :n]).reshape(s, -1))
