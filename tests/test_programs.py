@@ -28,10 +28,8 @@ def _run(store):
 
 def test_runs_through_a_store_are_bit_identical_and_a_second_store_loads(tmp_path):
     """Catches a store that never reads its folder (mutation: ``_load`` returning ``None``: the
-    second store exports again), one that returns a different program's results (mutation: the
-    key without the program's name, so init and chunk collide: the tree structures differ and the
-    run fails), and a loaded program that computes something else than ``jit`` (exact equality:
-    the loaded module is the module ``jit`` would compile)."""
+    second store exports again) and a loaded program that computes something else than ``jit``
+    (exact equality: the loaded module is the module ``jit`` would compile)."""
     plain = _run(None)
     first = programs.ProgramStore(str(tmp_path), FINGERPRINT)
     exported = _run(first)
@@ -61,6 +59,16 @@ def test_key_changes_with_what_the_program_depends_on(tmp_path, monkeypatch):
     monkeypatch.setattr(programs, "source_digest", lambda: "edited source")
     others.append(programs.ProgramStore(str(tmp_path), "a").key("p", (x, 1)))
     assert len({key, *others}) == len(others) + 1
+
+
+def test_programs_with_the_same_arguments_are_told_apart_by_name(tmp_path):
+    """Two programs with the same argument types (a loop's chunks of different static lengths)
+    are different entries (mutation: the name dropped from ``key``: the second call would run
+    the first program)."""
+    store = programs.ProgramStore(str(tmp_path), "scales")
+    x = jnp.arange(4.0)
+    np.testing.assert_array_equal(store("double", lambda a: 2.0 * a, x), 2.0 * x)
+    np.testing.assert_array_equal(store("triple", lambda a: 3.0 * a, x), 3.0 * x)
 
 
 def test_source_digest_covers_every_module():
