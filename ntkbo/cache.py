@@ -10,6 +10,9 @@ The folder is, in order: the ``path`` argument; ``$NTKBO_CACHE_DIR``; ``$XDG_CAC
 each entry by the program, the compile options, the backend and the JAX version, so a stale entry
 is never used; deleting the folder is always safe.
 
+``ntkbo run`` also keeps its traced programs in the folder's ``programs`` subfolder
+(``ntkbo.programs``): the cache above removes the compilation but not the tracing and lowering.
+
 The library itself never turns the cache on: a user's own JAX program keeps its own settings.
 """
 
