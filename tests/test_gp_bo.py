@@ -47,9 +47,31 @@ def matern_loss(p, data):
         a, b, ell, jnp.exp(p["log_signal"]))
     lml = G.log_marginal_likelihood(k, data, jnp.exp(p["log_noise"]) + 1e-4)
     loc = np.sqrt(2.0) + 0.5 * np.log(d)
-    prior = (-0.5 * jnp.sum(((p["log_ell"] - loc) / np.sqrt(3.0)) ** 2)
-             - 0.5 * p["log_signal"] ** 2 - 0.5 * (p["log_noise"] + 4.0) ** 2)
+    prior = (lognormal_logpdf(ell, loc, np.sqrt(3.0)) + lognormal_logpdf(jnp.exp(p["log_signal"]), 0.0, 1.0)
+             + lognormal_logpdf(jnp.exp(p["log_noise"]) + 1e-4, -4.0, 1.0))
     return -(lml + prior)
+
+
+def lognormal_logpdf(x, loc, scale):
+    """The log-normal log density at the values ``x`` (up to a constant), as GPyTorch evaluates
+    BoTorch's priors: ``-(log x - loc)^2 / (2 scale^2) - log x``. Its ``- log x`` is what
+    ``test_the_priors_are_densities_of_the_values`` checks against scipy."""
+    return jnp.sum(-0.5 * ((jnp.log(x) - loc) / scale) ** 2 - jnp.log(x))
+
+
+def test_the_priors_are_densities_of_the_values():
+    """``gp``'s priors against ``scipy.stats.lognorm`` (the density of the value, BoTorch's
+    convention), and its prior alone peaks at the mode ``exp(loc - scale^2)``. Mutation caught
+    (checked): the density of ``log x`` (the ``- log x`` term dropped), which peaks at the
+    median and left ntkbo's lengthscales near 18 at d = 20 where BoTorch's stay below 4."""
+    x = np.array([0.01, 0.3, 0.92, 5.0, 18.0])
+    for loc, scale in [(np.sqrt(2.0) + 0.5 * np.log(20), np.sqrt(3.0)), (-4.0, 1.0)]:
+        ref = scipy.stats.lognorm.logpdf(x, s=scale, scale=np.exp(loc)).sum()
+        np.testing.assert_allclose(gp_bo._lognormal_logpdf(jnp.asarray(x), loc, scale), ref,
+                                   rtol=1e-5)  # float32 logs of O(1) numbers
+        grid = jnp.linspace(loc - 6.0, loc + 3.0, 9001)  # log x, step 1e-3
+        dens = jax.vmap(lambda u: gp_bo._lognormal_logpdf(jnp.exp(u)[None], loc, scale))(grid)
+        assert abs(float(grid[jnp.argmax(dens)]) - (loc - scale**2)) < 2e-3
 
 
 def test_standardize_ignores_padding():
@@ -101,7 +123,8 @@ def test_a_fixed_signal_is_botorchs_rbf_model_without_outputscale():
             -0.5 * jnp.sum(((a[:, None, :] - b[None, :, :]) / ell) ** 2, axis=-1))
         lml = G.log_marginal_likelihood(k, data, jnp.exp(v[2]) + 1e-4)
         loc = np.sqrt(2.0) + 0.5 * np.log(2)
-        prior = -0.5 * jnp.sum(((v[:2] - loc) / np.sqrt(3.0)) ** 2) - 0.5 * (v[2] + 4.0) ** 2
+        prior = (lognormal_logpdf(ell, loc, np.sqrt(3.0))
+                 + lognormal_logpdf(jnp.exp(v[2]) + 1e-4, -4.0, 1.0))
         return -(lml + prior)
 
     f, g = jax.jit(loss), jax.jit(jax.grad(loss))

@@ -16,8 +16,12 @@ hyper-parameters are fitted:
       noise ~ LogNormal(-4, 1),                           noise >= 1e-4 (standardised units),
       signal ~ LogNormal(0, 1).
 
-  The fit starts from the prior medians and BoTorch's initial values, the prior modes
-  ``exp(loc - scale^2)``.
+  The priors are densities of the hyper-parameters' values, as GPyTorch evaluates them in
+  BoTorch's MAP: each pulls towards its mode ``exp(loc - scale^2)`` (lengthscales 0.92 at
+  d = 20, noise 6.7e-3), not its median ``exp(loc)`` (18 and 1.8e-2), which a density of
+  ``log ell`` would pull towards (ntkbo before 2026-11-24; found by ``benchmarks/
+  botorch_reference.py``: that fit left most lengthscales near 18 where BoTorch's stay below 4).
+  The fit starts from the prior medians and BoTorch's initial values, the prior modes.
 * ``ntk_gp``: the exact infinite-width NTK of an MLP (``ntkbo.kernels.mlp``) or any
   neural-tangents ``kernel_fn``, on inputs mapped to the sphere or ``[-1, 1]^d``; the signal scale
   and the noise ``lam`` are fixed by default (as in the papers), optionally fitted by the same MAP.
@@ -134,9 +138,20 @@ class KernelBOState(NamedTuple):
     factor: G.Factor
 
 
-def _lognormal_logpdf(log_x, loc, scale):
-    """Log density of ``log x`` under ``N(loc, scale^2)`` (a log-normal prior on ``x``), up to a
-    constant."""
+def _lognormal_logpdf(x, loc, scale):
+    """Log density of ``LogNormal(loc, scale^2)`` at the values ``x > 0``, summed:
+    ``log N(log x; loc, scale^2) - log x``. This is how GPyTorch's ``LogNormalPrior.log_prob``
+    enters BoTorch's MAP objective (the prior evaluated at the hyper-parameter's value), so the
+    prior alone is maximised at its mode ``exp(loc - scale^2)`` (BoTorch's initial values), not
+    at its median ``exp(loc)``: for ``gp``'s lengthscale prior in d = 20 that is 0.92, not 18."""
+    log_x = jnp.log(x)
+    z = (log_x - loc) / scale
+    return jnp.sum(-0.5 * z**2 - log_x - jnp.log(scale) - 0.5 * math.log(2.0 * math.pi))
+
+
+def _log_space_normal_logpdf(log_x, loc, scale):
+    """Log density of ``log x`` under ``N(loc, scale^2)``, up to a constant: a prior centred (in
+    log space) on ``exp(loc)``, maximised there (``ntk_gp``'s weak priors on fixed values)."""
     return -0.5 * jnp.sum(((log_x - loc) / scale) ** 2)
 
 
@@ -508,14 +523,17 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
     def median(d, dt):
         return params_at(d, dt, ell_loc(d), -4.0, log_signal0)
 
+    ell = lambda p: jnp.exp(jnp.maximum(p["log_ell"], log_min_ell))  # noqa: E731
+    noise = lambda p: jnp.exp(p["log_noise"]) + MIN_NOISE  # noqa: E731
     model = _Model(
-        kernel=lambda p, a, b: base(a, b, jnp.exp(jnp.maximum(p["log_ell"], log_min_ell)),
-                                    jnp.exp(p["log_signal"])),
-        noise=lambda p: jnp.exp(p["log_noise"]) + MIN_NOISE,
+        kernel=lambda p, a, b: base(a, b, ell(p), jnp.exp(p["log_signal"])),
+        noise=noise,
         init_params=median,
-        log_prior=lambda p, d: (_lognormal_logpdf(p["log_ell"], ell_loc(d), sqrt3)
-                                + _lognormal_logpdf(p["log_signal"], 0.0, 1.0)
-                                + _lognormal_logpdf(p["log_noise"], -4.0, 1.0)),
+        # The priors' densities at the values the kernel and the likelihood use (floors
+        # included), as BoTorch's MAP evaluates them (``_lognormal_logpdf``).
+        log_prior=lambda p, d: (_lognormal_logpdf(ell(p), ell_loc(d), sqrt3)
+                                + _lognormal_logpdf(jnp.exp(p["log_signal"]), 0.0, 1.0)
+                                + _lognormal_logpdf(noise(p), -4.0, 1.0)),
         fitted=lambda p: {"log_ell": True, "log_signal": signal is None, "log_noise": True},
         restarts=lambda d, dt: jax.tree_util.tree_map(lambda a: a[None], mode(d, dt)),
     )
@@ -572,8 +590,8 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
         noise=lambda p: jnp.exp(p["log_noise"]),
         init_params=lambda d, dt: {"log_signal": jnp.full((), jnp.log(signal), dt),
                                    "log_noise": jnp.full((), jnp.log(lam), dt)},
-        log_prior=lambda p, d: (_lognormal_logpdf(p["log_signal"], jnp.log(signal), 1.0)
-                                + _lognormal_logpdf(p["log_noise"], jnp.log(lam), 2.0)),
+        log_prior=lambda p, d: (_log_space_normal_logpdf(p["log_signal"], jnp.log(signal), 1.0)
+                                + _log_space_normal_logpdf(p["log_noise"], jnp.log(lam), 2.0)),
         fitted=lambda p: {"log_signal": True, "log_noise": True},
     )
     return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
