@@ -279,8 +279,17 @@ def test_only_runs_the_named_algorithms_and_later_runs_add_the_rest(study, tmp_p
     # cells equal the whole run's bit for bit (the same programs). Catches a filter applied after
     # the round-robin share (cells lost) or a subset that refuses the later full run.
     out = str(tmp_path / "part")
+    sentinel = jax.jit(lambda x: x + 1)
+    sentinel(jnp.ones(2))
     E.run(SPEC, out, "full", devices=jax.devices()[:1], block=BLOCK, only=["random_search"])
     assert sorted(_cells(out)) == [c for c in CELL_IDS if c.startswith("random_search")]
+    # run() releases what each cell compiled (runner.release_programs: XLA:CPU's executables hold
+    # memory mappings, and a long study in one process ran out of Linux's 65,530). Catches the
+    # release left out (the sentinel stays compiled) or the runner's own cache kept (an entry
+    # left for a cell that ran).
+    assert sentinel._cache_size() == 0
+    assert not any(k[0] == c.digest for k in E.runner._PROGRAMS
+                   for c in E.spec.load(SPEC).resolve("full") if c.algorithm.id == "random_search")
     with pytest.raises(ValueError, match="only: unknown algorithm label.*nope"):
         E.run(SPEC, out, "full", only=["nope"])
     full = _cells(study)
