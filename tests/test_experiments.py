@@ -276,8 +276,9 @@ def test_rerun_skips_finished_cells_and_refuses_changed_specs(study):
 
 def test_only_runs_the_named_algorithms_and_later_runs_add_the_rest(study, tmp_path):
     # run(only=...) runs a subset into a folder that the whole spec later completes; the subset's
-    # cells equal the whole run's bit for bit (the same programs). Catches a filter applied after
-    # the round-robin share (cells lost) or a subset that refuses the later full run.
+    # cells equal the whole run's bit for bit (the same programs, compiled again). Catches a
+    # filter applied after the round-robin share (cells lost) or a subset that refuses the later
+    # full run.
     out = str(tmp_path / "part")
     sentinel = jax.jit(lambda x: x + 1)
     sentinel(jnp.ones(2))

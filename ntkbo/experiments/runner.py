@@ -91,7 +91,8 @@ def program(cell: Cell, mesh):
     ``keys`` ``(m, 2)``, split along ``mesh``'s seed axis (``m`` a multiple of the mesh size; each
     device vmaps over its ``m / n`` keys), the problem replicated; it returns the ``FIELDS`` of
     ``Result`` with a leading seed axis. Cached per (cell digest, devices), so a cell run twice in
-    one process compiles once (per distinct ``m``)."""
+    one process compiles once (per distinct ``m``); ``run`` drops the entry once the cell is
+    written (``release_programs``)."""
     key = (cell.digest, tuple(int(d.id) for d in mesh.devices.flat))
     if key not in _PROGRAMS:
         if len(_PROGRAMS) >= 64:
