@@ -87,7 +87,7 @@ def test_list_options_prints_every_default(capsys):
                 if p.kind is not inspect.Parameter.VAR_KEYWORD]
     # then the **optimizer_kwargs with the defaults gp_bo resolves them to (num_candidates, ...)
     from ntkbo.algorithms import gp_bo
-    expected += [f"{k} = {v!r}" for k, v in gp_bo._optimizer_defaults({}).items()]
+    expected += [f"{k} = {v!r}" for k, v in gp_bo.GP_OPTIMIZER_DEFAULTS.items()]
     assert lines == expected
     assert cli.main(["list", "--options", "nope"]) == 2
     assert "--options" in capsys.readouterr().err

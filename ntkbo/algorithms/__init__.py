@@ -31,7 +31,8 @@ import sys
 
 from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
-from ntkbo.algorithms.gp_bo import _optimizer_defaults as _gp_optimizer_options
+from ntkbo.algorithms.gp_bo import gp_optimizer_options as _gp_options
+from ntkbo.algorithms.gp_bo import ntk_gp_optimizer_options as _ntk_gp_options
 from ntkbo.algorithms.neural_bo import neural_bo
 from ntkbo.algorithms.pinn_bo import pinn_bo, pinn_ntk_gp
 from ntkbo.algorithms.neural_cbo import neural_cbo
@@ -73,7 +74,7 @@ _BASE_NAMES = {f: n for n, f in _FACTORIES.items() if not isinstance(f, functool
 #: For a factory function taking options through ``**kwargs``: the function of those options that
 #: returns them all, defaults filled in (``TypeError`` for one it does not take), as the factory
 #: itself resolves them, so the record cannot drift from what runs.
-_KWARGS_OPTIONS = {gp: _gp_optimizer_options, ntk_gp: _gp_optimizer_options}
+_KWARGS_OPTIONS = {gp: _gp_options, ntk_gp: _ntk_gp_options}
 
 
 def _kwargs_options(factory):
