@@ -536,14 +536,11 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, TypeError) as err:
             print(f"ntkbo: error: --options: {err}", file=sys.stderr)
             return 2
-        for name, value in defaults.items():
-            print(f"{name} = {value!r}")
-        # Options a factory takes through **kwargs (gp's and ntk_gp's acquisition optimiser):
-        # the algorithm's recorded config lists them with their defaults.
-        config = getattr(ntkbo.algorithms.get(args.options), "config", None) or {}
-        for name, value in config.items():
-            if name not in defaults:
-                print(f"{name} = {value!r}")
+        # The algorithm's recorded config lists every option in the factory's order, those it
+        # takes through **kwargs (gp's and ntk_gp's acquisition optimiser) last, with defaults.
+        config = dict(getattr(ntkbo.algorithms.get(args.options), "config", None) or {})
+        for name in list(config) + [k for k in defaults if k not in config]:
+            print(f"{name} = {defaults.get(name, config.get(name))!r}")
         return 0
     if args.command == "list":
         print("algorithms:", ", ".join(ntkbo.algorithms.names()))

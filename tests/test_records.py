@@ -274,3 +274,39 @@ def test_seed_index_reproduces_a_vmapped_seed_exactly(tmp_path):
     assert one["runs"][0]["x"] == full["runs"][1]["x"]
     assert one["runs"][0]["y"] == full["runs"][1]["y"]
     assert cli.main(args + ["--out", "", "--seed-index", "2"]) == 2
+
+
+# ---- what experiment cells hash ------------------------------------------------------------------
+
+
+def test_experiment_cells_hash_a_kwargs_default_that_changed(monkeypatch):
+    """``resolved_options``, which experiment cells hash, lists a ``**kwargs`` option not given
+    only where its default differs from the values stored cells ran with (``_KWARGS_BASELINE``,
+    the former shared ``num_restarts=4, num_steps=30``): ``gp``'s longer acquisition search is in
+    ``gp_ei``'s options and cell definition, ``ntk_gp_ei``'s are unchanged, and a GP cell stored
+    under the former defaults differs from a current one in ``num_restarts``.
+
+    Mutations caught: the ``**kwargs`` left out entirely (the former rule: GP cells run with 4, 30
+    and with 10, 100 shared one digest, and a resume mixed them); every ``**kwargs`` default listed
+    (each stored ``ntk_gp`` digest changes, and no committed study resumes)."""
+    from ntkbo.experiments import runner
+    from ntkbo.experiments.spec import Spec, digest
+
+    gp_ei, ntk_gp_ei = A.resolved_options("gp_ei"), A.resolved_options("ntk_gp_ei")
+    assert (gp_ei["num_restarts"], gp_ei["num_steps"]) == (10, 100)
+    assert "num_candidates" not in gp_ei and "jitter" not in gp_ei
+    assert not {"num_candidates", "num_restarts", "num_steps", "jitter"} & set(ntk_gp_ei)
+    spec = Spec.from_dict({"name": "t", "budget": 6, "n_init": 4, "seeds": 2,
+                           "algorithms": [{"name": "gp_ei"}, {"name": "ntk_gp_ei"}],
+                           "problems": [{"name": "branin"}]})
+    gp_cell, ntk_cell = sorted(spec.resolve("full"), key=lambda c: c.cell_id)
+    former = gp_cell.definition()
+    for k in ("num_restarts", "num_steps"):
+        del former["algorithm"]["options"][k]  # as a cell run before 2026-11-24 stored it
+    assert digest(former) != gp_cell.digest
+    assert runner._first_difference(former, gp_cell.definition()) == "algorithm.options.num_restarts"
+    # A default changed again changes the digest; ntk_gp's cell keeps its own.
+    monkeypatch.setitem(importlib.import_module("ntkbo.algorithms.gp_bo").GP_OPTIMIZER_DEFAULTS,
+                        "num_steps", 50)
+    gp_again, ntk_again = sorted(spec.resolve("full"), key=lambda c: c.cell_id)
+    assert gp_again.digest != gp_cell.digest and ntk_again.digest == ntk_cell.digest

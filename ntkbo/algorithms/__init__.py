@@ -76,6 +76,12 @@ _BASE_NAMES = {f: n for n, f in _FACTORIES.items() if not isinstance(f, functool
 #: itself resolves them, so the record cannot drift from what runs.
 _KWARGS_OPTIONS = {gp: _gp_options, ntk_gp: _ntk_gp_options}
 
+#: The ``**kwargs`` values a stored experiment cell that does not list them ran with
+#: (``resolved_options``): the shared defaults of ``gp`` and ``ntk_gp`` until 2026-11-24. Frozen:
+#: changing a value here would change what every stored cell means.
+_KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
+                        jitter=None, n_constraints=0)
+
 
 def _kwargs_options(factory):
     """The ``_KWARGS_OPTIONS`` entry of ``factory`` (a function or a partial of one), or None."""
@@ -227,12 +233,25 @@ def resolved_options(name: str, preset=None, **options) -> dict:
     kept as given). A required option not given (PINN-BO's ``pde``, which the problem supplies) is
     left out. ``ValueError`` naming the option if the factory does not take it.
 
-    Unlike the ``Algorithm``'s ``config``, this leaves out the ``**kwargs`` defaults (``gp``'s
-    ``num_candidates``, ...): experiment cells (``ntkbo.experiments.spec``) hash these options, so
-    adding keys here would change every stored GP cell's digest and refuse to resume its run."""
+    Experiment cells (``ntkbo.experiments.spec``) hash these options, so a ``**kwargs`` option
+    (given or default) appears exactly where its value differs from ``_KWARGS_BASELINE``, the
+    values every cell stored before 2026-11-24 ran with unless it listed them: absent means that
+    value. ``gp``'s ``num_restarts=10, num_steps=100`` are therefore in its options, and a GP cell
+    stored under the former ``4, 30`` no longer passes for a current one (its resume is refused,
+    naming ``num_restarts``), while every other stored cell keeps its digest. The
+    ``Algorithm``'s ``config`` lists every ``**kwargs`` option."""
     if name not in _FACTORIES:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
-    return _resolve(_FACTORIES[name], name, (), with_preset(name, preset, options))
+    factory = _FACTORIES[name]
+    out = _resolve(factory, name, (), with_preset(name, preset, options))
+    resolve_kwargs = _kwargs_options(getattr(factory, "__wrapped__", factory))
+    for k, default in ({} if resolve_kwargs is None else resolve_kwargs({})).items():
+        value = out.get(k, default)
+        if value == _KWARGS_BASELINE[k]:
+            out.pop(k, None)
+        else:
+            out[k] = value
+    return out
 
 
 def base_name(name: str) -> str:
