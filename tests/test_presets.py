@@ -176,8 +176,8 @@ def test_preset_differences_are_where_the_records_differ():
     """``preset_differences(name, P)`` lists exactly the options whose recorded values (the
     ``Algorithm``'s ``config``, built by the factory) differ between the defaults and the preset,
     with both values, for every name and preset. Mutations caught: listing every option the preset
-    sets (``neural_bo``'s ``"paper"`` sets 17, of which only ``warm_start`` differs); the two
-    values swapped."""
+    sets (``neural_bo``'s ``"paper"`` sets 17, of which only ``nu`` and ``warm_start`` differ); the
+    two values swapped."""
     for name in A.names():
         for preset in A.presets(name):
             need = _needs(name)
@@ -188,4 +188,5 @@ def test_preset_differences_are_where_the_records_differ():
             # the problem's options (PINN-BO's pde) are not defaults: leave them out of both
             assert {k: v for k, v in got.items() if k not in need} == \
                 {k: v for k, v in expect.items() if k not in need}, (name, preset)
-    assert A.preset_differences("neural_bo", "paper") == {"warm_start": (True, False)}
+    assert A.preset_differences("neural_bo", "paper") == {"nu": (0.3, 1.0),
+                                                          "warm_start": (True, False)}
