@@ -23,8 +23,8 @@ module)::
     # (c) ntkbo venv: the markdown report (scipy's paired tests)
     PYTHONPATH=/work/main /work/main/.venv/bin/python benchmarks/botorch_reference.py report
 
-Files (``benchmarks/results/botorch_reference/``): ``problems.npz`` (export), ``runs.jsonl``
-(run), ``botorch_reference.md`` (report).
+Files (``benchmarks/results/botorch_reference/``): ``problems.npz`` (export), ``runs.jsonl`` and
+``botorch_versions.txt`` (run), ``botorch_reference.md`` (report).
 
 The BoTorch side uses BoTorch's documented defaults: float64, ``torch.set_num_threads(1)``; inputs
 scaled to the unit cube from the problem's bounds; ``SingleTaskGP(train_X, train_Y)`` with its
@@ -60,6 +60,7 @@ OUT = os.path.join(HERE, "results", "botorch_reference")
 STORED = os.path.join(HERE, "results", "defaults-cpu")
 PROBLEMS_FILE = "problems.npz"
 RUNS_FILE = "runs.jsonl"
+VERSIONS_FILE = "botorch_versions.txt"  # written by ``run``: the BoTorch venv's versions
 REPORT_FILE = "botorch_reference.md"
 
 #: The dev-suite members with d >= 10, in the suite's order.
@@ -314,10 +315,15 @@ def run_one(label: str, p: dict, key: int, budget: int = BUDGET) -> dict:
 
 def run(out: str = OUT, keys: int = N_KEYS, deadline: str | None = None,
         members: tuple = MEMBERS) -> None:
+    import botorch
+    import gpytorch
     import torch
 
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
+    with open(os.path.join(out, VERSIONS_FILE), "w") as fh:
+        fh.write(f"botorch {botorch.__version__}, torch {torch.__version__}, "
+                 f"gpytorch {gpytorch.__version__}\n")
     problems = load_problems(out)
     for label, (err, tol) in check_ports(problems).items():
         assert err <= tol, f"numpy port of {label} disagrees with ntkbo: {err} > {tol}"
@@ -363,15 +369,17 @@ def _versions() -> str:
             out.append(f"{name} {md.version(name)}")
         except md.PackageNotFoundError:
             pass
+    return ", ".join(out) + f"; BoTorch side: {_botorch_versions(OUT)}"
+
+
+def _botorch_versions(out: str) -> str:
+    """The BoTorch side's versions as ``run`` recorded them (``VERSIONS_FILE``), so that a report
+    written later, without the BoTorch venv, still says what produced the runs."""
     try:
-        bt = subprocess.run(
-            ["/tmp/btenv/bin/python", "-c", "import botorch, torch, gpytorch; "
-             "print(f'botorch {botorch.__version__}, torch {torch.__version__}, "
-             "gpytorch {gpytorch.__version__}')"],
-            capture_output=True, text=True, timeout=120).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        bt = ""
-    return ", ".join(out) + (f"; BoTorch side: {bt}" if bt else "")
+        with open(os.path.join(out, VERSIONS_FILE)) as fh:
+            return fh.read().strip()
+    except OSError:
+        return "not recorded"
 
 
 def _runs(out: str) -> dict:
