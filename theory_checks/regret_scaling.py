@@ -311,8 +311,10 @@ def _algorithm(name, s, T):
                                        W_std=math.sqrt(2.0), b_std=0.1, lam=s["lam"], beta=beta,
                                        input_map="sphere", **opt)
     if name == "neural_bo":
-        return ntkbo.algorithms.neural_bo(width=s["width"], num_steps=50, num_candidates=256,
-                                          num_perturbations=64)
+        # nu = 1, the experiments' constant (module docstring): explicit since the default
+        # became 0.3
+        return ntkbo.algorithms.neural_bo(width=s["width"], nu=1.0, num_steps=50,
+                                          num_candidates=256, num_perturbations=64)
     if name == "sto_bnts":
         # the trained network (its default is now the linearised closed form): the algorithm
         # whose regret the row has measured since it was written
