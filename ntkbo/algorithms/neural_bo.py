@@ -141,18 +141,19 @@ the units of ``f``; the paper does not say, and the authors' code does not stand
 together give the authors' code; ``nu="repo"`` is their increasing schedule
 ``nu_t = sqrt(t / log(t + 1) * log(1 + t^2 / log(t + 1)))`` with ``t`` the number of observations.
 
-Defaults are the paper's (``PRESETS["paper"]``) except the warm start above and ``nu``:
-``depth=1`` hidden layer (the paper's ``L = 2``), ``width=500``, ReLU, no biases, ``lam=0.01``,
-``nu=0.3``. The paper picks ``nu`` per problem from the grid ``{0.1, 1, 10}`` (``preset="paper"``
-has ``nu=1``). ``0.3`` was chosen on the dev suite's tuning keys (``PRNGKey(0..7)``, 14 problems,
-budget 60, ``benchmarks/results/tuning-neural_bo-nu``) by the rule fixed before the run, the lowest
-mean normalised regret among ``nu`` in ``{0.1, 0.3, 1, 3}``: 0.285 against 0.295 (``nu=1``),
-0.305 (``0.1``) and 0.335 (``3``). It beat random search on all 10 problems with ``d >= 6``
-there, ``nu=1`` on 7; but on the 2-D problems it explores too little: on Branin it was no better
-than random search (normalised regret 0.025 against 0.0013 at ``nu=1``), and ``nu=1`` stays the
-better choice there. The per-problem choice matters: at width 100 (8 seeds, tests/test_beats_random.py), ``nu = 10`` gives Branin
-(budget 40) a mean best value of 0.73 against 1.15 at ``nu = 1`` (one seed stalls on the edge
-``x2 = 0``), while ``nu = 1`` gives Hartmann-6 (budget 60) -2.67 against -2.11 at ``nu = 10``.
+Defaults are the paper's (``PRESETS["paper"]``) except the warm start above and ``nu``: ``depth=1``
+hidden layer (the paper's ``L = 2``), ``width=500``, ReLU, no biases, ``lam=0.01``, ``nu=0.3``. The
+paper picks ``nu`` per problem from the grid ``{0.1, 1, 10}`` (``preset="paper"`` has ``nu=1``).
+``0.3`` was chosen on the dev suite's tuning keys (``PRNGKey(0..7)``, 14 problems, budget 60,
+``benchmarks/results/tuning-neural_bo-nu``) by the rule fixed before the run, the lowest mean
+normalised regret among ``nu`` in ``{0.1, 0.3, 1, 3}``: 0.285 against 0.295 (``nu=1``), 0.305
+(``0.1``) and 0.335 (``3``). It beat random search on all 11 problems with ``d >= 6`` there,
+``nu=1`` on 8; but on the 2-D problems it explores too little: on Branin it was no better than
+random search (normalised regret 0.025 against 0.0013 at ``nu=1``), and ``nu=1`` stays the better
+choice there. The per-problem choice matters: at width 100 (8 seeds, tests/test_beats_random.py),
+``nu = 10`` gives Branin (budget 40) a mean best value of 0.73 against 1.15 at ``nu = 1`` (one seed
+stalls on the edge ``x2 = 0``), while ``nu = 1`` gives Hartmann-6 (budget 60) -2.67 against -2.11 at
+``nu = 10``.
 
 **Layout.** Each step of a round is a module function of arrays, which the tests call directly:
 ``init_u`` and ``update_u`` (``U_0 = lam I`` and line 7), ``targets`` and ``train_nn`` (TrainNN,
