@@ -1,5 +1,7 @@
 """ntkbo.gp against float64 numpy/scipy references written independently of the library."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -254,3 +256,41 @@ def test_cholesky_append_equals_a_full_refactor():
     # The padding rows past the last append stay identity rows of the factor.
     n = int(data.count)
     np.testing.assert_array_equal(np.asarray(post.chol)[n:, :], np.eye(16)[n:, :])
+
+
+def test_solve_lower_and_cholesky_solve_against_scipy():
+    """``solve_lower`` (the factor handed to LAPACK as an upper one, ``ntkbo.gp``) and
+    ``cholesky_solve`` against scipy's float64 solves, with one or several right-hand sides, a
+    batch of factors under ``vmap``, and ``jax.grad`` through them against ``jax.scipy``'s
+    ``solve_triangular``. Catches: ``trans`` flipped (``L^-T b`` for ``L^-1 b``), ``lower``
+    left True on the transposed factor (its strict lower part is zero), ``cholesky_solve``
+    solving with ``L^-1`` twice."""
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(2, 6, 6))
+    chols = np.linalg.cholesky(a @ np.swapaxes(a, 1, 2) + 6 * np.eye(6))
+    b = rng.normal(size=(2, 6, 3))
+    # cond(L) ~ 3 here, so float64 solves agree to ~1e-15 relative; 1e-12 leaves room.
+    for chol, rhs in zip(chols, b):
+        np.testing.assert_allclose(jax.jit(_gp.solve_lower)(chol, rhs),
+                                   scipy.linalg.solve_triangular(chol, rhs, lower=True),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            jax.jit(functools.partial(_gp.solve_lower, trans=True))(chol, rhs),
+            scipy.linalg.solve_triangular(chol, rhs, lower=True, trans="T"), rtol=1e-12)
+        np.testing.assert_allclose(jax.jit(_gp.cholesky_solve)(chol, rhs[:, 0]),
+                                   scipy.linalg.cho_solve((chol, True), rhs[:, 0]), rtol=1e-12)
+    batched = jax.jit(jax.vmap(_gp.cholesky_solve))(chols, b)
+    for i in range(2):
+        np.testing.assert_allclose(batched[i], scipy.linalg.cho_solve((chols[i], True), b[i]),
+                                   rtol=1e-12)
+
+    def loss(solve, chol, rhs):
+        return jnp.sum(jnp.sin(solve(chol, rhs)))
+
+    ref = functools.partial(jax.scipy.linalg.solve_triangular, lower=True)
+    for argnum in (0, 1):
+        g = jax.grad(loss, argnums=argnum + 1)(_gp.solve_lower, chols[0], b[0])
+        g_ref = jax.grad(loss, argnums=argnum + 1)(ref, chols[0], b[0])
+        # only the lower triangle of the factor is read, by both
+        np.testing.assert_allclose(np.tril(g) if argnum == 0 else g,
+                                   np.tril(g_ref) if argnum == 0 else g_ref, rtol=1e-10)

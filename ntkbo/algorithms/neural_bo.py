@@ -418,7 +418,7 @@ def gram_variance(k_diag: Array, k_cross: Array, mask: Array, chol: Array) -> Ar
     """``variance_dual`` from the kernel values themselves: ``k(x, x)`` ``(n,)`` and the cross
     kernel ``k(x, X)`` ``(n, C)`` to the buffer rows (masked here)."""
     cross = jnp.where(mask[None, :], k_cross, 0.0)
-    v = solve_triangular(chol, cross.T, lower=True)
+    v = G.solve_lower(chol, cross.T)
     return jnp.maximum(k_diag - jnp.sum(v * v, axis=0), 0.0)
 
 

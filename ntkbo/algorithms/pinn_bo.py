@@ -102,7 +102,6 @@ from typing import Any, Callable, NamedTuple, Optional, Union
 import flax.struct
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve, solve_triangular
 
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
@@ -388,7 +387,7 @@ def joint_condition(f: JointFactor, u: Array, y: Array, mask: Array, lam1,
     noise = jnp.concatenate([jnp.full((n_res,), lam2, f.chol.dtype),
                              jnp.full(mask.shape, lam1, f.chol.dtype)])
     target = jnp.where(m, jnp.concatenate([u, y]), 0.0)
-    alpha = cho_solve((f.chol, True), target)
+    alpha = G.cholesky_solve(f.chol, target)
     # information quantities: log det(I + Lambda^-1/2 K Lambda^-1/2) = log det(K + Lambda) - log det
     # Lambda over the valid rows (Lemma 5.3.6 in kernel form, digest section 2.4); padding rows
     # of the factor are identity (log 1 = 0)
@@ -424,7 +423,7 @@ def joint_predict(k, k_ur, post: JointPosterior, z: Array, x: Array, xs: Array):
     """Posterior mean and variance ``(n,)`` of ``f`` at ``xs`` ``(n, d)`` (Lemma 5.3.4)."""
     cross = jnp.where(post.mask[None, :], _cross_rows(k, k_ur, z, x, xs), 0.0)
     mu = cross @ post.alpha
-    v = solve_triangular(post.chol, cross.T, lower=True)
+    v = G.solve_lower(post.chol, cross.T)
     prior = jax.vmap(lambda a: k(a, a))(xs)
     return mu, jnp.maximum(prior - jnp.sum(v * v, axis=0), 0.0)
 
