@@ -22,6 +22,7 @@ Usage::
     python benchmarks/defaults.py --scale cpu --out benchmarks/results/defaults-cpu
     python benchmarks/defaults.py --scale cpu --out DIR --only neural_bo,random_search  # a part
     python benchmarks/defaults.py --report-only --out DIR    # the table from the stored cells
+    python benchmarks/defaults.py --report-only --out DIR --paired neural_bo:ntk_gp_ts
 
 Tuning (the only place a default may be chosen): the same protocol on ``TUNING_KEYS``
 (``PRNGKey(0 + i)``) with named variants, each ``LABEL=NAME`` or ``LABEL=NAME:JSON-OPTIONS``::
@@ -178,6 +179,42 @@ def table(out: str) -> dict:
             "scale": (spec or {}).get("scale"), "normaliser": scale}
 
 
+def paired(t: dict, a: str, b: str) -> dict:
+    """``a`` against ``b`` over the problems both ran, paired by problem: their mean normalised
+    regrets (``table``'s ``per_problem``), on how many problems ``a``'s is lower, and two-sided
+    p-values of the Wilcoxon signed-rank test (exact for these few problems) and the paired t-test
+    of the per-problem differences. Used to ask whether two algorithms differ at all on the suite
+    (e.g. NeuralBO against the NTK-GP with the same Thompson-sampling rule), which ranks among 24
+    algorithms do not say."""
+    import scipy.stats
+
+    rows = t["rows"]
+    for name in (a, b):
+        if name not in rows:
+            raise ValueError(f"paired: {name!r} is not in the table ({sorted(rows)})")
+    common = [p for p in t["problems"] if p in rows[a]["per_problem"] and p in rows[b]["per_problem"]]
+    if len(common) < 2:
+        raise ValueError(f"paired: {a!r} and {b!r} share {len(common)} problems, need >= 2")
+    x = np.array([rows[a]["per_problem"][p] for p in common])
+    y = np.array([rows[b]["per_problem"][p] for p in common])
+    return {"a": a, "b": b, "problems": len(common), "mean_a": float(x.mean()),
+            "mean_b": float(y.mean()), "a_lower": int((x < y).sum()),
+            "wilcoxon_p": float(scipy.stats.wilcoxon(x, y).pvalue),
+            "paired_t_p": float(scipy.stats.ttest_rel(x, y).pvalue)}
+
+
+def render_paired(results: list[dict]) -> str:
+    """``paired``'s results as a markdown table."""
+    lines = ["Paired by problem (mean normalised regret per problem; two-sided tests):", "",
+             "| a | b | problems | mean a | mean b | a lower on | Wilcoxon p | paired t p |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['a']} | {r['b']} | {r['problems']} | {r['mean_a']:.3f} | "
+                     f"{r['mean_b']:.3f} | {r['a_lower']} | {r['wilcoxon_p']:.2g} | "
+                     f"{r['paired_t_p']:.2g} |")
+    return "\n".join(lines) + "\n"
+
+
 def _keys_name(offset: int) -> str:
     return next((k for k, r in KEY_RANGES.items() if offset in r), "other")
 
@@ -240,6 +277,9 @@ def main(argv=None) -> int:
     parser.add_argument("--variant", action="append", default=None,
                         help="LABEL=NAME[:JSON options], repeated: run these instead of every "
                              "algorithm's defaults (random search is always added)")
+    parser.add_argument("--paired", action="append", default=None, metavar="A:B",
+                        help="also compare A with B paired by problem (repeatable; written "
+                             "under the table)")
     args = parser.parse_args(argv)
     if args.seeds < 2:
         parser.error(f"--seeds must be >= 2 (Welch tests), got {args.seeds}")
@@ -265,6 +305,14 @@ def main(argv=None) -> int:
                               command=" ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]))
     t = table(args.out)
     text = render(t)
+    if args.paired:
+        try:
+            pairs = [tuple(item.split(":")) for item in args.paired]
+            if any(len(pair) != 2 for pair in pairs):
+                raise ValueError(f"--paired takes A:B, got {args.paired}")
+            text += "\n" + render_paired([paired(t, a, b) for a, b in pairs])
+        except ValueError as err:
+            parser.error(str(err))
     with open(os.path.join(args.out, "defaults.md"), "w") as fh:
         fh.write(text)
     print(text)

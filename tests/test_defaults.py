@@ -153,3 +153,30 @@ def test_an_algorithm_still_running_is_not_ranked(smoke_study, tmp_path):
     assert t["rows"]["rs2"]["average_rank"] is None and t["rows"]["rs2"]["problems"] == 1
     assert t["rows"]["random_search"]["average_rank"] == 1.0
     assert "| rs2 | " in D.render(t) and "n/a" in D.render(t)
+
+
+def test_paired_comparison_against_closed_forms():
+    """``paired`` on a hand-made table: ``a`` lower than ``b`` on all 6 shared problems (a seventh
+    only ``a`` ran is dropped). The exact two-sided Wilcoxon p of n same-signed differences is
+    ``2 / 2^n`` (only the all-negative and all-positive sign patterns are as extreme), and with
+    differences ``-d`` for d = 1..6 (times 0.01) the paired t statistic is ``mean / (sd /
+    sqrt(n))`` on 5 degrees of freedom. Mutations caught: the pairing lost (problems compared in
+    different orders), a problem only one algorithm ran kept, the count of lower problems
+    inverted."""
+    import scipy.stats
+
+    problems = [f"p{i}" for i in range(7)]
+    diffs = 0.01 * np.arange(1, 7)
+    b = {p: 0.5 + 0.05 * i for i, p in enumerate(problems[:6])}
+    a = {p: b[p] - d for p, d in zip(problems[:6], diffs)}
+    a["p6"] = 0.0
+    t = {"problems": problems, "rows": {"a": {"per_problem": a}, "b": {"per_problem": b}}}
+    r = D.paired(t, "a", "b")
+    assert (r["problems"], r["a_lower"]) == (6, 6)
+    assert r["wilcoxon_p"] == pytest.approx(2 / 2**6, rel=1e-12)
+    stat = diffs.mean() / (diffs.std(ddof=1) / np.sqrt(6))
+    assert r["paired_t_p"] == pytest.approx(2 * scipy.stats.t.sf(stat, 5), rel=1e-9)
+    assert r["mean_a"] == pytest.approx(np.mean([a[p] for p in problems[:6]]), rel=1e-12)
+    assert D.paired(t, "b", "a")["a_lower"] == 0
+    with pytest.raises(ValueError, match="'c'"):
+        D.paired(t, "a", "c")
