@@ -22,6 +22,11 @@ Two measurements, printed as Markdown tables (to paste into a README) with the m
    reported separately, not in the run times). ``--budget 30,300`` gives one row per budget. The
    process CPU time of each side is reported next to the wall time: on a loaded machine equal CPU
    time with unequal wall time means one side used the cores better, not that it did less work.
+   ``--parts seeds-step`` measures the same at large n without running the rounds before it:
+   ``--seeds`` states, each holding n Sobol points of ``--problem`` (its own per seed) for each n
+   of ``--grid``, and one round (suggest, evaluate, update) of all of them, ``jax.vmap``-ed
+   against a loop over jitted single-state rounds: the throughput of a long vmapped run at that
+   n (a 2000-evaluation run of 64 seeds is hours per side on 2 cores).
 
 3. **A second identical command.** ``--parts cache``: ``ntkbo run --algo A --problem branin
    --budget B --seeds S`` twice, each in a fresh process, with a new, empty persistent compilation
@@ -66,6 +71,7 @@ Commands (from the repository root)::
     python benchmarks/speed.py --algos neural_bo --set neural_bo:width=1000 --max-n 500
     python benchmarks/speed.py --parts seeds --seeds 32 --budget 50 --x64
     python benchmarks/speed.py --parts seeds --seeds 64 --budget 30,300 --blas-threads 1
+    python benchmarks/speed.py --parts seeds-step --seeds 64 --grid 300,2000 --algos ntk_gp,neural_bo
     python benchmarks/speed.py --grid 100,300 --reps 5 --timeout-per-cell 120 --skip-above 20
     python benchmarks/speed.py --blas-threads 1 --algos gp --parts step   # see "BLAS threads"
     python benchmarks/speed.py --parts cache --algos ntk_gp,neural_bo --budget 30 --seeds 4
@@ -343,6 +349,61 @@ def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, de
     }
 
 
+def measure_seeds_step(algo_name, options, problem_name, dim, n, seeds, reps, deadline, seed,
+                       x64):
+    """One BO round (suggest, evaluate, update) of ``seeds`` states at ``n`` observations:
+    ``jax.vmap`` over the states against a Python loop over them (the throughput of a vmapped
+    long run at that n, without running the n - 1 rounds before it)."""
+    jax = _setup_jax(x64)
+    import ntkbo
+    from ntkbo import data as D
+    from ntkbo import qmc
+
+    problem = ntkbo.benchmarks.get(problem_name, dim=dim)
+    algo, note = make_algorithm(algo_name, options)
+    capacity = D.next_capacity(n + 1)
+    keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
+
+    def start(k):  # each seed its own n Sobol points, told in one update
+        k_init, k_x = jax.random.split(k)
+        x = qmc.sobol(k_x, n, problem.bounds)
+        return algo.update(algo.init(k_init, problem.bounds, capacity), x,
+                           jax.vmap(problem.fn)(x))
+
+    def round_(k, state):
+        x, _ = algo.suggest(k, state)
+        return algo.update(state, x, jax.vmap(problem.fn)(x))
+
+    states = jax.block_until_ready(jax.jit(jax.vmap(start))(keys))
+    one, t_compile_seq = _compile(round_, keys[0], jax.tree_util.tree_map(lambda a: a[0], states))
+    many, t_compile_vmap = _compile(jax.vmap(round_), keys, states)
+    singles = [jax.tree_util.tree_map(lambda a, i=i: a[i], states) for i in range(seeds)]
+
+    def sequential():
+        return [one(k, s) for k, s in zip(keys, singles)]
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(sequential())  # warm-up
+    t_warm_seq = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(many(keys, states))
+    t_warm_vmap = time.perf_counter() - t0
+    r = _reps_that_fit(reps, t_warm_seq + t_warm_vmap, deadline)
+    c0 = time.process_time()
+    seq_times = _time(sequential, r)
+    c1 = time.process_time()
+    vmap_times = _time(lambda: many(keys, states), r)
+    c2 = time.process_time()
+    seq, vm = statistics.median(seq_times), statistics.median(vmap_times)
+    return {
+        "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "n": n,
+        "budget": f"one round at n = {n}", "seeds": seeds, "note": note, "reps": r,
+        "compile_sequential": t_compile_seq, "compile_vmap": t_compile_vmap, "sequential": seq,
+        "vmap": vm, "speedup": seq / vm, "cpu_sequential": (c1 - c0) / r,
+        "cpu_vmap": (c2 - c1) / r, "sequential_times": seq_times, "vmap_times": vmap_times,
+    }
+
+
 #: JAX's monitoring events whose durations make up the time spent compiling a program.
 COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                   "/jax/core/compile/jaxpr_to_mlir_module_duration",
@@ -382,7 +443,8 @@ def measure_cli(algo_name, options, problem_name, budget, seeds, cache_dir, out,
 def worker(spec: dict) -> None:
     deadline = time.monotonic() + spec.pop("timeout")
     kind = spec.pop("kind")
-    fn = {"step": measure_step, "seeds": measure_seeds, "cache": measure_cli}[kind]
+    fn = {"step": measure_step, "seeds": measure_seeds, "seeds_step": measure_seeds_step,
+          "cache": measure_cli}[kind]
     result = fn(**spec, deadline=deadline)
     # Peak resident memory of this measuring process (Linux reports kilobytes).
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -562,8 +624,8 @@ def main(argv=None) -> int:
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     missing = [a for a in algos if not available(a)]
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    if not parts <= {"step", "seeds", "cache"}:
-        raise SystemExit(f"--parts takes step, seeds and/or cache, got {args.parts!r}")
+    if not parts <= {"step", "seeds", "seeds-step", "cache"}:
+        raise SystemExit(f"--parts takes step, seeds, seeds-step and/or cache, got {args.parts!r}")
     options = parse_options(args.options)
     for name in options:
         if name not in algos:
@@ -622,6 +684,24 @@ def main(argv=None) -> int:
             seed_results.append(r)
             log(f"    {_summary(r)}")
 
+    if "seeds-step" in parts:
+        for n, a in ((n, a) for n in grid for a in algos):
+            if a in missing:
+                seed_results.append({"algo": a, "error": "not available"})
+                continue
+            log(f"[seeds-step] {a} {args.seeds} seeds, one round at n = {n} ...")
+            spec = dict(kind="seeds_step", algo_name=a, options=options.get(a, {}),
+                        problem_name=args.problem, dim=args.dim, n=n, seeds=args.seeds,
+                        reps=args.reps, seed=args.seed, x64=args.x64)
+            r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a,
+                     budget=f"one round at n = {n}")
+            if r.get("error") == "timeout":
+                r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
+            elif "error" in r:
+                log(r.get("stderr", ""))
+            seed_results.append(r)
+            log(f"    {_summary(r)}")
+
     cache_results: list[dict] = []
     if "cache" in parts:
         import tempfile
@@ -666,9 +746,11 @@ def main(argv=None) -> int:
                 "separately. `update` appends one point to n and refits.", ""]
         out += step_table(step_results, algos, grid)
     if seed_results:
-        out += ["", f"### {args.seeds} seeds: `jax.vmap` of `minimize` against a Python loop", "",
+        out += ["", f"### {args.seeds} seeds: `jax.vmap` against a Python loop", "",
                 "Median of `reps` repetitions of all seeds; compile time excluded and shown "
-                "separately. Speed-up = loop time / vmap time.", ""]
+                "separately. Speed-up = loop time / vmap time. A budget is a whole `minimize`; "
+                "'one round at n' is one suggest, evaluation and update of states holding n "
+                "observations (`--parts seeds-step`, on `--problem`).", ""]
         out += seeds_table(seed_results)
     if cache_results:
         out += ["", "### A second identical `ntkbo run` (persistent compilation cache)", "",
