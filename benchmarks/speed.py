@@ -304,6 +304,32 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
     }
 
 
+def _loop_against_vmap(sequential, vectorised, reps: int, deadline: float) -> dict:
+    """Times ``sequential()`` (a Python loop over seeds) against ``vectorised()`` (their vmapped
+    program), both compiled already: one warm-up call each, then the median of the repetitions
+    that fit before ``deadline``, with this process's CPU seconds per repetition (all threads:
+    equal CPU time with unequal wall time means one side kept the cores busier, not that it did
+    less work)."""
+    import jax
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(sequential())  # warm-up
+    t_warm_seq = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(vectorised())
+    t_warm_vmap = time.perf_counter() - t0
+    r = _reps_that_fit(reps, t_warm_seq + t_warm_vmap, deadline)
+    c0 = time.process_time()
+    seq_times = _time(sequential, r)
+    c1 = time.process_time()
+    vmap_times = _time(vectorised, r)
+    c2 = time.process_time()
+    seq, vm = statistics.median(seq_times), statistics.median(vmap_times)
+    return {"reps": r, "sequential": seq, "vmap": vm, "speedup": seq / vm,
+            "cpu_sequential": (c1 - c0) / r, "cpu_vmap": (c2 - c1) / r,
+            "sequential_times": seq_times, "vmap_times": vmap_times}
+
+
 def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, deadline, seed,
                   x64):
     jax = _setup_jax(x64)
@@ -325,27 +351,11 @@ def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, de
     def sequential():
         return [one(k, problem) for k in keys]
 
-    t0 = time.perf_counter()
-    jax.block_until_ready(sequential())  # warm-up
-    t_warm_seq = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    jax.block_until_ready(many(keys, problem))
-    t_warm_vmap = time.perf_counter() - t0
-    r = _reps_that_fit(reps, t_warm_seq + t_warm_vmap, deadline)
-    c0 = time.process_time()
-    seq_times = _time(sequential, r)
-    c1 = time.process_time()
-    vmap_times = _time(lambda: many(keys, problem), r)
-    c2 = time.process_time()
-    seq, vm = statistics.median(seq_times), statistics.median(vmap_times)
+    timing = _loop_against_vmap(sequential, lambda: many(keys, problem), reps, deadline)
     return {
         "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "budget": budget,
-        "seeds": seeds, "note": note, "reps": r, "compile_sequential": t_compile_seq,
-        "compile_vmap": t_compile_vmap, "sequential": seq, "vmap": vm, "speedup": seq / vm,
-        # CPU seconds of this process (all threads) per repetition: equal CPU time with unequal
-        # wall time means one side kept the cores busier, not that it did less work.
-        "cpu_sequential": (c1 - c0) / r, "cpu_vmap": (c2 - c1) / r,
-        "sequential_times": seq_times, "vmap_times": vmap_times,
+        "seeds": seeds, "note": note, "compile_sequential": t_compile_seq,
+        "compile_vmap": t_compile_vmap, **timing,
     }
 
 
@@ -382,25 +392,11 @@ def measure_seeds_step(algo_name, options, problem_name, dim, n, seeds, reps, de
     def sequential():
         return [one(k, s) for k, s in zip(keys, singles)]
 
-    t0 = time.perf_counter()
-    jax.block_until_ready(sequential())  # warm-up
-    t_warm_seq = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    jax.block_until_ready(many(keys, states))
-    t_warm_vmap = time.perf_counter() - t0
-    r = _reps_that_fit(reps, t_warm_seq + t_warm_vmap, deadline)
-    c0 = time.process_time()
-    seq_times = _time(sequential, r)
-    c1 = time.process_time()
-    vmap_times = _time(lambda: many(keys, states), r)
-    c2 = time.process_time()
-    seq, vm = statistics.median(seq_times), statistics.median(vmap_times)
+    timing = _loop_against_vmap(sequential, lambda: many(keys, states), reps, deadline)
     return {
         "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "n": n,
-        "budget": f"one round at n = {n}", "seeds": seeds, "note": note, "reps": r,
-        "compile_sequential": t_compile_seq, "compile_vmap": t_compile_vmap, "sequential": seq,
-        "vmap": vm, "speedup": seq / vm, "cpu_sequential": (c1 - c0) / r,
-        "cpu_vmap": (c2 - c1) / r, "sequential_times": seq_times, "vmap_times": vmap_times,
+        "budget": f"one round at n = {n}", "seeds": seeds, "note": note,
+        "compile_sequential": t_compile_seq, "compile_vmap": t_compile_vmap, **timing,
     }
 
 
