@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blas-threads", type=int, default=None, metavar="N",
                    help="set OPENBLAS_NUM_THREADS (and MKL_, OMP_) to N in the measuring "
                         "processes; default: leave the environment as it is")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="seeds cells: time --reps calls without a warm-up call first (for runs of "
+                        "minutes, where the warm-up doubles the cell for a negligible correction)")
     p.add_argument("--x64", action="store_true",
                    help="enable jax_enable_x64 (float64; default float32)")
     p.add_argument("--quick", action="store_true",
@@ -304,34 +307,42 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
     }
 
 
-def _loop_against_vmap(sequential, vectorised, reps: int, deadline: float) -> dict:
+def _loop_against_vmap(sequential, vectorised, reps: int, deadline: float,
+                       warmup: bool = True) -> dict:
     """Times ``sequential()`` (a Python loop over seeds) against ``vectorised()`` (their vmapped
     program), both compiled already: one warm-up call each, then the median of the repetitions
     that fit before ``deadline``, with this process's CPU seconds per repetition (all threads:
     equal CPU time with unequal wall time means one side kept the cores busier, not that it did
-    less work)."""
+    less work).
+
+    ``warmup=False`` (``--no-warmup``) times ``reps`` calls without the warm-up, for runs of
+    minutes, where a warm-up doubles the cell and what it removes (the first call's allocations;
+    the compile is already excluded) is a negligible part of the time."""
     import jax
 
-    t0 = time.perf_counter()
-    jax.block_until_ready(sequential())  # warm-up
-    t_warm_seq = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    jax.block_until_ready(vectorised())
-    t_warm_vmap = time.perf_counter() - t0
-    r = _reps_that_fit(reps, t_warm_seq + t_warm_vmap, deadline)
+    if warmup:
+        t0 = time.perf_counter()
+        jax.block_until_ready(sequential())
+        t_warm_seq = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        jax.block_until_ready(vectorised())
+        t_warm_vmap = time.perf_counter() - t0
+        r = _reps_that_fit(reps, t_warm_seq + t_warm_vmap, deadline)
+    else:
+        r = reps
     c0 = time.process_time()
     seq_times = _time(sequential, r)
     c1 = time.process_time()
     vmap_times = _time(vectorised, r)
     c2 = time.process_time()
     seq, vm = statistics.median(seq_times), statistics.median(vmap_times)
-    return {"reps": r, "sequential": seq, "vmap": vm, "speedup": seq / vm,
+    return {"reps": r, "warmup": warmup, "sequential": seq, "vmap": vm, "speedup": seq / vm,
             "cpu_sequential": (c1 - c0) / r, "cpu_vmap": (c2 - c1) / r,
             "sequential_times": seq_times, "vmap_times": vmap_times}
 
 
 def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, deadline, seed,
-                  x64):
+                  x64, warmup=True):
     jax = _setup_jax(x64)
     import ntkbo
 
@@ -351,7 +362,7 @@ def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, de
     def sequential():
         return [one(k, problem) for k in keys]
 
-    timing = _loop_against_vmap(sequential, lambda: many(keys, problem), reps, deadline)
+    timing = _loop_against_vmap(sequential, lambda: many(keys, problem), reps, deadline, warmup)
     return {
         "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "budget": budget,
         "seeds": seeds, "note": note, "compile_sequential": t_compile_seq,
@@ -360,7 +371,7 @@ def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, de
 
 
 def measure_seeds_step(algo_name, options, problem_name, dim, n, seeds, reps, deadline, seed,
-                       x64):
+                       x64, warmup=True):
     """One BO round (suggest, evaluate, update) of ``seeds`` states at ``n`` observations:
     ``jax.vmap`` over the states against a Python loop over them (the throughput of a vmapped
     long run at that n, without running the n - 1 rounds before it)."""
@@ -392,7 +403,7 @@ def measure_seeds_step(algo_name, options, problem_name, dim, n, seeds, reps, de
     def sequential():
         return [one(k, s) for k, s in zip(keys, singles)]
 
-    timing = _loop_against_vmap(sequential, lambda: many(keys, states), reps, deadline)
+    timing = _loop_against_vmap(sequential, lambda: many(keys, states), reps, deadline, warmup)
     return {
         "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "n": n,
         "budget": f"one round at n = {n}", "seeds": seeds, "note": note,
@@ -671,7 +682,8 @@ def main(argv=None) -> int:
             log(f"[seeds] {a} {args.seeds} seeds x budget {budget} on {args.seeds_problem} ...")
             spec = dict(kind="seeds", algo_name=a, options=options.get(a, {}),
                         problem_name=args.seeds_problem, dim=args.seeds_dim, budget=budget,
-                        seeds=args.seeds, reps=args.reps, seed=args.seed, x64=args.x64)
+                        seeds=args.seeds, reps=args.reps, seed=args.seed, x64=args.x64,
+                        warmup=not args.no_warmup)
             r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a, budget=budget)
             if r.get("error") == "timeout":
                 r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
@@ -688,7 +700,8 @@ def main(argv=None) -> int:
             log(f"[seeds-step] {a} {args.seeds} seeds, one round at n = {n} ...")
             spec = dict(kind="seeds_step", algo_name=a, options=options.get(a, {}),
                         problem_name=args.problem, dim=args.dim, n=n, seeds=args.seeds,
-                        reps=args.reps, seed=args.seed, x64=args.x64)
+                        reps=args.reps, seed=args.seed, x64=args.x64,
+                        warmup=not args.no_warmup)
             r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a,
                      budget=f"one round at n = {n}")
             if r.get("error") == "timeout":
@@ -743,8 +756,10 @@ def main(argv=None) -> int:
         out += step_table(step_results, algos, grid)
     if seed_results:
         out += ["", f"### {args.seeds} seeds: `jax.vmap` against a Python loop", "",
-                "Median of `reps` repetitions of all seeds; compile time excluded and shown "
-                "separately. Speed-up = loop time / vmap time. A budget is a whole `minimize`; "
+                "Median of `reps` repetitions of all seeds"
+                + (" (no warm-up call, `--no-warmup`)" if args.no_warmup else
+                   " after one warm-up call each")
+                + "; compile time excluded and shown separately. Speed-up = loop time / vmap time. A budget is a whole `minimize`; "
                 "'one round at n' is one suggest, evaluation and update of states holding n "
                 "observations (`--parts seeds-step`, on `--problem`).", ""]
         out += seeds_table(seed_results)
