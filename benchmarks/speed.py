@@ -26,7 +26,9 @@ Two measurements, printed as Markdown tables (to paste into a README) with the m
    ``--seeds`` states, each holding n Sobol points of ``--problem`` (its own per seed) for each n
    of ``--grid``, and one round (suggest, evaluate, update) of all of them, ``jax.vmap``-ed
    against a loop over jitted single-state rounds: the throughput of a long vmapped run at that
-   n (a 2000-evaluation run of 64 seeds is hours per side on 2 cores).
+   n (a 2000-evaluation run of 64 seeds is hours per side on 2 cores). Both time one warm-up call
+   per side first; ``--no-warmup`` skips it for runs of minutes (64 seeds at budget 300), where it
+   would double the cell.
 
 3. **A second identical command.** ``--parts cache``: ``ntkbo run --algo A --problem branin
    --budget B --seeds S`` twice, each in a fresh process, with a new, empty persistent compilation
@@ -759,8 +761,9 @@ def main(argv=None) -> int:
                 "Median of `reps` repetitions of all seeds"
                 + (" (no warm-up call, `--no-warmup`)" if args.no_warmup else
                    " after one warm-up call each")
-                + "; compile time excluded and shown separately. Speed-up = loop time / vmap time. A budget is a whole `minimize`; "
-                "'one round at n' is one suggest, evaluation and update of states holding n "
+                + "; compile time excluded and shown separately. Speed-up = loop time / vmap "
+                "time. A budget is a whole `minimize`; 'one round at n' is one suggest, "
+                "evaluation and update of states holding n "
                 "observations (`--parts seeds-step`, on `--problem`).", ""]
         out += seeds_table(seed_results)
     if cache_results:
