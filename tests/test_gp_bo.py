@@ -139,6 +139,32 @@ def test_a_fixed_signal_is_botorchs_rbf_model_without_outputscale():
         ntkbo.algorithms.gp(signal=0.0)
 
 
+def test_an_isotropic_gp_fits_one_lengthscale_under_the_same_prior():
+    """``gp(ard=False)``: one lengthscale shared by every dimension, under the dimension-scaled
+    prior counted once. Its fit is checked against scipy's L-BFGS-B on ``matern_loss`` (written
+    out above) over a single lengthscale. Mutations caught (each checked): ``ard`` ignored (a
+    ``(d,)`` lengthscale), and the shared lengthscale's prior counted ``d`` times (the fit then
+    lands off the written-out objective's optimum by more than the tolerance)."""
+    algo = ntkbo.algorithms.gp(ard=False, num_candidates=64, num_restarts=1, num_steps=2)
+    state, _ = observed_state(algo)
+    data = unit_data(state)
+    assert state.params["log_ell"].shape == (1,)
+
+    def loss(v):  # v = (log_ell, log_signal, log_noise)
+        return matern_loss({"log_ell": v[:1], "log_signal": v[1], "log_noise": v[2]}, data)
+
+    f, g = jax.jit(loss), jax.jit(jax.grad(loss))
+    p = state.params
+    fitted = jnp.concatenate([p["log_ell"], p["log_signal"][None], p["log_noise"][None]])
+    start = np.array([np.sqrt(2.0) + 0.5 * np.log(2), 0.0, -4.0])  # the prior medians
+    ref = scipy.optimize.minimize(lambda v: float(f(v)), start, jac=lambda v: np.asarray(g(v)),
+                                  method="L-BFGS-B")
+    # Not worse than scipy's optimum by more than 1e-3 nats (as in the tests above).
+    assert float(f(fitted)) <= ref.fun + 1e-3
+    with pytest.raises(ValueError, match="ard"):
+        ntkbo.algorithms.gp(ard="no")
+
+
 def test_refit_schedule_grid_and_warm_state():
     """``refit_due`` against the grid written out: every update up to ``refit_until``, then
     exactly when n crosses ceil(until * ratio^k). Catches an off-by-one at the grid points

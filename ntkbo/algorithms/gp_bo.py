@@ -490,7 +490,8 @@ def _fill(defaults: dict, kw: dict) -> dict:
 def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, xi: float = 0.0,
        q: int = 1, fit: bool = True, fit_method: str = "lbfgs", num_fit_steps: int = 20,
        fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
-       log_ei: bool = True, signal: float | None = None, **optimizer_kwargs) -> Algorithm:
+       log_ei: bool = True, signal: float | None = None, ard: bool = True,
+       **optimizer_kwargs) -> Algorithm:
     """The standard GP baseline of the papers, at BoTorch's level: ARD ``"matern52"`` or ``"rbf"``.
 
     Hyper-parameters by MAP with the dimension-scaled priors of Hvarfner et al. 2024, L-BFGS from
@@ -514,6 +515,10 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
         (standardised units). ``signal=1.0`` with ``kernel="rbf"`` is BoTorch's ``SingleTaskGP``
         since 0.12 exactly: an RBF kernel without an outputscale (``gpytorch_modules.py``,
         "a dimension-agnostic RBF kernel without outputscale").
+      ard: one lengthscale per input dimension (``True``, BoTorch's default); ``False``: one
+        lengthscale shared by all dimensions (isotropic), under the same dimension-scaled prior
+        (the prior's ``log(d) / 2`` shift keeps ``r^2 = |z - z'|^2 / ell^2`` of order one for
+        either).
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
         optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
         ``n_constraints`` (``K`` for ``acquisition="cei"``); defaults ``GP_OPTIMIZER_DEFAULTS``
@@ -529,6 +534,8 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
     base = STATIONARY[kernel]
     if signal is not None:
         check_number("signal", signal, low=0.0, allow_low=False)
+    if not isinstance(ard, bool):
+        raise ValueError(f"ard must be True or False, got {ard!r}")
     log_signal0 = 0.0 if signal is None else math.log(signal)
     sqrt3 = math.sqrt(3.0)
     log_min_ell = math.log(MIN_LENGTHSCALE)
@@ -538,7 +545,7 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
 
     def params_at(d, dt, ell, noise, signal):
         """Unconstrained parameters with ``exp``-scale values ``ell``, ``noise`` (above the floor)."""
-        return {"log_ell": jnp.full((d,), ell, dt), "log_signal": jnp.full((), signal, dt),
+        return {"log_ell": jnp.full((d if ard else 1,), ell, dt), "log_signal": jnp.full((), signal, dt),
                 "log_noise": jnp.full((), noise, dt)}
 
     def mode(d, dt):  # LogNormal(mu, s) has its mode at exp(mu - s^2): BoTorch's initial values
