@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import jax.flatten_util
 import scipy.optimize
+import scipy.special
 import scipy.stats
 
 import ntkbo
@@ -72,6 +73,26 @@ def test_the_priors_are_densities_of_the_values():
         grid = jnp.linspace(loc - 6.0, loc + 3.0, 9001)  # log x, step 1e-3
         dens = jax.vmap(lambda u: gp_bo._lognormal_logpdf(jnp.exp(u)[None], loc, scale))(grid)
         assert abs(float(grid[jnp.argmax(dens)]) - (loc - scale**2)) < 2e-3
+
+
+@pytest.mark.parametrize("name,nu", [("matern12", 0.5), ("matern32", 1.5), ("matern52", 2.5)])
+def test_matern_kernels_are_the_general_matern_form(name, nu):
+    """Each closed form against the general Matern kernel written with scipy's Bessel function
+    (R&W eq. 4.14): ``s2 2^(1-nu) / Gamma(nu) (sqrt(2 nu) r)^nu K_nu(sqrt(2 nu) r)``, ``s2`` at
+    ``r = 0``. Mutations caught: a wrong ``sqrt(2 nu)`` or a polynomial term, or the per-dimension
+    lengthscales applied to the wrong axis."""
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(size=(5, 3)), rng.uniform(size=(4, 3))
+    ell, s2 = np.array([0.3, 0.7, 1.9]), 1.7
+    r = np.sqrt((((a[:, None, :] - b[None, :, :]) / ell) ** 2).sum(-1))
+    u = np.sqrt(2.0 * nu) * r
+    ref = s2 * 2.0 ** (1.0 - nu) / scipy.special.gamma(nu) * u**nu * scipy.special.kv(nu, u)
+    k = ntkbo.kernels.stationary.STATIONARY[name]
+    # float32 kernels of O(1) values: 1e-5 relative
+    np.testing.assert_allclose(k(jnp.asarray(a), jnp.asarray(b), jnp.asarray(ell), s2), ref,
+                               rtol=1e-5)
+    np.testing.assert_allclose(jnp.diag(k(jnp.asarray(a), jnp.asarray(a), jnp.asarray(ell), s2)),
+                               s2, rtol=1e-6)
 
 
 def test_standardize_ignores_padding():

@@ -501,7 +501,8 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
     docstring).
 
     Args:
-      kernel: ``"matern52"`` or ``"rbf"`` (Rasmussen and Williams eqs. 4.17, 4.9).
+      kernel: ``"matern52"``, ``"matern32"``, ``"matern12"`` or ``"rbf"`` (Rasmussen and
+        Williams eqs. 4.14, 4.17, 4.9; ``ntkbo.kernels.stationary``).
       acquisition: ``"ei"``, ``"logei"``, ``"ucb"``, ``"pi"``, ``"ts"``, ``"mean"`` or ``"cei"``
         (constrained EI with ``n_constraints`` independent constraint GPs, ``constrained_ei``).
       beta: UCB exploration, the acquisition is ``-(mu - sqrt(beta) sigma)`` (Srinivas et al. 2010).
