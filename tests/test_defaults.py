@@ -37,6 +37,24 @@ def test_algorithm_list_covers_the_registry():
             ntkbo.algorithms.problem_options(name, ntkbo.benchmarks.get("branin"))
 
 
+def test_the_committed_table_stays_resumable():
+    """The committed ``benchmarks/results/defaults-cpu`` against the protocol's spec as the current
+    code resolves it: every stored cell's digest must match (``runner.check_compatible``), else
+    the README's command that resumes the folder (and ``--only`` runs of a new algorithm) fails.
+    Mutation caught (checked): ``gp``'s ``ard`` option, added after the cells were stored, left
+    in the hashed options at the value they ran with (``_ADDED_BASELINE`` emptied)."""
+    out = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "benchmarks", "results", "defaults-cpu")
+    spec = D.dev_spec()
+    x64 = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", False)  # the table ran in float32 (its cells' dtype)
+    try:
+        cells = spec.resolve("cpu")
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+    E.runner.check_compatible(out, spec, "cpu", cells)
+
+
 def test_spec_uses_reporting_keys_and_2d_initial_points():
     spec = D.dev_spec()
     assert spec.seeds == 16 and spec.seed_offset in suites.REPORTING_KEYS

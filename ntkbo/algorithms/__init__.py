@@ -82,6 +82,12 @@ _KWARGS_OPTIONS = {gp: _gp_options, ntk_gp: _ntk_gp_options}
 _KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
                         jitter=None, n_constraints=0)
 
+#: Options a factory gained after experiment cells were stored, with the value those cells ran
+#: with (``resolved_options``): an option at that value is left out of the hashed options, so
+#: the stored cells keep their digests and stay resumable; any other value appears. Frozen, as
+#: ``_KWARGS_BASELINE``. ``gp``'s ``ard`` (2026-11-25): every earlier cell ran ARD.
+_ADDED_BASELINE = {gp: dict(ard=True)}
+
 
 def _kwargs_options(factory):
     """The ``_KWARGS_OPTIONS`` entry of ``factory`` (a function or a partial of one), or None."""
@@ -238,8 +244,10 @@ def resolved_options(name: str, preset=None, **options) -> dict:
     values every cell stored before 2026-11-24 ran with unless it listed them: absent means that
     value. ``gp``'s ``num_restarts=10, num_steps=100`` are therefore in its options, and a GP cell
     stored under the former ``4, 30`` no longer passes for a current one (its resume is refused,
-    naming ``num_restarts``), while every other stored cell keeps its digest. The
-    ``Algorithm``'s ``config`` lists every ``**kwargs`` option."""
+    naming ``num_restarts``), while every other stored cell keeps its digest. Likewise an option
+    added to a factory's signature after cells were stored is left out at the value they ran
+    with (``_ADDED_BASELINE``: ``gp``'s ``ard=True``). The ``Algorithm``'s ``config`` lists every
+    option."""
     if name not in _FACTORIES:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
     factory = _FACTORIES[name]
@@ -251,6 +259,10 @@ def resolved_options(name: str, preset=None, **options) -> dict:
             out.pop(k, None)
         else:
             out[k] = value
+    inner = getattr(factory, "__wrapped__", factory)
+    for k, value in _ADDED_BASELINE.get(getattr(inner, "func", inner), {}).items():
+        if k in out and out[k] == value:
+            del out[k]
     return out
 
 
