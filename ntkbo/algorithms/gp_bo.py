@@ -5,7 +5,8 @@ the valid observations (``observations.standardized_data``), an exact posterior 
 an acquisition maximised by ``ntkbo.optimize``. They differ in the kernel and in which
 hyper-parameters are fitted:
 
-* ``gp``: ARD Matern-5/2 or RBF kernel with a signal variance; lengthscales ``ell``, signal and
+* ``gp``: ARD Matern-5/2 (default), RBF or Matern-3/2, -1/2 kernel with a signal variance, or one
+  lengthscale for all dimensions (``ard=False``); lengthscales ``ell``, signal and
   noise fitted by maximum a posteriori, the log marginal likelihood (Rasmussen and Williams 2006,
   eq. 2.30) plus the log priors, as BoTorch's ``SingleTaskGP`` (>= 0.12) does. The priors scale
   with the dimension (Hvarfner, Hellsten and Nardi 2024, "Vanilla Bayesian optimization performs
@@ -492,7 +493,7 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
        fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
        log_ei: bool = True, signal: float | None = None, ard: bool = True,
        **optimizer_kwargs) -> Algorithm:
-    """The standard GP baseline of the papers, at BoTorch's level: ARD ``"matern52"`` or ``"rbf"``.
+    """The standard GP baseline of the papers, at BoTorch's level: ARD ``"matern52"`` by default.
 
     Hyper-parameters by MAP with the dimension-scaled priors of Hvarfner et al. 2024, L-BFGS from
     the warm start and the prior modes, refitted on a schedule; EI maximised through LogEI (module
@@ -560,8 +561,8 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
 
     def params_at(d, dt, ell, noise, signal):
         """Unconstrained parameters with ``exp``-scale values ``ell``, ``noise`` (above the floor)."""
-        return {"log_ell": jnp.full((d if ard else 1,), ell, dt), "log_signal": jnp.full((), signal, dt),
-                "log_noise": jnp.full((), noise, dt)}
+        return {"log_ell": jnp.full((d if ard else 1,), ell, dt),
+                "log_signal": jnp.full((), signal, dt), "log_noise": jnp.full((), noise, dt)}
 
     def mode(d, dt):  # LogNormal(mu, s) has its mode at exp(mu - s^2): BoTorch's initial values
         return params_at(d, dt, ell_loc(d) - 3.0, -4.0 - 1.0,

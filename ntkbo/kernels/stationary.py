@@ -5,7 +5,7 @@ With the scaled distance ``r^2 = sum_i (x_i - x'_i)^2 / ell_i^2``:
 * ``rbf``:       ``k = s2 exp(-r^2 / 2)``                                   (eq. 4.9)
 * ``matern52``:  ``k = s2 (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)``         (eq. 4.17, nu = 5/2)
 * ``matern32``:  ``k = s2 (1 + sqrt3 r) exp(-sqrt3 r)``                      (eq. 4.17, nu = 3/2)
-* ``matern12``:  ``k = s2 exp(-r)``                  (eq. 4.14 with p = 0: nu = 1/2, the Laplace kernel)
+* ``matern12``:  ``k = s2 exp(-r)``               (nu = 1/2, section 4.2.1: the exponential kernel)
 
 The distance is computed from differences (not the expanded ``|x|^2 + |x'|^2 - 2 x.x'`` form) so that
 ``k(x, x) = s2`` exactly, and ``r`` has a safe gradient at ``r = 0``.
