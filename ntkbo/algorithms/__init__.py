@@ -89,9 +89,14 @@ _KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_t
 _ADDED_BASELINE = {gp: dict(ard=True)}
 
 
+def _function_of(factory):
+    """The factory function behind ``factory`` (itself, or the function of a partial)."""
+    return getattr(factory, "func", factory)
+
+
 def _kwargs_options(factory):
     """The ``_KWARGS_OPTIONS`` entry of ``factory`` (a function or a partial of one), or None."""
-    return _KWARGS_OPTIONS.get(getattr(factory, "func", factory))
+    return _KWARGS_OPTIONS.get(_function_of(factory))
 
 
 def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults: bool = False
@@ -252,15 +257,15 @@ def resolved_options(name: str, preset=None, **options) -> dict:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
     factory = _FACTORIES[name]
     out = _resolve(factory, name, (), with_preset(name, preset, options))
-    resolve_kwargs = _kwargs_options(getattr(factory, "__wrapped__", factory))
+    inner = getattr(factory, "__wrapped__", factory)
+    resolve_kwargs = _kwargs_options(inner)
     for k, default in ({} if resolve_kwargs is None else resolve_kwargs({})).items():
         value = out.get(k, default)
         if value == _KWARGS_BASELINE[k]:
             out.pop(k, None)
         else:
             out[k] = value
-    inner = getattr(factory, "__wrapped__", factory)
-    for k, value in _ADDED_BASELINE.get(getattr(inner, "func", inner), {}).items():
+    for k, value in _ADDED_BASELINE.get(_function_of(inner), {}).items():
         if k in out and out[k] == value:
             del out[k]
     return out
