@@ -33,6 +33,15 @@ Tuning (the only place a default may be chosen): the same protocol on ``TUNING_K
 Scales: ``full`` 100 evaluations per run; ``cpu`` 60; ``smoke`` 8 evaluations of which 4 initial,
 3 seeds (the tests). The ``algorithms`` are every registered name that runs on a plain problem (no
 constraints, no PDE), aliases (``ALIASES``: ``gp`` is ``gp_ei``, ...) once.
+
+Constrained algorithms (``--suite dev_constrained``): the same protocol on
+``suite("dev_constrained")`` (Neural-CBO's four synthetic problems, moved off the centre) with the
+algorithms that model black-box constraints (Neural-CBO, constrained EI) and random search. The value is the
+Neural-CBO thesis's metric, the best ``[f - f*]^+ + sum_k [c_k]^+`` over the run (0: a feasible
+optimum), normalised by its median over the box's Sobol points as above::
+
+    python benchmarks/defaults.py --suite dev_constrained --scale cpu \
+        --out benchmarks/results/defaults-constrained-cpu
 """
 
 from __future__ import annotations
@@ -51,8 +60,10 @@ from ntkbo.experiments import report as R
 from ntkbo.experiments import spec as S
 from ntkbo.experiments import stats
 
-#: Algorithms that need a problem this suite does not have (constraints, a PDE).
+#: Algorithms that need a problem the dev suite does not have (constraints, a PDE).
 NEEDS_MORE = ("gp_cei", "ntk_gp_cei", "neural_cbo", "pinn_bo", "pinn_ntk_gp")
+#: The suites the protocol runs on, and the spec name of each.
+SUITES = {"dev": "defaults", "dev_constrained": "defaults_constrained"}
 REFERENCE = "random_search"
 ALPHA = 0.05
 # The protocol's 16 keys at every scale but smoke (the built-in cpu preset would cap them at 10).
@@ -66,33 +77,47 @@ ALIASES = {"gp": "gp_ei", "ntk_gp": "ntk_gp_ucb", "neural_linear": "dngo",
            "neural_greedy": "simple_smb"}
 
 
-def default_algorithms() -> list[str]:
+def default_algorithms(suite: str = "dev") -> list[str]:
     """The registered names that run on a plain problem (no constraints, no PDE), aliases
-    (``ALIASES``) replaced by their canonical name, sorted."""
+    (``ALIASES``) replaced by their canonical name, sorted; for ``"dev_constrained"``,
+    the names that model constraints (``ntkbo.algorithms.models_constraints`` with their default
+    options: Neural-CBO, constrained EI) and random search."""
+    _check_suite(suite)
+    if suite == "dev_constrained":
+        return sorted({n for n in ntkbo.algorithms.names() if ntkbo.algorithms.models_constraints(
+            n, **ntkbo.algorithms.resolved_options(n))} | {REFERENCE})
     return sorted({ALIASES.get(n, n) for n in ntkbo.algorithms.names() if n not in NEEDS_MORE})
+
+
+def _check_suite(suite: str) -> None:
+    if suite not in SUITES:
+        raise ValueError(f"suite must be one of {sorted(SUITES)}, got {suite!r}")
 
 
 #: The key ranges of ``ntkbo.benchmarks.suites``: tune on one, report on the other.
 KEY_RANGES = {"reporting": suites.REPORTING_KEYS, "tuning": suites.TUNING_KEYS}
 
 
-def dev_spec(algorithms=None, members=None, name: str = "defaults", keys: str = "reporting",
-             seeds: int = 16) -> S.Spec:
+def dev_spec(algorithms=None, members=None, name: str | None = None, keys: str = "reporting",
+             seeds: int = 16, suite: str = "dev") -> S.Spec:
     """The protocol as a ``Spec``: ``algorithms`` (registered names or ``S.AlgorithmSpec`` variants;
-    default ``default_algorithms()``) on the dev members ``members`` (default all; run as
-    ``"dev/<member>"``) with ``2 d`` initial points and ``seeds`` keys from ``KEY_RANGES[keys]``
-    (16 reporting keys: the protocol)."""
-    algorithms = default_algorithms() if algorithms is None else list(algorithms)
+    default ``default_algorithms(suite)``) on the members ``members`` of ``suite`` (default all;
+    run as ``"<suite>/<member>"``) with ``2 d`` initial points and ``seeds`` keys from
+    ``KEY_RANGES[keys]`` (16 reporting keys: the protocol); ``name`` defaults to
+    ``SUITES[suite]``."""
+    _check_suite(suite)
+    algorithms = default_algorithms(suite) if algorithms is None else list(algorithms)
     if keys not in KEY_RANGES:
         raise ValueError(f"keys must be one of {sorted(KEY_RANGES)}, got {keys!r}")
-    dev = suites.suite("dev")
+    dev = suites.suite(suite)
     members = list(dev) if members is None else list(members)
-    problems = tuple(S.ProblemSpec(name=f"dev/{m}", label=m, n_init=2 * dev[m].dim)
+    problems = tuple(S.ProblemSpec(name=f"{suite}/{m}", label=m, n_init=2 * dev[m].dim)
                      for m in members)
     algos = tuple(a if isinstance(a, S.AlgorithmSpec) else S.AlgorithmSpec(name=a)
                   for a in algorithms)
     scales = {k: dataclasses.replace(v, seeds=min(v.seeds, seeds)) for k, v in SCALES.items()}
-    return S.Spec(name=name, algorithms=algos, problems=problems, budget=100, seeds=seeds,
+    return S.Spec(name=name or SUITES[suite], algorithms=algos, problems=problems, budget=100,
+                  seeds=seeds,
                   seed_offset=KEY_RANGES[keys].start, reference=REFERENCE, scales=scales)
 
 
@@ -114,13 +139,31 @@ def parse_variant(text: str) -> S.AlgorithmSpec:
     return S.AlgorithmSpec(name=name, options=opts, label=label)
 
 
-def box_median(problem, n: int = 4096) -> float:
-    """Median of ``f`` over ``n`` scrambled-Sobol points of the box (``scipy.stats.qmc``, seed 0)."""
+def _sobol(problem, n: int) -> np.ndarray:
+    """``n`` scrambled-Sobol points of the box (``scipy.stats.qmc``, seed 0), ``(n, d)``."""
     from scipy.stats import qmc
 
     lo, hi = np.asarray(problem.bounds[0], float), np.asarray(problem.bounds[1], float)
-    u = qmc.Sobol(problem.dim, scramble=True, seed=0).random(n)
-    return float(np.median(np.asarray(problem.fn_batch(lo + (hi - lo) * u))))
+    return lo + (hi - lo) * qmc.Sobol(problem.dim, scramble=True, seed=0).random(n)
+
+
+def box_median(problem, n: int = 4096) -> float:
+    """Median of ``f`` over ``n`` scrambled-Sobol points of the box (``scipy.stats.qmc``, seed 0)."""
+    return float(np.median(np.asarray(problem.fn_batch(_sobol(problem, n)))))
+
+
+def normaliser(problem, n: int = 4096) -> float:
+    """The value a typical point of the box scores, which normalised regret divides by:
+    ``box_median(problem) - f*``; for a constrained problem the median over the same points of
+    the per-point metric ``[f - f*]^+ + sum_k [c_k]^+`` (``loop.regret_plus_violation``)."""
+    if problem.constraints is None:
+        return box_median(problem, n) - float(problem.optimum)
+    import jax
+
+    x = _sobol(problem, n)
+    f = problem.fn_batch(x)
+    c = jax.vmap(problem.constraints)(jax.numpy.asarray(x, f.dtype))
+    return float(np.median(np.asarray(ntkbo.loop.regret_plus_violation(f, c, problem.optimum))))
 
 
 def table(out: str) -> dict:
@@ -134,10 +177,9 @@ def table(out: str) -> dict:
     for c in cells:
         by_problem.setdefault(c.problem, {})[c.algorithm] = c
     algos = R._ordered(sorted({c.algorithm for c in cells}), [REFERENCE])
-    scale = {}
-    for p in by_problem:
-        problem = ntkbo.benchmarks.get(f"dev/{p}")
-        scale[p] = box_median(problem) - float(problem.optimum)
+    first = next(iter(cells))
+    suite = _suite_of(first)
+    scale = {p: normaliser(ntkbo.benchmarks.get(f"{suite}/{p}")) for p in by_problem}
     norm = {p: {a: np.asarray(c.curve[:, -1], float) / scale[p] for a, c in cs.items()}
             for p, cs in by_problem.items()}
     # Welch tests of every algorithm against random search on the final best values, both
@@ -171,12 +213,22 @@ def table(out: str) -> dict:
             "per_problem": per_problem,
             "p_bh": {p: tests[(p, a)]["less"][1] for p in ran if (p, a) in tests},
         }
-    first = next(iter(cells))
     offset = ((spec or {}).get("seeds") or {}).get("offset", suites.REPORTING_KEYS.start)
     return {"rows": rows, "seed_offset": int(offset), "algorithms": algos, "ranked": ranked,
             "problems": list(by_problem), "common": common,
             "budget": int(first.curve.shape[1]), "seeds": int(first.curve.shape[0]),
-            "scale": (spec or {}).get("scale"), "normaliser": scale}
+            "scale": (spec or {}).get("scale"), "normaliser": scale, "suite": suite,
+            "value": first.kind}
+
+
+def _suite_of(cell) -> str:
+    """The suite a cell's problem is from: its name is ``"<suite>_<label>"`` (``suites.suite``)."""
+    name, label = cell.meta["problem"]["name"], cell.problem
+    suite = name[:-len(label) - 1]
+    if suite not in SUITES or name != f"{suite}_{label}":
+        raise ValueError(f"cell {cell.path!r}: problem {name!r} is not a member of "
+                         f"{sorted(SUITES)}")
+    return suite
 
 
 def paired(t: dict, a: str, b: str) -> dict:
@@ -224,8 +276,12 @@ def render(t: dict) -> str:
     order = sorted(t["algorithms"], key=lambda a: (t["rows"][a]["average_rank"] is None,
                                                    t["rows"][a]["average_rank"] or 0.0,
                                                    t["rows"][a]["mean_normalised_regret"] or 0.0))
+    suite = "the dev suite"
+    if t.get("suite") == "dev_constrained":
+        suite = ("the constrained dev suite (the value: the thesis metric, regret plus violation, "
+                 "normalised like the regret)")
     lines = [
-        f"Defaults on the dev suite: {len(t['problems'])} problems, budget {t['budget']}, "
+        f"Defaults on {suite}: {len(t['problems'])} problems, budget {t['budget']}, "
         f"{t['seeds']} {_keys_name(t['seed_offset'])} keys (PRNGKey({t['seed_offset']} + i)), "
         f"scale {t['scale']!r}. Ranks among the {len(t['ranked'])} algorithms that ran all "
         f"{len(t['common'])} problems (n/a: still running). Beats / worse: problems where the mean "
@@ -272,8 +328,11 @@ def main(argv=None) -> int:
     parser.add_argument("--keys", default="reporting", choices=sorted(KEY_RANGES),
                         help="key range: reporting (the protocol) or tuning (choosing defaults)")
     parser.add_argument("--seeds", type=int, default=16, help="keys per cell (protocol: 16)")
+    parser.add_argument("--suite", default="dev", choices=sorted(SUITES),
+                        help="dev (the plain algorithms) or dev_constrained (those that model "
+                             "constraints)")
     parser.add_argument("--members", default=None,
-                        help="comma-separated dev members to run (default: all 14)")
+                        help="comma-separated suite members to run (default: all)")
     parser.add_argument("--variant", action="append", default=None,
                         help="LABEL=NAME[:JSON options], repeated: run these instead of every "
                              "algorithm's defaults (random search is always added)")
@@ -294,11 +353,12 @@ def main(argv=None) -> int:
     members = None
     if args.members:
         members = [m for m in args.members.split(",") if m]
-        unknown = sorted(set(members) - set(suites.suite("dev")))
+        unknown = sorted(set(members) - set(suites.suite(args.suite)))
         if unknown:
-            parser.error(f"--members: unknown dev members {unknown}; "
-                         f"choose from {sorted(suites.suite('dev'))}")
-    spec = dev_spec(algorithms, members=members, keys=args.keys, seeds=args.seeds)
+            parser.error(f"--members: unknown {args.suite} members {unknown}; "
+                         f"choose from {sorted(suites.suite(args.suite))}")
+    spec = dev_spec(algorithms, members=members, keys=args.keys, seeds=args.seeds,
+                    suite=args.suite)
     if not args.report_only:
         only = None if args.only is None else [a for a in args.only.split(",") if a]
         ntkbo.experiments.run(spec, args.out, args.scale, progress=True, only=only,

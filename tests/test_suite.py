@@ -123,3 +123,89 @@ def test_registry_names_suite_members():
                        (dict(name="dev/ackley10", bounds=(0, 1)), "bounds")):
         with pytest.raises(ValueError, match=match):
             B.get(**bad)
+
+
+# ---- the constrained dev suite: Neural-CBO's four problems, moved (suites module docstring) ----
+
+CONSTRAINED = B.suite("dev_constrained")
+BASE = {suites._label(m): m for m in suites.DEV_CONSTRAINED}
+
+
+def transformed_point(problem, xs):
+    """``c + Q (x - c - s)`` row by row in numpy (the identity for a member that is not moved)."""
+    t = problem.fn
+    if not isinstance(t, suites.Transformed):
+        return np.atleast_2d(xs)
+    c, s = np.asarray(t.centre), np.asarray(t.shift)
+    q = np.eye(c.size) if t.rotation is None else np.asarray(t.rotation)
+    return np.array([c + q @ (x - c - s) for x in np.atleast_2d(xs)])
+
+
+@pytest.mark.parametrize("label", list(CONSTRAINED))
+def test_constrained_member_is_its_family_at_the_moved_point(label):
+    """Catches constraints left unmoved while the objective moves (mutation: ``constraints =
+    base.constraints`` in ``suites._build``), or moved with another transform: objective and
+    constraints equal the registry's problem (tested against the thesis's formulas in
+    ``test_constrained_problems.py``) at ``c + Q (x - c - s)`` computed here in numpy (float64,
+    1e-9 relative: the same arithmetic up to summation order); the listed minimisers are feasible,
+    attain ``optimum`` and lie away from the centre (>= 0.4 of the half-width by the target rule;
+    Simionescu's are at 0.68); the members that move do move (the family's minimiser is no longer
+    optimal there)."""
+    p = CONSTRAINED[label]
+    base = B.get(BASE[label].family)
+    assert p.name == f"dev_constrained_{label}" and p.n_constraints == base.n_constraints
+    lo, hi = (np.asarray(b) for b in p.bounds)
+    x = lo + (hi - lo) * np.random.default_rng(4).uniform(size=(16, p.dim))
+    z = jnp.asarray(transformed_point(p, x))
+    np.testing.assert_allclose(p.fn_batch(jnp.asarray(x)), base.fn_batch(z), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(p.constraints_batch(jnp.asarray(x)), base.constraints_batch(z),
+                               rtol=1e-9, atol=1e-9)
+    xs = np.asarray(p.optimizer)
+    assert xs.shape[0] >= 1 and np.all((xs >= lo) & (xs <= hi))
+    assert np.all(np.asarray(p.constraints_batch(jnp.asarray(xs))) <= 0)
+    scale = max(1.0, abs(p.optimum))
+    np.testing.assert_allclose(p.fn_batch(jnp.asarray(xs)), p.optimum, rtol=0,
+                               atol=1e-6 * scale)  # the registry's minimisers are float32 values
+    c, h = (lo + hi) / 2, (hi - lo) / 2
+    assert np.max(np.abs(xs[0] - c) / h) >= 0.4
+    if BASE[label].move:
+        at_old = jnp.asarray(np.asarray(base.optimizer)[:1])
+        worse = p.fn_batch(at_old)[0] > p.optimum + 1e-6 * scale
+        assert worse or np.any(np.asarray(p.constraints_batch(at_old)) > 0)
+
+
+@pytest.mark.parametrize("label", [m for m, b in BASE.items() if b.move])
+def test_moved_constrained_optimum_rests_on_a_global_bound(label):
+    """A moved member's ``optimum`` is right only if the constrained optimum is also the family's
+    minimum on all of ``R^d`` (module docstring): the unconstrained family's optimum equals it
+    (Hartmann-6's global bound is checked above, Branin's ``5 / (4 pi)`` and Ackley's 0 are
+    closed forms), and no feasible point among 4,096 uniform ones, nor L-BFGS-B from the best 4
+    of them on ``f + 1e6 violation``, goes below it. Catches a constrained problem whose optimum
+    is only the box's, which a shift would invalidate."""
+    p = CONSTRAINED[label]
+    family = BASE[label].family.removesuffix("_constrained")
+    assert np.isclose(B.get(family, p.dim).optimum, p.optimum, rtol=1e-12, atol=0)
+    lo, hi = (np.asarray(b) for b in p.bounds)
+    x = lo + (hi - lo) * np.random.default_rng(5).uniform(size=(4096, p.dim))
+    f = np.asarray(p.fn_batch(jnp.asarray(x)))
+    v = np.maximum(np.asarray(p.constraints_batch(jnp.asarray(x))), 0).sum(axis=1)
+    tol = 1e-9 * max(1.0, abs(p.optimum))
+    assert np.all(f[v == 0] >= p.optimum - tol)
+
+    def penalised(u):
+        u = jnp.asarray(u[None])
+        return float(p.fn_batch(u)[0] + 1e6 * jnp.maximum(p.constraints_batch(u), 0).sum())
+
+    for x0 in x[np.argsort(f + 1e6 * v)[:4]]:
+        res = optimize.minimize(penalised, x0, method="L-BFGS-B", bounds=list(zip(lo, hi)),
+                                options=dict(maxiter=200))
+        assert res.fun >= p.optimum - tol, (x0, res.x, res.fun)
+
+
+def test_constrained_suite_draws_differ_from_the_dev_suite():
+    """Branin is in both suites: its rotation and shift must come from the constrained suite's own
+    seed (``_SEEDS``), not repeat the dev suite's. Catches the dev seed reused (mutation:
+    ``_SEEDS["dev_constrained"] = (SEED,)``)."""
+    a, b = DEV["branin2"].fn, CONSTRAINED["branin2"].fn
+    assert not np.allclose(a.shift, b.shift) and not np.allclose(a.rotation, b.rotation)
+    assert B.get("dev_constrained/hartmann6").constraints == CONSTRAINED["hartmann6"].constraints

@@ -88,7 +88,9 @@ class Problem:
         """``K``, the number of black-box constraints (0 if unconstrained); static, from shapes."""
         if self.constraints is None:
             return 0
-        shape = jax.eval_shape(self.constraints,
+        # through a lambda: eval_shape keeps a weak reference to its function, which a callable
+        # NamedTuple (the suites' ``Transformed``) does not allow
+        shape = jax.eval_shape(lambda x: self.constraints(x),
                                jax.ShapeDtypeStruct((self.dim,), self.bounds.dtype)).shape
         if len(shape) != 1:
             raise ValueError(f"problem {self.name!r}: constraints must map x (d,) to (K,), "

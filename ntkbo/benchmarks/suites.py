@@ -24,6 +24,18 @@ far outside the unit cube), so it is shifted like the global-bound families.
 All draws come from ``numpy.random.default_rng([SEED, i])`` for problem ``i``: the suite is the
 same on every machine. Tune on it with keys from ``TUNING_KEYS``; report with keys from
 ``REPORTING_KEYS`` (``benchmarks/defaults.py``), which no tuning may use.
+
+``suite("dev_constrained")`` does the same for the algorithms with black-box constraints
+(Neural-CBO, constrained EI): the four synthetic problems of the Neural-CBO thesis (Table 4.1;
+``ntkbo.benchmarks.constrained``), noise free. The constraints move with the objective,
+``c_g(x) = c(c + Q (x - c - s))``, so a point's feasibility is that of its image. Branin, Ackley-5
+and Hartmann-6 are moved as above: their constrained optimum ``f*`` is the family's global
+minimum on ``R^d`` (Branin's 5 / (4 pi), Ackley's 0, Hartmann-6's published value) attained at a
+feasible minimiser, so ``f*`` bounds ``g`` below on the whole box and is attained at the mapped
+minimiser. Simionescu is kept as it is (its optimum ``+-(0.85, -0.85)`` is already at 0.68 of the
+half-width; its feasible flower would leave the box if shifted, and ``f = 0.1 x_1 x_2`` has no
+global bound to keep the optimum known). Its draws come from ``default_rng([SEED, 1, i])``, so
+that they differ from the dev suite's.
 """
 
 from __future__ import annotations
@@ -85,6 +97,7 @@ class _Member(NamedTuple):
     family: str
     dim: int
     rotate: bool
+    move: bool = True  # False: the family's own problem, unshifted
 
 
 #: The dev suite: (family, dimension, rotated?).
@@ -105,7 +118,17 @@ DEV: tuple[_Member, ...] = (
     _Member("styblinski_tang", 20, True),
 )
 
-_SUITES = {"dev": DEV}
+#: The constrained dev suite (module docstring): Neural-CBO's four synthetic problems.
+DEV_CONSTRAINED: tuple[_Member, ...] = (
+    _Member("branin_constrained", 2, True),
+    _Member("simionescu_constrained", 2, False, move=False),
+    _Member("ackley_constrained", 5, True),
+    _Member("hartmann6_constrained", 6, False),
+)
+
+_SUITES = {"dev": DEV, "dev_constrained": DEV_CONSTRAINED}
+#: The prefix of each suite's ``default_rng`` seed (problem ``i`` adds ``i``).
+_SEEDS = {"dev": (SEED,), "dev_constrained": (SEED, 1)}
 
 
 def _rotation(rng: np.random.Generator, d: int) -> np.ndarray:
@@ -124,8 +147,10 @@ def _target(rng: np.random.Generator, d: int) -> np.ndarray:
 
 
 def _label(member: _Member) -> str:
-    """``"ackley10"``; a family whose name ends in its dimension keeps it (``"hartmann6"``)."""
-    return member.family if member.family[-1].isdigit() else f"{member.family}{member.dim}"
+    """``"ackley10"``; a family whose name ends in its dimension keeps it (``"hartmann6"``); a
+    constrained family drops ``_constrained`` (``"branin2"`` in ``dev_constrained``)."""
+    family = member.family.removesuffix("_constrained")
+    return family if family[-1].isdigit() else f"{family}{member.dim}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -134,9 +159,12 @@ def _build(name: str, index: int, _x64: bool) -> Problem:
     optima are, since Michalewicz's optimum is computed in JAX's default float type."""
     member = _SUITES[name][index]
     base = R.get(member.family, member.dim)
+    label = f"{name}_{_label(member)}"
+    if not member.move:
+        return base.replace(name=label)
     lower, upper = (np.asarray(b, float) for b in base.bounds)
     c, h = (lower + upper) / 2.0, (upper - lower) / 2.0
-    rng = np.random.default_rng([SEED, index])
+    rng = np.random.default_rng([*_SEEDS[name], index])
     q = _rotation(rng, member.dim) if member.rotate else None
     rotation = None if q is None else tuple(map(tuple, q.tolist()))
     if member.family == "michalewicz":  # box-dependent optimum: shift, then recompute it
@@ -153,8 +181,12 @@ def _build(name: str, index: int, _x64: bool) -> Problem:
         fn = Transformed(base.fn, tuple(c.tolist()), tuple(shift.tolist()), rotation)
         mapped = np.stack([fn.inverse(z) for z in x_star])
         minimisers = mapped[np.all((mapped >= lower) & (mapped <= upper), axis=1)]
-    return Problem(name=f"{name}_{_label(member)}", fn=fn, bounds=base.bounds, optimum=value,
-                   optimizer=jnp.asarray(minimisers))
+    constraints = None if base.constraints is None else fn._replace(fn=base.constraints)
+    if constraints is not None:  # only feasible minimisers are the constrained problem's
+        values = np.asarray(jax.vmap(constraints)(jnp.asarray(minimisers)))
+        minimisers = minimisers[np.all(values <= 0, axis=1)]
+    return Problem(name=label, fn=fn, bounds=base.bounds, optimum=value,
+                   optimizer=jnp.asarray(minimisers), constraints=constraints)
 
 
 def suite(name: str = "dev") -> dict[str, Problem]:
