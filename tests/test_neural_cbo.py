@@ -251,8 +251,9 @@ def test_the_state_carries_each_networks_factor(runs):
         p0 = jax.tree_util.tree_map(lambda a: a[k], s.params0)
         ref = nbo.dual_factor(feats(z, p0), m, cfg["lam"])
         # Cholesky's backward error is relative to the factor as a whole, not to each entry: with
-        # lam = 1e-4 entries ~1e-3 of the largest carry ~3e-11 absolute (measured); with 1e-9 of
-        # the largest entry each of the three mutations below still fails the test (checked)
+        # a small lam (1e-4 when measured) entries ~1e-3 of the largest carry ~3e-11 absolute;
+        # with 1e-9 of the largest entry each of the three mutations below still fails the test
+        # (checked with lam 1e-4 and again with the default 1e-5)
         np.testing.assert_allclose(s.factors.chol[k], ref, rtol=1e-9,
                                    atol=1e-9 * float(np.max(np.abs(ref))))
     assert s.factors.chol.shape == (2, 16, 16)
