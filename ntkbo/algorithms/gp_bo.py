@@ -166,6 +166,9 @@ class _Model(NamedTuple):
     fitted: Callable[[Any], Any]  # params -> mask pytree of which leaves are fitted (bool)
     # (d, dtype) -> params with a leading axis of starts: the fit's starts besides the warm one
     restarts: Callable[[int, Any], Any] = None
+    # (model, params, data, num_steps, jitter, restarts) -> (params, loss): a fit other than
+    # fit_hyperparameters (gp's ard="auto": select_by_bic); None: fit_hyperparameters
+    fit: Callable = None
 
 
 def neg_log_posterior(model: _Model, params, data: D.Data, jitter=None) -> Array:
@@ -240,6 +243,47 @@ def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, 
     i = jnp.argmin(vs)
     best = jax.tree_util.tree_map(lambda a: a[i], ps)
     return _masked(best, anchor, mask_tree), vs[i]
+
+
+def num_hyperparameters(model: _Model, params) -> int:
+    """How many hyper-parameters the fit moves (the leaves ``model.fitted`` marks, counted by
+    size): the ``k`` of a Bayesian information criterion."""
+    sizes = jax.tree_util.tree_map(lambda a, f: a.size if f else 0, params, model.fitted(params))
+    return int(sum(jax.tree_util.tree_leaves(sizes)))
+
+
+def bic(model: _Model, params, data: D.Data, jitter=None) -> Array:
+    """Schwarz's criterion ``-2 log p(y | X, theta) + k log n`` of ``data`` (standardised, unit
+    cube) at ``params``: the likelihood without the priors, ``k = num_hyperparameters``, ``n``
+    the valid observations. Lower is better; ``+inf`` where the likelihood is not finite."""
+    kernel = lambda a, b: model.kernel(params, a, b)  # noqa: E731
+    lml = G.log_marginal_likelihood(kernel, data, model.noise(params), jitter=jitter)
+    n = jnp.sum(D.mask(data)).astype(lml.dtype)
+    v = -2.0 * lml + num_hyperparameters(model, params) * jnp.log(jnp.maximum(n, 1.0))
+    return jnp.where(jnp.isfinite(v), v, jnp.inf)
+
+
+def select_by_bic(shared: _Model):
+    """A ``_Model.fit`` for ARD models that also fits ``shared``, the same model with one
+    lengthscale for all dimensions (``log_ell`` of shape ``(1,)``), and keeps whichever has the
+    lower ``bic`` (ties: the shared one, the simpler model). The result always has the ARD shape
+    ``(d,)``: a shared lengthscale is stored repeated, which is the same kernel, so the factor,
+    the acquisition and the next warm start need no other code. The shared fit starts from the
+    warm start's mean ``log_ell``; both fits use the same steps and restarts
+    (``fit_hyperparameters``)."""
+
+    def fit(model, params, data, *, num_steps, jitter=None, restarts=True):
+        p_ard, v_ard = fit_hyperparameters(model, params, data, num_steps=num_steps,
+                                           jitter=jitter, restarts=restarts)
+        warm = {**params, "log_ell": jnp.mean(params["log_ell"], keepdims=True)}
+        p_one, v_one = fit_hyperparameters(shared, warm, data, num_steps=num_steps,
+                                           jitter=jitter, restarts=restarts)
+        use_shared = bic(shared, p_one, data, jitter) <= bic(model, p_ard, data, jitter)
+        p_one = {**p_one, "log_ell": jnp.broadcast_to(p_one["log_ell"], p_ard["log_ell"].shape)}
+        pick = lambda a, b: jnp.where(use_shared, a, b)  # noqa: E731
+        return (jax.tree_util.tree_map(pick, p_one, p_ard), pick(v_one, v_ard))
+
+    return fit
 
 
 def fit_adam(model: _Model, params, data: D.Data, *, num_steps: int, learning_rate: float,
@@ -426,9 +470,10 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                                       learning_rate=fit_learning_rate, jitter=jitter)
             return jax.lax.cond(due, adam, lambda p: p, params)
         # Past refit_until the warm start alone (the restarts matter while the data are few).
+        fit_fn = fit_hyperparameters if model.fit is None else model.fit
         branches = [lambda p: p] + [
-            lambda p, r=r: fit_hyperparameters(model, p, data, num_steps=num_fit_steps,
-                                               jitter=jitter, restarts=r)[0]
+            lambda p, r=r: fit_fn(model, p, data, num_steps=num_fit_steps, jitter=jitter,
+                                  restarts=r)[0]
             for r in (False, True)]
         if model.restarts is None:
             branches = branches[:2]
@@ -488,6 +533,48 @@ def _fill(defaults: dict, kw: dict) -> dict:
     return {**defaults, **kw}
 
 
+def stationary_model(kernel: str = "matern52", *, shared: bool = False,
+                     signal: float | None = None) -> _Model:
+    """``gp``'s kernel model (module docstring): the stationary ``kernel`` on the unit cube with
+    ARD lengthscales, or one ``shared`` by all dimensions (``log_ell`` ``(1,)``), a signal variance
+    (fitted if ``signal`` is None, else fixed) and noise, under the dimension-scaled priors."""
+    base = STATIONARY[kernel]
+    log_signal0 = 0.0 if signal is None else math.log(signal)
+    sqrt3 = math.sqrt(3.0)
+    log_min_ell = math.log(MIN_LENGTHSCALE)
+
+    def ell_loc(d):
+        return math.sqrt(2.0) + 0.5 * math.log(d)
+
+    ell = lambda p: jnp.exp(jnp.maximum(p["log_ell"], log_min_ell))  # noqa: E731
+    noise = lambda p: jnp.exp(p["log_noise"]) + MIN_NOISE  # noqa: E731
+
+    def params_at(d, dt, ell0, noise0, signal0):
+        """Unconstrained parameters with ``exp``-scale values ``ell0``, ``noise0``."""
+        return {"log_ell": jnp.full((1 if shared else d,), ell0, dt),
+                "log_signal": jnp.full((), signal0, dt), "log_noise": jnp.full((), noise0, dt)}
+
+    def mode(d, dt):  # LogNormal(mu, s) has its mode at exp(mu - s^2): BoTorch's initial values
+        return params_at(d, dt, ell_loc(d) - 3.0, -4.0 - 1.0,
+                         -1.0 if signal is None else log_signal0)
+
+    def median(d, dt):
+        return params_at(d, dt, ell_loc(d), -4.0, log_signal0)
+
+    return _Model(
+        kernel=lambda p, a, b: base(a, b, ell(p), jnp.exp(p["log_signal"])),
+        noise=noise,
+        init_params=median,
+        # The priors' densities at the values the kernel and the likelihood use (floors
+        # included), as BoTorch's MAP evaluates them (``_lognormal_logpdf``).
+        log_prior=lambda p, d: (_lognormal_logpdf(ell(p), ell_loc(d), sqrt3)
+                                + _lognormal_logpdf(jnp.exp(p["log_signal"]), 0.0, 1.0)
+                                + _lognormal_logpdf(noise(p), -4.0, 1.0)),
+        fitted=lambda p: {"log_ell": True, "log_signal": signal is None, "log_noise": True},
+        restarts=lambda d, dt: jax.tree_util.tree_map(lambda a: a[None], mode(d, dt)),
+    )
+
+
 def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, xi: float = 0.0,
        q: int = 1, fit: bool = True, fit_method: str = "lbfgs", num_fit_steps: int = 20,
        fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
@@ -520,7 +607,10 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
       ard: one lengthscale per input dimension (``True``, the default: BoTorch's and the
         papers'); ``False``: one lengthscale shared by all dimensions (isotropic), under the same
         dimension-scaled prior (its ``log(d) / 2`` shift keeps ``r^2 = |z - z'|^2 / ell^2`` of
-        order one either way).
+        order one either way); ``"auto"``: at every fit both, keeping the one with the lower
+        Bayesian information criterion ``-2 log p(y | X, theta) + k log n`` (``select_by_bic``;
+        ``k = d + 2`` against 3 hyper-parameters), so the shared lengthscale is used while the
+        data cannot support ``d`` of them (L-BFGS fits only).
 
     Tried as defaults and not adopted (2026-11-25; the dev suite's tuning keys ``PRNGKey(0..7)``,
     14 problems, budget 60; rule fixed before each run: a variant replaces the default iff its
@@ -547,44 +637,17 @@ def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, 
     """
     if kernel not in STATIONARY:
         raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
-    base = STATIONARY[kernel]
     if signal is not None:
         check_number("signal", signal, low=0.0, allow_low=False)
-    if not isinstance(ard, bool):
-        raise ValueError(f"ard must be True or False, got {ard!r}")
-    log_signal0 = 0.0 if signal is None else math.log(signal)
-    sqrt3 = math.sqrt(3.0)
-    log_min_ell = math.log(MIN_LENGTHSCALE)
-
-    def ell_loc(d):
-        return math.sqrt(2.0) + 0.5 * math.log(d)
-
-    def params_at(d, dt, ell, noise, signal):
-        """Unconstrained parameters with ``exp``-scale values ``ell``, ``noise`` (above the floor)."""
-        return {"log_ell": jnp.full((d if ard else 1,), ell, dt),
-                "log_signal": jnp.full((), signal, dt), "log_noise": jnp.full((), noise, dt)}
-
-    def mode(d, dt):  # LogNormal(mu, s) has its mode at exp(mu - s^2): BoTorch's initial values
-        return params_at(d, dt, ell_loc(d) - 3.0, -4.0 - 1.0,
-                         -1.0 if signal is None else log_signal0)
-
-    def median(d, dt):
-        return params_at(d, dt, ell_loc(d), -4.0, log_signal0)
-
-    ell = lambda p: jnp.exp(jnp.maximum(p["log_ell"], log_min_ell))  # noqa: E731
-    noise = lambda p: jnp.exp(p["log_noise"]) + MIN_NOISE  # noqa: E731
-    model = _Model(
-        kernel=lambda p, a, b: base(a, b, ell(p), jnp.exp(p["log_signal"])),
-        noise=noise,
-        init_params=median,
-        # The priors' densities at the values the kernel and the likelihood use (floors
-        # included), as BoTorch's MAP evaluates them (``_lognormal_logpdf``).
-        log_prior=lambda p, d: (_lognormal_logpdf(ell(p), ell_loc(d), sqrt3)
-                                + _lognormal_logpdf(jnp.exp(p["log_signal"]), 0.0, 1.0)
-                                + _lognormal_logpdf(noise(p), -4.0, 1.0)),
-        fitted=lambda p: {"log_ell": True, "log_signal": signal is None, "log_noise": True},
-        restarts=lambda d, dt: jax.tree_util.tree_map(lambda a: a[None], mode(d, dt)),
-    )
+    if not (isinstance(ard, bool) or ard == "auto"):
+        raise ValueError(f"ard must be True, False or 'auto', got {ard!r}")
+    if ard == "auto" and fit_method != "lbfgs":
+        raise ValueError(f"ard='auto' selects between two L-BFGS fits; it needs "
+                         f"fit_method='lbfgs', got {fit_method!r}")
+    model = stationary_model(kernel, shared=ard is False, signal=signal)
+    if ard == "auto":
+        model = model._replace(fit=select_by_bic(stationary_model(kernel, shared=True,
+                                                                  signal=signal)))
     return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
                      num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
                      fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
