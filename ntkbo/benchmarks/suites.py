@@ -34,8 +34,8 @@ minimum on ``R^d`` (Branin's 5 / (4 pi), Ackley's 0, Hartmann-6's published valu
 feasible minimiser, so ``f*`` bounds ``g`` below on the whole box and is attained at the mapped
 minimiser. Simionescu is kept as it is (its optimum ``+-(0.85, -0.85)`` is already at 0.68 of the
 half-width; its feasible flower would leave the box if shifted, and ``f = 0.1 x_1 x_2`` has no
-global bound to keep the optimum known). Its draws come from ``default_rng([SEED, 1, i])``, so
-that they differ from the dev suite's.
+global bound to keep the optimum known). The constrained suite draws from
+``default_rng([SEED, 1, i])``, so that its rotations and shifts differ from the dev suite's.
 """
 
 from __future__ import annotations
