@@ -32,21 +32,24 @@ PROBLEMS = tuple(sorted(SETTINGS))
 LEVEL = 0.05
 
 
-def protocol_keys():
-    """The protocol's keys: ``PRNGKey(100000 + i)``, ``i < SEEDS`` (reporting range)."""
-    return jnp.stack([jax.random.PRNGKey(REPORTING_KEYS.start + i) for i in range(SEEDS)])
+def protocol_keys(start: int = REPORTING_KEYS.start):
+    """The protocol's keys: ``PRNGKey(start + i)``, ``i < SEEDS``; by default the reporting range's
+    ``PRNGKey(100000 + i)`` (``benchmarks/beats_random_tuning.py`` passes the tuning range's)."""
+    return jnp.stack([jax.random.PRNGKey(start + i) for i in range(SEEDS)])
 
 
-def best_values(algo, problem_name: str) -> np.ndarray:
+def best_values(algo, problem_name: str, keys=None) -> np.ndarray:
     """``(SEEDS,)`` best noise-free values of ``algo`` after the budget of ``problem_name``."""
     s = SETTINGS[problem_name]
-    return best_values_on(algo, ntkbo.benchmarks.get(problem_name), s["budget"], s["n_init"])
+    return best_values_on(algo, ntkbo.benchmarks.get(problem_name), s["budget"], s["n_init"],
+                          keys)
 
 
-def best_values_on(algo, problem, budget: int, n_init: int) -> np.ndarray:
+def best_values_on(algo, problem, budget: int, n_init: int, keys=None) -> np.ndarray:
     """``(SEEDS,)`` best noise-free values of ``algo`` on ``problem`` (a ``Problem``) after
-    ``budget`` evaluations, ``n_init`` of them the initial design, on the protocol's keys."""
-    keys = protocol_keys()
+    ``budget`` evaluations, ``n_init`` of them the initial design, on ``keys`` (default the
+    protocol's, ``protocol_keys()``)."""
+    keys = protocol_keys() if keys is None else keys
     # One jitted program for the 8 seeds, returning only the best values: about 20% faster than
     # the vmapped driver called eagerly (measured on STO-BNTS, Branin: 18.8 s against 23.2 s).
     run = jax.jit(jax.vmap(lambda k: ntkbo.minimize(

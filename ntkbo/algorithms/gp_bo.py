@@ -252,14 +252,16 @@ def num_hyperparameters(model: _Model, params) -> int:
     return int(sum(jax.tree_util.tree_leaves(sizes)))
 
 
-def bic(model: _Model, params, data: D.Data, jitter=None) -> Array:
+def bic(model: _Model, params, data: D.Data, jitter=None, k=None) -> Array:
     """Schwarz's criterion ``-2 log p(y | X, theta) + k log n`` of ``data`` (standardised, unit
-    cube) at ``params``: the likelihood without the priors, ``k = num_hyperparameters``, ``n``
-    the valid observations. Lower is better; ``+inf`` where the likelihood is not finite."""
+    cube) at ``params``: the likelihood without the priors, ``k`` hyper-parameters (default
+    ``num_hyperparameters``), ``n`` the valid observations. Lower is better; ``+inf`` where the
+    likelihood is not finite."""
     kernel = lambda a, b: model.kernel(params, a, b)  # noqa: E731
     lml = G.log_marginal_likelihood(kernel, data, model.noise(params), jitter=jitter)
     n = jnp.sum(D.mask(data)).astype(lml.dtype)
-    v = -2.0 * lml + num_hyperparameters(model, params) * jnp.log(jnp.maximum(n, 1.0))
+    k = num_hyperparameters(model, params) if k is None else k
+    v = -2.0 * lml + k * jnp.log(jnp.maximum(n, 1.0))
     return jnp.where(jnp.isfinite(v), v, jnp.inf)
 
 
@@ -269,17 +271,26 @@ def select_by_bic(shared: _Model):
     lower ``bic`` (ties: the shared one, the simpler model). The result always has the ARD shape
     ``(d,)``: a shared lengthscale is stored repeated, which is the same kernel, so the factor,
     the acquisition and the next warm start need no other code. The shared fit starts from the
-    warm start's mean ``log_ell``; both fits use the same steps and restarts
-    (``fit_hyperparameters``)."""
+    ARD fit's mean ``log_ell`` (and the restarts); both fits use the same steps and restarts
+    (``fit_hyperparameters``).
+
+    The steps run one after another, never side by side: the shared fit depends on the ARD fit
+    through its start, and both criteria come from one batched evaluation. Under ``jax.vmap``
+    (many seeds) two independent fits are two batched Cholesky calls that XLA may run at once,
+    and jaxlib's CPU LAPACK kernels then deadlock its thread pool (``ntkbo.experiments.runner.
+    default_block``): 8 vmapped seeds on Branin hung with the two fits independent."""
 
     def fit(model, params, data, *, num_steps, jitter=None, restarts=True):
         p_ard, v_ard = fit_hyperparameters(model, params, data, num_steps=num_steps,
                                            jitter=jitter, restarts=restarts)
-        warm = {**params, "log_ell": jnp.mean(params["log_ell"], keepdims=True)}
+        warm = {**p_ard, "log_ell": jnp.mean(p_ard["log_ell"], keepdims=True)}
         p_one, v_one = fit_hyperparameters(shared, warm, data, num_steps=num_steps,
                                            jitter=jitter, restarts=restarts)
-        use_shared = bic(shared, p_one, data, jitter) <= bic(model, p_ard, data, jitter)
+        k = jnp.asarray([num_hyperparameters(shared, p_one), num_hyperparameters(model, p_ard)])
         p_one = {**p_one, "log_ell": jnp.broadcast_to(p_one["log_ell"], p_ard["log_ell"].shape)}
+        both = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), p_one, p_ard)
+        crit = jax.vmap(lambda p, kk: bic(model, p, data, jitter, kk))(both, k)
+        use_shared = crit[0] <= crit[1]
         pick = lambda a, b: jnp.where(use_shared, a, b)  # noqa: E731
         return (jax.tree_util.tree_map(pick, p_one, p_ard), pick(v_one, v_ard))
 
