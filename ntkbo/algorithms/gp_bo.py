@@ -124,7 +124,7 @@ _GRID_MAX = 1 << 16
 #: GPyTorch priors of BoTorch before 0.12, GPy's refits every 20 iterations with 10 restarts in
 #: STO-BNTS's code), for which ntkbo's MAP with dimension-scaled priors and L-BFGS stands; their
 #: acquisition optimisers, which the papers do not describe.
-_PAPER_GP = dict(kernel="rbf", fit=True, refit_ratio=1.0, log_ei=False)
+_PAPER_GP = dict(kernel="rbf", ard=True, fit=True, refit_ratio=1.0, log_ei=False)
 PRESETS_BY_NAME = {name: {"paper": _PAPER_GP} for name in ("gp_ei", "gp_ucb", "gp_ts", "gp_pi")}
 
 
@@ -586,10 +586,10 @@ def stationary_model(kernel: str = "matern52", *, shared: bool = False,
     )
 
 
-def gp(kernel: str = "matern52", acquisition: str = "ei", *, beta: float = 4.0, xi: float = 0.0,
+def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: float = 0.0,
        q: int = 1, fit: bool = True, fit_method: str = "lbfgs", num_fit_steps: int = 20,
        fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
-       log_ei: bool = True, signal: float | None = None, ard: bool = True,
+       log_ei: bool = True, signal: float | None = None, ard: bool | str = "auto",
        **optimizer_kwargs) -> Algorithm:
     """The standard GP baseline of the papers, at BoTorch's level: ARD ``"matern52"`` by default.
 
