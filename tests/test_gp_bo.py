@@ -30,10 +30,17 @@ def observed_state(algo, n=12, capacity=16, seed=0):
     return jax.jit(algo.update)(state, x, quad(x)), x
 
 
+#: The model ``matern_loss`` writes out: ARD Matern-5/2 (gp's default before ard="auto").
+MATERN_ARD = dict(kernel="matern52", ard=True)
+
+
 @pytest.fixture(scope="module")
 def fitted():
-    # The default fit: 20 L-BFGS iterations from the prior medians (the initial state) and modes.
-    algo = ntkbo.algorithms.gp(num_candidates=256, num_restarts=2, num_steps=10)
+    # The ARD Matern-5/2 fit (the default before gp's ard="auto", which chooses between this
+    # fit and a shared lengthscale; test_ard_auto_keeps_the_fit_of_lower_bic): 20 L-BFGS
+    # iterations from the prior medians (the initial state) and modes, the model that
+    # ``matern_loss`` writes out.
+    algo = ntkbo.algorithms.gp(**MATERN_ARD, num_candidates=256, num_restarts=2, num_steps=10)
     state, x = observed_state(algo)
     return algo, state, x
 
@@ -134,8 +141,8 @@ def test_a_fixed_signal_is_botorchs_rbf_model_without_outputscale():
     """``gp(kernel="rbf", signal=1.0)``: BoTorch's ``SingleTaskGP`` since 0.12, an RBF kernel
     without an outputscale. Its MAP fit is checked against scipy's L-BFGS-B on the objective
     written out here over the lengthscales and the noise alone."""
-    algo = ntkbo.algorithms.gp(kernel="rbf", signal=1.0, num_candidates=64, num_restarts=1,
-                               num_steps=2)
+    algo = ntkbo.algorithms.gp(kernel="rbf", ard=True, signal=1.0, num_candidates=64,
+                               num_restarts=1, num_steps=2)
     state, _ = observed_state(algo)
     data = unit_data(state)
     # Mutations caught (each checked): the signal marked as fitted, or fixed at another value
@@ -170,7 +177,8 @@ def test_an_isotropic_gp_fits_one_lengthscale_under_the_same_prior():
     out above) over a single lengthscale. Mutations caught (each checked): ``ard`` ignored (a
     ``(d,)`` lengthscale), and the shared lengthscale's prior counted ``d`` times (the fit then
     lands off the written-out objective's optimum by more than the tolerance)."""
-    algo = ntkbo.algorithms.gp(ard=False, num_candidates=64, num_restarts=1, num_steps=2)
+    algo = ntkbo.algorithms.gp("matern52", ard=False, num_candidates=64, num_restarts=1,
+                               num_steps=2)
     state, _ = observed_state(algo)
     data = unit_data(state)
     assert state.params["log_ell"].shape == (1,)
@@ -203,7 +211,9 @@ def test_refit_schedule_grid_and_warm_state():
     assert bool(gp_bo.refit_due(500, 501, 10, 1.0))  # ratio 1: every round
     # In the algorithm: past refit_until, an update off the grid keeps the hyper-parameters
     # bit for bit; one that crosses a grid point refits them.
-    algo = ntkbo.algorithms.gp(refit_until=8, refit_ratio=1.5)  # grid 12, 18, ...
+    # grid 12, 18, ...; ARD: the schedule does not depend on the model, and one fit per
+    # update compiles in about half the time of ard="auto"'s two
+    algo = ntkbo.algorithms.gp(refit_until=8, refit_ratio=1.5, ard=True)
     x = ntkbo.qmc.sobol(jax.random.PRNGKey(0), 12, BOUNDS)
     state = algo.init(jax.random.PRNGKey(1), BOUNDS, 16)
     update = jax.jit(algo.update)  # one point per update: compiled once
@@ -222,7 +232,8 @@ def test_refit_schedule_grid_and_warm_state():
 def test_suggestions_respect_bounds_and_sign_convention(fitted):
     algo, state, x = fitted
     # "mean" maximises -mu: the suggestion sits near the minimiser (0.5, 2) of the quadratic.
-    mean_algo = ntkbo.algorithms.gp(acquisition="mean", fit=False, num_candidates=512,
+    mean_algo = ntkbo.algorithms.gp(**MATERN_ARD, acquisition="mean", fit=False,
+                                    num_candidates=512,
                                     num_restarts=4, num_steps=50)
     s = state  # the same state layout: reuse the fitted hyper-parameters
     xm, _ = jax.jit(mean_algo.suggest)(jax.random.PRNGKey(3), s)
@@ -235,8 +246,9 @@ def test_suggestions_respect_bounds_and_sign_convention(fitted):
 
 @pytest.mark.parametrize("acquisition", ["ucb", "logei", "ts"])
 def test_batches_are_distinct_points_in_the_box(acquisition, fitted):
-    algo = ntkbo.algorithms.gp(acquisition=acquisition, q=3, fit=False, num_candidates=128,
-                               num_restarts=2, num_steps=5, num_ts_candidates=128)
+    algo = ntkbo.algorithms.gp(**MATERN_ARD, acquisition=acquisition, q=3, fit=False,
+                               num_candidates=128, num_restarts=2, num_steps=5,
+                               num_ts_candidates=128)
     state, _ = observed_state(algo)
     state = state._replace(params=fitted[1].params)  # fitted hyper-parameters, same layout
     x, info = jax.jit(algo.suggest)(jax.random.PRNGKey(0), state)
@@ -287,7 +299,7 @@ def test_ei_is_maximised_through_its_log_where_ei_underflows(fitted):
     """With ``xi = 60`` every candidate's EI underflows to 0 (z < -38), so EI itself is flat and
     its maximiser falls back to an arbitrary candidate; LogEI still ranks them. Catches ``"ei"``
     ignoring ``log_ei`` (its point would then be the plain-EI one, no better in log EI)."""
-    kw = dict(fit=False, xi=60.0, num_candidates=128, num_restarts=2, num_steps=5)
+    kw = dict(MATERN_ARD, fit=False, xi=60.0, num_candidates=128, num_restarts=2, num_steps=5)
     state = fitted[1]  # fitted hyper-parameters, the same state layout
     key = jax.random.PRNGKey(5)
     x_log, info = jax.jit(ntkbo.algorithms.gp(acquisition="ei", **kw).suggest)(key, state)
@@ -350,7 +362,8 @@ def test_the_incremental_factor_equals_a_full_refactor():
     # on growth, a factor not refactored after a refit (hyper-parameters of the old fit), the
     # failed row kept in the Gram matrix.
     # Adam's 3 steps compile in a fraction of L-BFGS's time; the factor's bookkeeping is the same.
-    algo = ntkbo.algorithms.gp(refit_until=6, refit_ratio=1.5, fit_method="adam", num_fit_steps=3)
+    algo = ntkbo.algorithms.gp("matern52", refit_until=6, refit_ratio=1.5, fit_method="adam",
+                               num_fit_steps=3, ard=True)
     update = jax.jit(algo.update)
     x = np.asarray(ntkbo.qmc.sobol(jax.random.PRNGKey(3), 20, BOUNDS))
     y = np.array(quad(x))

@@ -83,7 +83,9 @@ def test_a_preset_builds_and_is_its_expanded_options(name, preset):
     resolved = A.resolved_options(name, preset=preset, **need)
     assert resolved == A.resolved_options(name, **options, **need)
     for key, value in options.items():
-        assert resolved[key] == value, key
+        # resolved_options leaves out an option at the value every cell stored before the option
+        # existed ran with (gp's ard=True, which the gp_* paper preset sets): the only absence
+        assert resolved[key] == value if key in resolved else (key, value) == ("ard", True), key
         assert algo.config[key] == value, key
 
 
@@ -177,7 +179,9 @@ def test_preset_differences_are_where_the_records_differ():
     ``Algorithm``'s ``config``, built by the factory) differ between the defaults and the preset,
     with both values, for every name and preset. Mutations caught: listing every option the preset
     sets (``neural_bo``'s ``"paper"`` sets 17, of which only ``nu`` and ``warm_start`` differ); the
-    two values swapped."""
+    two values swapped; comparing ``resolved_options``, the hashed options, which leave out
+    ``gp``'s ``ard=True`` (the ``gp_*`` paper preset's ARD against the default ``"auto"``: missed,
+    checked)."""
     for name in A.names():
         for preset in A.presets(name):
             need = _needs(name)

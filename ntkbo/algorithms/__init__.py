@@ -160,8 +160,13 @@ def preset_differences(name: str, preset: str) -> dict:
     arrays compare by what they are), in the factory's option order. ``ValueError`` naming
     ``preset`` for one ``name`` does not have."""
     with_preset(name, preset, {})  # the error for an unknown preset
-    default = resolved_options(name)
-    chosen = resolved_options(name, preset=preset)
+    # every option, not the hashed ones of resolved_options, which leave out an option at its
+    # _ADDED_BASELINE value (gp's ard=True, which the paper preset sets against the default's
+    # "auto") or a **kwargs option at its _KWARGS_BASELINE value
+    factory = _FACTORIES[name]
+    inner = getattr(factory, "__wrapped__", factory)
+    default, chosen = (_resolve(inner, name, (), with_preset(name, p, {}), kwargs_defaults=True)
+                       for p in (None, preset))
     out = {}
     for k in chosen:
         a, b = describe(default.get(k))[0], describe(chosen[k])[0]
