@@ -194,3 +194,9 @@ def test_preset_differences_are_where_the_records_differ():
                 {k: v for k, v in expect.items() if k not in need}, (name, preset)
     assert A.preset_differences("neural_bo", "paper") == {"nu": (0.3, 1.0),
                                                           "warm_start": (True, False)}
+    # The papers' GP baselines are ARD squared-exponential GPs (gp_bo's _PAPER_GP comment): with
+    # gp's default ard="auto" the preset must set ARD itself. Mutation caught (checked):
+    # ard=True dropped from _PAPER_GP (the preset would then choose by BIC like the default).
+    assert A.preset_differences("gp_ei", "paper") == {"refit_ratio": (1.1, 1.0),
+                                                      "log_ei": (True, False),
+                                                      "ard": ("auto", True)}
