@@ -233,8 +233,7 @@ def test_suggestions_respect_bounds_and_sign_convention(fitted):
     algo, state, x = fitted
     # "mean" maximises -mu: the suggestion sits near the minimiser (0.5, 2) of the quadratic.
     mean_algo = ntkbo.algorithms.gp(**MATERN_ARD, acquisition="mean", fit=False,
-                                    num_candidates=512,
-                                    num_restarts=4, num_steps=50)
+                                    num_candidates=512, num_restarts=4, num_steps=50)
     s = state  # the same state layout: reuse the fitted hyper-parameters
     xm, _ = jax.jit(mean_algo.suggest)(jax.random.PRNGKey(3), s)
     assert xm.shape == (1, 2)

@@ -180,8 +180,8 @@ def test_preset_differences_are_where_the_records_differ():
     with both values, for every name and preset. Mutations caught: listing every option the preset
     sets (``neural_bo``'s ``"paper"`` sets 17, of which only ``nu`` and ``warm_start`` differ); the
     two values swapped; comparing ``resolved_options``, the hashed options, which leave out
-    ``gp``'s ``ard=True`` (the ``gp_*`` paper preset's ARD against the default ``"auto"``: missed,
-    checked)."""
+    ``gp``'s ``ard=True`` (checked: the ``gp_*`` paper preset's ``ard``, ``"auto"`` -> ``True``,
+    goes unlisted)."""
     for name in A.names():
         for preset in A.presets(name):
             need = _needs(name)

@@ -8,11 +8,11 @@ hyper-parameters are fitted:
 * ``gp``: RBF (default), Matern-5/2, -3/2 or -1/2 kernel with a signal variance; one lengthscale
   per dimension (ARD, ``ard=True``), one for all dimensions (``ard=False``) or, by default, at each
   fit the one of the two with the lower BIC (``ard="auto"``, ``select_by_bic``); lengthscales
-  ``ell``, signal and noise fitted by maximum a posteriori, the log marginal likelihood (Rasmussen and Williams 2006,
-  eq. 2.30) plus the log priors, as BoTorch's ``SingleTaskGP`` (>= 0.12) does. The priors scale
-  with the dimension (Hvarfner, Hellsten and Nardi 2024, "Vanilla Bayesian optimization performs
-  great in high dimensions", BoTorch's ``get_covar_module_with_dim_scaled_prior`` and
-  ``get_gaussian_likelihood_with_lognormal_prior``)::
+  ``ell``, signal and noise fitted by maximum a posteriori, the log marginal likelihood (Rasmussen
+  and Williams 2006, eq. 2.30) plus the log priors, as BoTorch's ``SingleTaskGP`` (>= 0.12) does.
+  The priors scale with the dimension (Hvarfner, Hellsten and Nardi 2024, "Vanilla Bayesian
+  optimization performs great in high dimensions", BoTorch's
+  ``get_covar_module_with_dim_scaled_prior`` and ``get_gaussian_likelihood_with_lognormal_prior``)::
 
       ell_i ~ LogNormal(sqrt(2) + log(d) / 2, sqrt(3)),   ell_i >= 0.025,
       noise ~ LogNormal(-4, 1),                           noise >= 1e-4 (standardised units),
@@ -119,10 +119,10 @@ _GRID_MAX = 1 << 16
 #:   BoTorch's and GPflow's EI of the time; LogEI is of 2023).
 #:
 #: Not in the preset: the thesis's PINN-BO chapter (seed-001 2.5) used a Matern kernel
-#: (``get("gp_ei", kernel="matern52", ard=True)``); GO-UCB's baselines used library defaults it
-#: does not state (seed-002 6.1); UCB's ``beta``, which no paper states (STO-BNTS's code: ``mean + 1.0 std``, i.e.
-#: ``beta=1``). Not expressible: the libraries' fits (GPflow's plain maximum likelihood, the
-#: GPyTorch priors of BoTorch before 0.12, GPy's refits every 20 iterations with 10 restarts in
+#: (``get("gp_ei", kernel="matern52", ard=True)``); GO-UCB's baselines used library defaults it does
+#: not state (seed-002 6.1); UCB's ``beta``, which no paper states (STO-BNTS's code: ``mean + 1.0
+#: std``, i.e. ``beta=1``). Not expressible: the libraries' fits (GPflow's plain maximum likelihood,
+#: the GPyTorch priors of BoTorch before 0.12, GPy's refits every 20 iterations with 10 restarts in
 #: STO-BNTS's code), for which ntkbo's MAP with dimension-scaled priors and L-BFGS stands; their
 #: acquisition optimisers, which the papers do not describe.
 _PAPER_GP = dict(kernel="rbf", ard=True, fit=True, refit_ratio=1.0, log_ei=False)
@@ -619,12 +619,14 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
         "a dimension-agnostic RBF kernel without outputscale").
       ard: one lengthscale per input dimension (``True``: BoTorch's and the papers'; the
         default before 2026-11-25, with ``kernel="matern52"``); ``False``: one lengthscale
-        shared by all dimensions (isotropic), under the same dimension-scaled prior (its ``log(d) / 2`` shift keeps ``r^2 = |z - z'|^2 / ell^2`` of
-        order one either way); ``"auto"``: at every fit both, keeping the one with the lower
-        Bayesian information criterion ``-2 log p(y | X, theta) + k log n`` (``select_by_bic``;
-        ``k = d + 2`` against 3 hyper-parameters), so the shared lengthscale is used while the
+        shared by all dimensions (isotropic), under the same dimension-scaled prior (its
+        ``log(d) / 2`` shift keeps ``r^2 = |z - z'|^2 / ell^2`` of order one either way);
+        ``"auto"``: at every fit both, keeping the one with the lower Bayesian information
+        criterion ``-2 log p(y | X, theta) + k log n`` (``select_by_bic``; ``k = d + 2``
+        against 3 hyper-parameters), so the shared lengthscale is used while the
         data cannot support ``d`` of them (L-BFGS fits only; the default). Two fits per refit;
-        at n = 2000 a refit took 66.6 s against ARD Matern-5/2's 65 s (README, speed table).
+        at n = 2000 this default's refit took 66.6 s, ARD Matern-5/2's 65 s in an earlier run
+        (README, speed table; the kernels differ too, so this is not the second fit's cost).
 
     How the default was chosen (2026-11-25; the dev suite's tuning keys ``PRNGKey(0..7)``,
     14 problems, budget 60; rule fixed before each run: a variant replaces the default iff its
@@ -652,8 +654,7 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
 
     The former behaviour (before the L-BFGS fit): ``kernel="matern52", ard=True,
     fit_method="adam", num_fit_steps=50, refit_ratio=1, log_ei=False, num_restarts=4,
-    num_steps=30`` (the priors' floors and starts are
-    BoTorch's now).
+    num_steps=30`` (the priors' floors and starts are BoTorch's now).
     """
     if kernel not in STATIONARY:
         raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
