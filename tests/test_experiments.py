@@ -274,6 +274,22 @@ def test_rerun_skips_finished_cells_and_refuses_changed_specs(study):
         E.run({**SPEC, "algorithms": [{"label": "ntk", "name": "ntk_gp"}]}, study, "full")
 
 
+def test_a_recorded_empty_exclude_is_the_same_scale(tmp_path):
+    """Folders written while ``Scale.to_dict`` still wrote ``"exclude": []`` (three of the committed
+    studies) resume: the stored caps equal the current ones once the empty list is dropped. A
+    different exclusion is still refused. Mutation caught (checked): comparing the stored record
+    as written (``_caps`` removed), which refused those folders as "a run at scale 'cpu'"."""
+    spec = E.spec.load(SPEC)
+    cells = spec.resolve("full")
+    out = str(tmp_path / "study")
+    record = E.runner.resolved_record(spec, "full", cells)
+    store.write_spec(out, dict(record, scale_caps=dict(record["scale_caps"], exclude=[])))
+    E.runner.check_compatible(out, spec, "full", cells)
+    store.write_spec(out, dict(record, scale_caps=dict(record["scale_caps"], exclude=["ntk"])))
+    with pytest.raises(ValueError, match="holds a run at scale 'full'"):
+        E.runner.check_compatible(out, spec, "full", cells)
+
+
 def test_only_runs_the_named_algorithms_and_later_runs_add_the_rest(study, tmp_path):
     # run(only=...) runs a subset into a folder that the whole spec later completes; the subset's
     # cells equal the whole run's bit for bit (the same programs, compiled again). Catches a

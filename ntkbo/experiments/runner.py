@@ -290,6 +290,15 @@ def resolved_record(spec: Spec, scale: str, cells: list[Cell]) -> dict:
                        for c in cells})
 
 
+def _caps(recorded):
+    """A stored ``scale_caps`` record as ``Scale.to_dict`` writes it now: records written from
+    2026-11-23 (``Scale.exclude`` added) until ``to_dict`` omitted an empty list hold
+    ``"exclude": []``, the same caps as a record without the field."""
+    if isinstance(recorded, dict) and recorded.get("exclude") == []:
+        recorded = {k: v for k, v in recorded.items() if k != "exclude"}
+    return recorded
+
+
 def check_compatible(out: str, spec: Spec, scale: str, cells: list[Cell]) -> None:
     """``ValueError`` if ``out`` holds results of a different experiment: another scale, a cell
     whose digest differs (the message names the cell and its first differing field), or a cell
@@ -297,7 +306,7 @@ def check_compatible(out: str, spec: Spec, scale: str, cells: list[Cell]) -> Non
     by_id = {c.cell_id: c for c in cells}
     old = store.read_spec(out)
     if old is not None:
-        if old.get("scale") != scale or old.get("scale_caps") != spec.scale(scale).to_dict():
+        if old.get("scale") != scale or _caps(old.get("scale_caps")) != spec.scale(scale).to_dict():
             raise ValueError(f"{out} holds a run at scale {old.get('scale')!r} "
                              f"({old.get('scale_caps')}); this run asks for scale {scale!r} "
                              f"({spec.scale(scale).to_dict()}); use another --out")
