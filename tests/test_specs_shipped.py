@@ -43,14 +43,6 @@ def committed_runs():
     return runs
 
 
-#: Committed runs known to be stale, with the reason: the test asserts they still are, so an entry
-#: cannot outlive the re-run that removes it.
-STALE = {
-    "goucb_tuning-cpu": "GP-EI, GP-PI and GP-UCB ran under the former gp default (ARD Matern-5/2, "
-                        "Adam fit); re-running their 9 cells takes about 100 CPU minutes",
-}
-
-
 @pytest.mark.parametrize("path,out", committed_runs(), ids=lambda v: os.path.basename(v))
 def test_committed_studies_match_their_shipped_specs(path, out):
     """Every committed study folder holds exactly the cells its shipped spec resolves to with the
@@ -70,10 +62,6 @@ def test_committed_studies_match_their_shipped_specs(path, out):
         cells = spec.resolve(scale)
     finally:
         jax.config.update("jax_enable_x64", x64)
-    if os.path.basename(out) in STALE:
-        with pytest.raises(ValueError, match="differs from the stored one"):
-            runner.check_compatible(out, spec, scale, cells)
-        return
     runner.check_compatible(out, spec, scale, cells)
     stored = {store.read_meta(p)["cell_id"] for p in store.list_cells(out)}
     assert stored == {c.cell_id for c in cells}, f"{out}: cells missing from the committed run"
