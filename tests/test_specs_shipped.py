@@ -51,7 +51,8 @@ def test_committed_studies_match_their_shipped_specs(path, out):
     changed default that a spec relies on fails here, naming the cell and the option; the fix is
     to pin the setting the report ran in the spec or to re-run the stale cells. Mutations caught
     (checked): ``neural_bo``'s default ``nu`` 0.3 -> 0.5 (status_pinn's reference runs the
-    defaults) and ``gp``'s default kernel back to ``"matern52"`` (every GP baseline)."""
+    defaults) and ``gp``'s default kernel back to ``"matern52"`` (every folder whose GP baselines
+    run the defaults; PINN-BO's spec pins Matern)."""
     spec = Spec.from_toml(path)
     scale = store.read_spec(out)["scale"]
     dtypes = {store.read_meta(p)["definition"]["dtype"] for p in store.list_cells(out)}
