@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 
 import jax
 import jax.numpy as jnp
@@ -303,6 +304,22 @@ def test_minimize_random_search_on_a_task_and_workers_agree():
     xs = _points(tasks.task("rover60"), key=5)
     np.testing.assert_array_equal(tasks.evaluate("rover60", xs, workers=2),
                                   tasks.evaluate("rover60", xs))
+
+
+def _die(x):
+    os._exit(3)  # a worker that dies, as one re-running an unguarded script or killed for memory
+
+
+def test_a_dying_worker_is_reported_with_the_main_guard_and_the_next_call_works():
+    """A worker process that dies breaks the ``ProcessPoolExecutor``; ``evaluate_rows`` raises a
+    ``TaskError`` naming the ``if __name__ == "__main__":`` guard (the usual cause with the spawn
+    start method) and drops the broken pool, so the next call evaluates in a new one. Mutations
+    caught (checked): the ``except BrokenProcessPool`` removed (a bare ``BrokenProcessPool``
+    escapes) and ``_pool.cache_clear()`` removed (the next call fails on the broken pool)."""
+    xs = np.arange(6.0).reshape(3, 2)
+    with pytest.raises(host.TaskError, match="__name__ == '__main__'"):
+        host.evaluate_rows("dies", _die, xs, workers=2)
+    np.testing.assert_array_equal(host.evaluate_rows("sums", np.sum, xs, workers=2), [1, 5, 9])
 
 
 def test_non_finite_and_raising_host_functions_are_reported_with_the_point():

@@ -12,7 +12,10 @@ the host in ONE call, flattened to ``(n, d)`` rows and evaluated together: in th
 (``workers=1``), or spread over ``workers`` processes of a ``concurrent.futures``
 ``ProcessPoolExecutor`` (``spawn`` start method: forking a process that runs JAX's threads is not
 safe). The pool is created on first use and kept for the life of the process (one per task and
-``workers``); each worker imports the task module once.
+``workers``); each worker imports the task module once, and the ``__main__`` module as
+``spawn`` does, so a script calling a task with ``workers > 1`` needs an
+``if __name__ == "__main__":`` guard (without it each worker re-runs the script and dies; the
+``TaskError`` raised then says so, and the next call starts a new pool).
 
 Failures are never replaced by a value: if ``evaluate_one`` raises, or returns NaN or an
 infinity, the callback raises ``TaskError`` whose message names the task and the offending point
@@ -38,6 +41,7 @@ import atexit
 import concurrent.futures as cf
 import functools
 import multiprocessing
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
 import jax
@@ -89,8 +93,16 @@ def evaluate_rows(name: str, evaluate_one: Callable, xs, workers: int = 1) -> np
     if workers <= 1 or xs.shape[0] <= 1:
         return _run_chunk(name, evaluate_one, xs)
     chunks = np.array_split(xs, min(workers, xs.shape[0]))
-    futures = [_pool(workers).submit(_run_chunk, name, evaluate_one, c) for c in chunks]
-    return np.concatenate([f.result() for f in futures])  # re-raises a worker's TaskError
+    try:
+        futures = [_pool(workers).submit(_run_chunk, name, evaluate_one, c) for c in chunks]
+        return np.concatenate([f.result() for f in futures])  # re-raises a worker's TaskError
+    except BrokenProcessPool as err:
+        _pool.cache_clear()  # a broken pool refuses every later call; the next one starts anew
+        raise TaskError(
+            f"{name}: a worker process died (workers={workers}). The workers are started with "
+            "the 'spawn' method, which imports the __main__ module in each of them: a script "
+            "that runs ntkbo when imported needs its code under if __name__ == '__main__':. "
+            "A worker killed for memory ends here too.") from err
 
 
 def host_fn(name: str, evaluate_one: Callable, dim: int, workers: int = 1) -> Callable:
