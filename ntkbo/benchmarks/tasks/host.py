@@ -11,11 +11,11 @@ nested ``vmap``s the whole batch of points (``(seeds, q, d)`` in ``jax.vmap(mini
 the host in ONE call, flattened to ``(n, d)`` rows and evaluated together: in this process
 (``workers=1``), or spread over ``workers`` processes of a ``concurrent.futures``
 ``ProcessPoolExecutor`` (``spawn`` start method: forking a process that runs JAX's threads is not
-safe). The pool is created on first use and kept for the life of the process (one per task and
-``workers``); each worker imports the task module once, and the ``__main__`` module as
-``spawn`` does, so a script calling a task with ``workers > 1`` needs an
+safe). The pool is created on first use and kept for the life of the process (one per number of
+workers, shared by the tasks); each worker imports a task's module once, and the ``__main__``
+module as ``spawn`` does, so a script calling a task with ``workers > 1`` needs an
 ``if __name__ == "__main__":`` guard (without it each worker re-runs the script and dies; the
-``TaskError`` raised then says so, and the next call starts a new pool).
+``TaskError`` raised then says so, the broken pool is dropped and the next call starts a new one).
 
 Failures are never replaced by a value: if ``evaluate_one`` raises, or returns NaN or an
 infinity, the callback raises ``TaskError`` whose message names the task and the offending point
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures as cf
-import functools
 import multiprocessing
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
@@ -75,11 +74,16 @@ def _run_chunk(name: str, evaluate_one: Callable, xs: np.ndarray) -> np.ndarray:
     return np.array([_checked(name, evaluate_one, x) for x in xs], dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=None)
+#: The worker pools, by number of workers (created on first use, dropped when one breaks).
+_POOLS: dict[int, cf.ProcessPoolExecutor] = {}
+
+
 def _pool(workers: int) -> cf.ProcessPoolExecutor:
-    pool = cf.ProcessPoolExecutor(max_workers=workers,
-                                  mp_context=multiprocessing.get_context("spawn"))
-    atexit.register(pool.shutdown, wait=True)  # before the interpreter tears modules down
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = cf.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        atexit.register(pool.shutdown, wait=True)  # before the interpreter tears modules down
     return pool
 
 
@@ -97,7 +101,7 @@ def evaluate_rows(name: str, evaluate_one: Callable, xs, workers: int = 1) -> np
         futures = [_pool(workers).submit(_run_chunk, name, evaluate_one, c) for c in chunks]
         return np.concatenate([f.result() for f in futures])  # re-raises a worker's TaskError
     except BrokenProcessPool as err:
-        _pool.cache_clear()  # a broken pool refuses every later call; the next one starts anew
+        _POOLS.pop(workers).shutdown(wait=False)  # a broken pool refuses every later call
         raise TaskError(
             f"{name}: a worker process died (workers={workers}). The workers are started with "
             "the 'spawn' method, which imports the __main__ module in each of them: a script "
