@@ -15,18 +15,31 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-#: The files that take longest (summed ``--durations``, longest first), collected first: with
-#: ``--dist loadfile`` each file goes whole to one worker in collection order, so a long file
-#: collected last runs alone at the end while the other worker idles; longest-first keeps the
-#: short files for the end, where they fill both workers.
-LONGEST_FIRST = ("test_beats_random.py", "test_experiments.py", "test_theory_checks.py",
-                 "test_theory_checks_regret.py", "test_theory_checks_more.py",
-                 "test_theory_checks_memory.py", "test_pde_benchmarks.py", "test_failures.py", "test_gp_bo.py",
-                 "test_neural_linear.py", "test_neural_ucb.py", "test_pinn_bo.py",
-                 "test_neural_greedy.py", "test_sto_bnts.py", "test_neural_cbo.py",
-                 "test_go_ucb.py", "test_cli.py", "test_records.py", "test_validation.py",
-                 "test_defaults.py", "test_neural_bo.py", "test_tasks.py", "test_coco.py",
-                 "test_lapack_threads.py")
+#: The files that take longest, longest first (one worker's seconds per file, setup, call and
+#: teardown summed from ``--durations=0`` of ``-n 2 --dist loadfile`` on the 2-core machine,
+#: 2026-11-25): ``test_beats_random.py`` 231, ``test_theory_checks.py`` 197, ``test_gp_bo.py``
+#: 158, ``test_pde_benchmarks.py`` 104, then 77 down to 18; the whole suite 1546) are
+#: collected first, the rest keep their order: with ``--dist loadfile`` each file goes whole to
+#: one worker in collection order, so a long file handed out last runs alone while the other
+#: worker idles; longest-first keeps the short files for the end, where they fill both workers.
+#: Simulated on those durations with xdist's hand-out rule: the two workers finish at 770 and
+#: 776 s, against 864 and 682 s in pytest-xdist's own order (most tests first).
+LONGEST_FIRST = ("test_beats_random.py", "test_theory_checks.py", "test_gp_bo.py",
+                 "test_pde_benchmarks.py", "test_failures.py", "test_experiments.py",
+                 "test_pinn_bo.py", "test_sto_bnts.py", "test_neural_bo.py", "test_cli.py",
+                 "test_neural_cbo.py", "test_theory_checks_memory.py", "test_neural_ucb.py",
+                 "test_go_ucb.py", "test_neural_greedy.py", "test_neural_linear.py",
+                 "test_constrained_problems.py", "test_validation.py", "test_kernels_native.py",
+                 "test_loop.py")
+
+
+def pytest_configure(config):
+    """Keep the collection order when handing out files (``LONGEST_FIRST``): pytest-xdist
+    (3.8.0 here) re-sorts ``--dist loadfile``'s files by their number of tests unless
+    ``--no-loadscope-reorder``, which made the order above a no-op (measured: the two workers
+    finished at 831 and 715 s, ``test_beats_random.py``'s 4 tests handed out after 600 s)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_runtest_setup(item):
