@@ -227,6 +227,19 @@ def test_refit_schedule_grid_and_warm_state():
         jax.tree_util.tree_map(np.testing.assert_array_equal, p, p8)
     state = params[11]  # n = 12: on the grid, refitted
     assert not np.array_equal(state["log_ell"], p8["log_ell"])
+    # A buffer of at most refit_until rows takes the static path (every update refits with the
+    # restarts, no switch traced): the same hyper-parameters as the traced schedule above at every
+    # n <= refit_until. Catches the static path fitting from the warm start alone (restarts=False)
+    # and, above, the static path taken for a buffer larger than refit_until (n = 9..11 would
+    # refit). rtol: the same fits on 8 rows against 16 masked rows differ by rounding, which the
+    # 20 L-BFGS steps amplify to at most 3e-8 (measured); the warm-start-only mutant is O(1) off
+    # from n = 6.
+    small = algo.init(jax.random.PRNGKey(1), BOUNDS, 8)
+    update_small = jax.jit(algo.update)
+    for i in range(8):
+        small = update_small(small, x[i:i + 1], quad(x[i:i + 1]))
+        jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6),
+                               small.params, params[i])
 
 
 def test_suggestions_respect_bounds_and_sign_convention(fitted):

@@ -41,7 +41,11 @@ number of observations ``n <= refit_until`` (default 100), then only when ``n`` 
 the geometric grid ``ceil(refit_until * refit_ratio^k)``, ``k = 1, 2, ...`` (default ratio 1.1: a
 refit per 10% more data, 7 refits from n = 1000 to 2000). ``refit_ratio=1`` refits every round.
 Between refits the model keeps its hyper-parameters. Inside ``jax.vmap`` (many seeds) the choice
-becomes a select, so a vmapped run pays for the fit every round; a single run does not.
+becomes a select, so a vmapped run pays for the fit every round; a single run does not. When the
+buffer holds at most ``refit_until`` rows (``capacity <= refit_until``, e.g. every run of budget
+60 or 100 at the default) every update refits with the restarts, which is known when tracing:
+the update then traces that fit alone, not the switch over the three choices, so a vmapped run
+does not also pay for a warm-start-only fit that is never kept.
 
 **Incremental algebra**: the state keeps the Cholesky factor of the Gram matrix of the valid
 observations (inputs in the unit cube; outputs do not enter it) under the current hyper-parameters
@@ -470,7 +474,16 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         q_new = math.prod(jnp.shape(x)) // state.data.dim  # D.append's rows
         params = state.params
         if fit:
-            due = refit_due(n_old, n, refit_until, refit_ratio)
+            # A buffer that holds at most refit_until rows refits at every update (n <= capacity
+            # <= refit_until), known when tracing: then ``due`` is the Python ``True`` and the
+            # update runs the restarted fit and the refactorisation alone. Under jax.vmap the
+            # traced choice becomes a select that also pays for the branches never taken (the
+            # warm-start-only fit, the factor's extension). The computation is the same (a state
+            # after two updates is bit-identical, jitted and vmapped); the program is smaller:
+            # 8 vmapped seeds of GP-EI on Branin traced in 6.4 s instead of 10.6 and compiled in
+            # 11.2 s instead of 14.3.
+            due = (True if state.data.capacity <= refit_until
+                   else refit_due(n_old, n, refit_until, refit_ratio))
             params = _refit(state.params, data, due, n)
         return state._replace(params=params,
                               factor=_factor_update(state, params, data, n_old, q_new,
@@ -480,9 +493,12 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         if fit_method == "adam":
             adam = lambda p: fit_adam(model, p, data, num_steps=num_fit_steps,  # noqa: E731
                                       learning_rate=fit_learning_rate, jitter=jitter)
-            return jax.lax.cond(due, adam, lambda p: p, params)
+            return adam(params) if due is True else jax.lax.cond(due, adam, lambda p: p, params)
         # Past refit_until the warm start alone (the restarts matter while the data are few).
         fit_fn = fit_hyperparameters if model.fit is None else model.fit
+        if due is True:  # n <= refit_until: the restarted fit (update's comment)
+            return fit_fn(model, params, data, num_steps=num_fit_steps, jitter=jitter,
+                          restarts=True)[0]
         branches = [lambda p: p] + [
             lambda p, r=r: fit_fn(model, p, data, num_steps=num_fit_steps, jitter=jitter,
                                   restarts=r)[0]
@@ -506,9 +522,10 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
 
         if due is None:
             return extend()
-        return jax.lax.cond(
-            due, lambda: G.factor(kernel(params), data, model.noise(params), jitter=jitter),
-            extend)
+        def refactor():
+            return G.factor(kernel(params), data, model.noise(params), jitter=jitter)
+
+        return refactor() if due is True else jax.lax.cond(due, refactor, extend)
 
     return Algorithm(init, suggest, update)
 
