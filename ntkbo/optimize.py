@@ -32,8 +32,11 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
 
 Gradient refinement needs ``acq_fn`` to be differentiable and *row-wise*: row ``i`` of the output
 depends only on row ``i`` of the input (true of EI, LogEI, PI, UCB and the posterior mean of any
-pointwise surrogate). Thompson draws are not row-wise (an independent draw per row, or a joint
-sample over the batch): use ``method="none"`` for them, as NeuralBO does (seed digest §7.2).
+pointwise surrogate). Thompson draws made over the batch are not row-wise (an independent draw per
+row, or a joint sample over the rows): use ``method="none"`` for them, as NeuralBO's paper draws
+do (seed digest §7.2). A draw that is a fixed function of ``x`` (a pathwise draw, NeuralBO's
+``thompson="pathwise"``) is row-wise and can be refined. :func:`maximize_over_candidates` runs
+stages 2-4 on candidates the caller made.
 
 Everything is pure and ``jax.jit``-able; ``num_*``, ``method``, ``sampler`` and ``chunk_size`` are
 static Python values (close over them, e.g. ``jax.jit(lambda k: maximize_acquisition(k, acq, b))``),
@@ -57,6 +60,7 @@ __all__ = [
     "OptimizeInfo",
     "maximize_acquisition",
     "maximize_acquisition_batch",
+    "maximize_over_candidates",
     "METHODS",
     "SAMPLERS",
 ]
@@ -319,6 +323,40 @@ def maximize_acquisition(
 
     cand = _candidates(key, bounds, num_candidates, sampler, x_best, num_perturbations,
                        perturb_scale)
+    return _maximize_over(acq_fn, bounds, cand, num_restarts, num_steps, step_size, method,
+                          chunk_size)
+
+
+def maximize_over_candidates(
+    acq_fn: AcqFn,
+    bounds,
+    candidates: Array,
+    *,
+    num_restarts: int = 8,
+    num_steps: int = 50,
+    step_size: float = 0.02,
+    method: str = "pgd",
+    chunk_size: int | None = None,
+) -> tuple[Array, Array, OptimizeInfo]:
+    """Stages 2-4 of :func:`maximize_acquisition` on candidates the caller made (e.g. NeuralBO's
+    set ``D_t``, shared by several acquisitions): evaluate ``acq_fn`` on ``candidates`` ``(n, d)``
+    (in the box ``bounds``), refine the ``num_restarts`` best and return the best point.
+
+    Args and returns as :func:`maximize_acquisition` (``num_restarts <= n``).
+    """
+    bounds = jnp.asarray(bounds)
+    candidates = jnp.asarray(candidates, bounds.dtype)
+    _validate(bounds, None, 1, num_restarts, 0, num_steps, method, "sobol", chunk_size)
+    if candidates.ndim != 2 or candidates.shape[1] != bounds.shape[1]:
+        raise ValueError(f"candidates must have shape (n, {bounds.shape[1]}), "
+                         f"got {candidates.shape}")
+    if num_restarts > candidates.shape[0]:
+        raise ValueError(f"num_restarts={num_restarts} exceeds the {candidates.shape[0]} candidates")
+    return _maximize_over(acq_fn, bounds, candidates, num_restarts, num_steps, step_size, method,
+                          chunk_size)
+
+
+def _maximize_over(acq_fn, bounds, cand, num_restarts, num_steps, step_size, method, chunk_size):
     values = _evaluate(acq_fn, cand, chunk_size)
     start_values, idx = jax.lax.top_k(values, num_restarts)
     x_ref, v_ref = _refine(acq_fn, bounds, cand[idx], start_values, method, num_steps, step_size)

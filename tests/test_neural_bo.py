@@ -298,13 +298,14 @@ VARIANTS = {
     # with the primal U accumulated from g(x_t; theta_{t-1})
     "repo": dict(features="dynamic", warm_start=True, optimizer="adam", reg_center="zero",
                  loss_reduction="mean", nu="repo", uncertainty="primal"),
-    # dynamic features with the dual form (Gram matrix recomputed at theta_t)
-    "dynamic_dual": dict(features="dynamic"),
+    # dynamic features with the dual form (Gram matrix recomputed at theta_t), pathwise draws
+    # (the factor made inside the draw; info's std from the posterior at the chosen point)
+    "dynamic_dual": dict(features="dynamic", thompson="pathwise"),
     # batches, biases, a second hidden layer, a fixed learning rate, a callable nu, diag U,
-    # chunked candidates, more best points than the buffer's capacity (16)
+    # chunked candidates, more best points than the buffer's capacity (16), q pathwise draws
     "misc": dict(q=2, b_std=0.1, depth=2, width=16, learning_rate=1e-3, chunk_size=100,
                  num_best=20, nu=lambda t: 0.5 + 0.0 * t, uncertainty="diag",
-                 standardize_y=False),
+                 standardize_y=False, thompson="pathwise", num_acq_steps=5),
 }
 
 
@@ -377,6 +378,11 @@ def test_vmap_over_keys_equals_separate_runs(default_algo):
         (dict(keep_optimizer_state=True, warm_start=False), "keep_optimizer_state"),
         (dict(keep_optimizer_state=1, warm_start=True), "keep_optimizer_state"),
         (dict(train_penalty=-1.0), "train_penalty"),
+        (dict(thompson="joint"), "thompson"),
+        (dict(acq_method="newton"), "acq_method"),
+        (dict(num_restarts=0), "num_restarts"),
+        (dict(num_acq_steps=-1), "num_acq_steps"),
+        (dict(thompson="pathwise", num_candidates=2, num_restarts=4), "num_restarts"),
     ],
 )
 def test_bad_arguments_raise(kwargs, name):

@@ -86,7 +86,11 @@ _KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_t
 #: with (``resolved_options``): an option at that value is left out of the hashed options, so
 #: the stored cells keep their digests and stay resumable; any other value appears. Frozen, as
 #: ``_KWARGS_BASELINE``. ``gp``'s ``ard`` (2026-11-25): every earlier cell ran ARD.
-_ADDED_BASELINE = {gp: dict(ard=True)}
+#: ``neural_bo``'s pathwise draws and their refinement (2026-11-26): every earlier cell ran the
+#: paper's independent draws, which do not read the refinement options.
+_ADDED_BASELINE = {gp: dict(ard=True),
+                   neural_bo: dict(thompson="independent", num_restarts=4, num_acq_steps=30,
+                                   acq_method="pgd")}
 
 
 def _function_of(factory):

@@ -86,9 +86,27 @@ no-op, digest section 4.2). Each suggest evaluates ``h`` and ``sigma`` on a fres
 share one evaluation of the features. Candidates are evaluated in chunks of ``chunk_size`` rows
 (the draws are made after, on the whole set, so chunking does not repeat random numbers).
 
+**Pathwise draws** (``thompson="pathwise"``; digest section 7.1-7.2: "a joint-sample option"
+and refinement "with reparameterized noise"). One draw is a whole function
+``f~(x) = h(x; theta_{t-1}) + nu_t g(x) . v`` with ``v ~ N(0, lam U^-1)`` a random direction in
+parameter space (``pathwise_direction``): at every ``x``, ``g(x) . v`` is Gaussian with variance
+``lam g^T U^-1 g = sigma_t^2(x)``, so each ``f~(x)`` has exactly the paper's line-4 law
+``N(h, nu_t^2 sigma_t^2)``; only the correlation between points differs (the posterior's, not
+none). In the dual form ``v`` comes from Matheron's rule, ``v = w - G^T (K + lam I)^-1 (G w +
+sqrt(lam) e)`` (one forward- and one reverse-mode product on the buffer, ``O(C p + C^2)`` per
+draw), and ``g(x) . v`` is the network's directional derivative along ``v``, one forward-mode
+product per point, ``O(p)``: no ``C x C`` solve per candidate, where the independent draw's
+variance costs ``O(C (w + C))`` per candidate. Being a fixed, almost everywhere differentiable
+function of ``x``, the draw is minimised as an acquisition is: over the same candidate set, then
+the ``num_restarts`` best refined by ``num_acq_steps`` steps of ``acq_method``
+(``ntkbo.optimize.maximize_over_candidates``), i.e. ``x_t = argmin_{x in D} f~_t(x)`` over the
+box rather than over the discretisation. The paper's regret proof bounds each point's draw by a
+Gaussian tail and a union bound over ``D_t`` (Lemma 2), which holds for dependent draws as well.
+
 **Batches** (``q > 1``): ``q`` independent per-point Thompson draws over the same candidates, one
-point each (parallel Thompson sampling, Kandasamy et al. 2018). Two draws can pick the same
-candidate (most likely a perturbed best point where ``sigma`` is small); nothing prevents it.
+point each (parallel Thompson sampling, Kandasamy et al. 2018), or ``q`` independent pathwise
+draws, each minimised and refined. Two draws can pick the same candidate (most likely a perturbed
+best point where ``sigma`` is small); nothing prevents it.
 
 **TrainNN.** Full-batch gradient descent for ``num_steps = J`` steps (default 200) on the paper's
 objective, by default from the last round's ``theta_{t-1}`` (``warm_start=True``; Algorithm 2
@@ -189,7 +207,7 @@ from ntkbo.validation import check_int as _check_int
 from ntkbo.validation import check_positive as _check_positive
 from ntkbo import data as D
 from ntkbo import gp as G
-from ntkbo import qmc
+from ntkbo import optimize, qmc
 from ntkbo.algorithms.gp_bo import from_unit, standardize, to_sphere, to_unit
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
@@ -206,6 +224,7 @@ UNCERTAINTIES = ("dual", "primal", "diag")
 NU_SCHEDULES = ("repo",)
 SAMPLERS = ("sobol", "kronecker")
 INPUT_MAPS = ("sphere", "cube", "centered")
+THOMPSON = ("independent", "pathwise")
 
 #: Named settings: ``ntkbo.algorithms.neural_bo(preset=NAME, **options)`` starts from these, the
 #: ``options`` given override them (``ntkbo.algorithms``, "Presets").
@@ -231,13 +250,14 @@ PRESETS = {
                   b_std=None, features="static", uncertainty="dual", optimizer="gd",
                   learning_rate=None, num_steps=200, warm_start=False,
                   keep_optimizer_state=False, reg_center="init", train_penalty=None,
-                  loss_reduction="sum"),
+                  loss_reduction="sum", thompson="independent"),
     "authors": dict(width=200, depth=1, lam=0.005, nu=3.0, activation="relu", W_std="paper",
                     b_std=0.1, input_map="centered", features="dynamic", uncertainty="primal",
                     optimizer="adam", learning_rate=1e-3 * math.sqrt(200), num_steps=100,
                     warm_start=True, keep_optimizer_state=True, reg_center="zero",
                     train_penalty=0.005 / 200, loss_reduction="mean", standardize_y=False,
-                    num_candidates=50_000, num_best=0, num_perturbations=0, sampler="sobol"),
+                    num_candidates=50_000, num_best=0, num_perturbations=0, sampler="sobol",
+                    thompson="independent"),
 }
 
 #: Default number of entries (rows x parameters, or rows x (factor width + capacity) in the dual
@@ -274,6 +294,8 @@ __all__ = [
     "extend_dual_factor",
     "posterior",
     "thompson_select",
+    "pathwise_direction",
+    "pathwise_draw",
     "nu_schedule",
     "PRESETS",
 ]
@@ -771,6 +793,66 @@ def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array):
     return i, info
 
 
+def pathwise_direction(key: Array, apply_fn, theta_feat: Params, u, z: Array, mask: Array, lam,
+                       *, uncertainty: str, jitter=None) -> Params:
+    """A draw ``v ~ N(0, lam U^-1)`` in parameter space (a pytree like ``theta_feat``), so that
+    ``s(x) = g(x) . v`` (``g = g(.; theta_feat)``) is one *joint* draw of the zero-mean process
+    whose covariance is ``lam g(x)^T U^-1 g(x')``: at every ``x`` its variance is the paper's
+    ``sigma_t^2(x)`` (Alg. 1 line 3), and ``h + nu s`` has the marginals of line 4 (module
+    docstring, "Pathwise draws").
+
+    * ``"dual"``: Matheron's rule on the empirical-NTK GP with noise ``lam``:
+      ``v = w - G^T (K + lam I)^-1 (G w + sqrt(lam) e)``, ``w ~ N(0, I_p)``, ``e ~ N(0, I_C)`` on
+      the valid rows; by Woodbury ``Cov v = I - G^T (K + lam I)^-1 G = lam (lam I + G^T G)^-1``.
+      ``G w`` is one forward-mode product on the buffer and ``G^T a`` one reverse-mode product:
+      the ``(C, p)`` features are never formed. The factor is ``u`` when it is a carried
+      ``ntkbo.gp.Factor``, else ``gram_factor`` of the buffer's Gram matrix (its jitter, a relative
+      ``1e-10`` in float64, is left out of ``e``'s variance).
+    * ``"primal"``: ``v = sqrt(lam) R^-1 w`` for ``U = R^T R`` (``u = R``).
+    * ``"diag"``: ``v = sqrt(lam) w / sqrt(diag U)`` (``u = diag U``).
+
+    Args:
+      key: PRNG key; apply_fn: ``network``'s MLP; theta_feat: the feature parameters.
+      u: the state's ``u`` for ``uncertainty``.
+      z: ``(C, d_in)`` the buffer's points as the network sees them (``embed``-ded); ``mask``
+        ``(C,)`` the valid rows (only ``"dual"`` reads them).
+
+    Returns:
+      ``v``, the pytree of ``theta_feat``'s structure.
+    """
+    flat, unravel = ravel_pytree(theta_feat)
+    k_w, k_e = jax.random.split(key)
+    w = jax.random.normal(k_w, flat.shape, flat.dtype)
+    if uncertainty == "primal":
+        return unravel(jnp.sqrt(lam) * solve_triangular(u, w, lower=False))
+    if uncertainty == "diag":
+        return unravel(jnp.sqrt(lam) * w / jnp.sqrt(u))
+    h_data = lambda theta: apply_fn(theta, z)[:, 0]  # noqa: E731
+    gw = jax.jvp(h_data, (theta_feat,), (unravel(w),))[1]  # G w, (C,)
+    if isinstance(u, G.Factor):
+        chol = u.chol
+    else:
+        chol = gram_factor(empirical_gram(apply_fn, theta_feat, z, z), mask, lam, jitter)
+    e = jax.random.normal(k_e, gw.shape, gw.dtype)
+    b = jnp.where(mask, gw + jnp.sqrt(lam) * e, 0.0)
+    a = jnp.where(mask, G.cholesky_solve(chol, b), 0.0)
+    (gta,) = jax.vjp(h_data, theta_feat)[1](a)  # G^T a
+    return unravel(w - ravel_pytree(gta)[0])
+
+
+def pathwise_draw(apply_fn, params: Params, theta_feat: Params, v: Params, zc: Array,
+                  nu_t: Array, input_map: str) -> Array:
+    """The joint Thompson draw ``f~(x) = h(x; theta_{t-1}) + nu_t g(x; theta_feat) . v`` at
+    candidates ``zc`` ``(n, d)`` of the unit cube (``v`` from ``pathwise_direction``): ``(n,)``.
+    A fixed, almost everywhere differentiable function of ``x`` (``g . v`` is the network's
+    directional derivative along ``v``, one forward-mode product), so its minimiser can be
+    refined by gradients; for minimisation, maximise ``-f~``."""
+    x = embed(zc, input_map)
+    mu = apply_fn(params, x)[:, 0]
+    s = jax.jvp(lambda theta: apply_fn(theta, x)[:, 0], (theta_feat,), (v,))[1]
+    return mu + nu_t * s
+
+
 def nu_schedule(nu) -> Callable[[Array], Array]:
     """``nu_t`` as a function of the observation count ``t``: ``nu_repo`` for ``"repo"``, ``nu``
     itself when callable, else the constant ``float(nu) >= 0``. Raises ``ValueError`` naming
@@ -810,6 +892,10 @@ def neural_bo(
     loss_reduction: str = "sum",
     standardize_y: bool = True,
     q: int = 1,
+    thompson: str = "independent",
+    num_restarts: int = 4,
+    num_acq_steps: int = 30,
+    acq_method: str = "pgd",
     num_candidates: int = 2048,
     num_best: int = 4,
     num_perturbations: int = 512,
@@ -849,6 +935,13 @@ def neural_bo(
       loss_reduction: ``"sum"`` (paper) or ``"mean"`` of the squared errors.
       standardize_y: standardise the observations before training.
       q: points per suggest (``q`` independent draws).
+      thompson: ``"independent"`` (the paper's per-point draws over the candidates, Lemma 2) or
+        ``"pathwise"`` (one joint draw with the same marginals, a function of ``x`` whose
+        minimiser is refined by gradients; module docstring, "Pathwise draws").
+      num_restarts: ``"pathwise"``: the best candidates of the draw refined by ``acq_method``.
+      num_acq_steps: ``"pathwise"``: refinement steps per restart.
+      acq_method: ``"pathwise"``: ``ntkbo.optimize``'s refinement (``"pgd"``, ``"adam"``,
+        ``"lbfgs"`` or ``"none"``).
       num_candidates: Sobol candidates per suggest.
       num_best: best observed points included as candidates (and perturbed).
       num_perturbations: Gaussian perturbations of the best points.
@@ -876,14 +969,20 @@ def neural_bo(
     _check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
     _check_choice("sampler", sampler, SAMPLERS)
     _check_choice("input_map", input_map, INPUT_MAPS)
+    _check_choice("thompson", thompson, THOMPSON)
+    _check_choice("acq_method", acq_method, optimize.METHODS)
     _check_positive("lam", lam)
     nu_fn = nu_schedule(nu)
     if learning_rate is not None:
         _check_positive("learning_rate", learning_rate)
     for name, value, low in (("num_steps", num_steps, 0), ("q", q, 1),
                              ("num_candidates", num_candidates, 1), ("num_best", num_best, 0),
-                             ("num_perturbations", num_perturbations, 0)):
+                             ("num_perturbations", num_perturbations, 0),
+                             ("num_restarts", num_restarts, 1),
+                             ("num_acq_steps", num_acq_steps, 0)):
         _check_int(name, value, low)
+    if thompson == "pathwise" and num_restarts > num_candidates:
+        raise ValueError(f"num_restarts={num_restarts} exceeds num_candidates={num_candidates}")
     if num_perturbations and not num_best:
         raise ValueError("num_perturbations must be 0 when num_best is 0 (nothing to perturb)")
     _check_positive("perturb_scale", perturb_scale, allow_zero=True)
@@ -961,18 +1060,47 @@ def neural_bo(
         z = to_unit(data.x, state.bounds)
         ys, m = targets(data, standardize_y)
         n = num_candidate_rows(num_candidates, num_best, num_perturbations, data.capacity)
-        # One normal draw for the perturbations and the Thompson noise (each random-number call
-        # site costs about a second of XLA compile time on CPU).
-        noise = jax.random.normal(k_noise, (num_perturbations * d + q * n,), state.bounds.dtype)
-        cand = candidates(k_cand, z, ys, m, noise[: num_perturbations * d], **cand_opts)
         theta_feat = state.params0 if features == "static" else state.params
-        mu, var = posterior(apply_fn, feats, state.params, theta_feat, state.u, z, m, cand, lam,
-                            uncertainty=uncertainty, input_map=input_map, jitter=jitter,
-                            chunk_size=chunk_size)
-        nu_t = jnp.asarray(nu_fn(data.count), mu.dtype)
-        i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n))
+        post = functools.partial(posterior, apply_fn, feats, state.params, theta_feat, state.u,
+                                 z, m, lam=lam, uncertainty=uncertainty, input_map=input_map,
+                                 jitter=jitter, chunk_size=chunk_size)
+        nu_t = jnp.asarray(nu_fn(data.count), state.bounds.dtype)
+        if thompson == "pathwise":
+            noise = jax.random.normal(k_noise, (num_perturbations * d,), state.bounds.dtype)
+            cand = candidates(k_cand, z, ys, m, noise, **cand_opts)
+            zs, values = pathwise_select(k_noise, apply_fn, state, theta_feat, z, m, cand, nu_t)
+            mu, var = post(zc=zs)
+            info = {"acq_value": values, "mean": mu,
+                    "std": nu_t * jnp.sqrt(jnp.maximum(var, 0.0)), "nu": nu_t}
+        else:
+            # One normal draw for the perturbations and the Thompson noise (each random-number
+            # call site costs about a second of XLA compile time on CPU).
+            noise = jax.random.normal(k_noise, (num_perturbations * d + q * n,),
+                                      state.bounds.dtype)
+            cand = candidates(k_cand, z, ys, m, noise[: num_perturbations * d], **cand_opts)
+            mu, var = post(zc=cand)
+            i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n))
+            zs = cand[i]
         info.update(train_loss=state.train_loss, train_ok=state.train_ok,
                     train_r2=state.train_r2)
-        return from_unit(cand[i], state.bounds), info
+        return from_unit(zs, state.bounds), info
+
+    def pathwise_select(key, apply_fn, state, theta_feat, z, m, cand, nu_t):
+        """``q`` joint draws (``pathwise_direction``), each minimised over ``cand`` then refined
+        (``ntkbo.optimize.maximize_over_candidates`` on ``-f~``): ``(zs (q, d), -f~ (q,))``."""
+        zb = embed(z, input_map)
+        unit = jnp.stack([jnp.zeros(z.shape[-1], z.dtype), jnp.ones(z.shape[-1], z.dtype)])
+        zs, values = [], []
+        for k in jax.random.split(jax.random.fold_in(key, 1), q):
+            v = pathwise_direction(k, apply_fn, theta_feat, state.u, zb, m, lam,
+                                   uncertainty=uncertainty, jitter=jitter)
+            acq = lambda zc, v=v: -pathwise_draw(apply_fn, state.params, theta_feat, v,  # noqa: E731
+                                                 zc, nu_t, input_map)
+            zj, val, _ = optimize.maximize_over_candidates(
+                acq, unit, cand, num_restarts=num_restarts, num_steps=num_acq_steps,
+                method=acq_method, chunk_size=chunk_size)
+            zs.append(zj)
+            values.append(val)
+        return jnp.stack(zs), jnp.stack(values)
 
     return Algorithm(init, suggest, update)
