@@ -15,7 +15,8 @@ import pytest
 from scipy.stats import qmc as scipy_qmc
 
 from ntkbo import acquisition, qmc
-from ntkbo.optimize import maximize_acquisition, maximize_acquisition_batch
+from ntkbo.optimize import (maximize_acquisition, maximize_acquisition_batch,
+                            maximize_over_candidates)
 
 GENERATORS = (qmc.sobol, qmc.kronecker, qmc.uniform)
 
@@ -288,3 +289,10 @@ def test_argument_errors():
         maximize_acquisition(key, f, jnp.array([[1.0, 0.0], [0.0, 1.0]]))
     with pytest.raises(ValueError, match=r"\(n,\)"):  # raised while tracing, before compiling
         jax.jit(lambda k: maximize_acquisition(k, lambda x: x, bounds, method="none"))(key)
+    # the caller's own candidates: their shape and count against num_restarts, named
+    with pytest.raises(ValueError, match=r"candidates must have shape \(n, 2\)"):
+        maximize_over_candidates(f, bounds, jnp.zeros((4, 3)))
+    with pytest.raises(ValueError, match="num_restarts"):
+        maximize_over_candidates(f, bounds, jnp.zeros((4, 2)), num_restarts=5)
+    with pytest.raises(ValueError, match="method"):
+        maximize_over_candidates(f, bounds, jnp.zeros((4, 2)), num_restarts=2, method="newton")
