@@ -160,11 +160,18 @@ def test_euler_beam_minimum():
 # heat
 
 
+#: The heat tests evaluate the 4096-term series on thousands of points (and the fixture's first
+#: user computes each case's optimum on 4 x 4001 boundary points): they run compiled with XLA's
+#: optimisations (conftest.py), about 2.5 times faster than without.
+RUN_BOUND = pytest.mark.run_bound
+
+
 @pytest.fixture(scope="module")
 def heat_problems():
     return {c: B.get("heat_equation", case=c) for c in H.CASES}
 
 
+@RUN_BOUND
 @pytest.mark.parametrize("case", H.CASES)
 def test_heat_laplacian_vanishes(heat_problems, case):
     """The series is harmonic term by term: its autodiff Laplacian is zero to rounding."""
@@ -183,6 +190,7 @@ def test_heat_laplacian_vanishes(heat_problems, case):
     assert p.pde is P.LAPLACE and float(jnp.max(jnp.abs(jax.vmap(p.pde.rhs)(x)))) == 0.0
 
 
+@RUN_BOUND
 @pytest.mark.parametrize("case", H.CASES)
 def test_heat_boundary_conditions_hold(heat_problems, case):
     """T equals the Dirichlet data on the four sides, at 400 points per side farther than 0.05
@@ -224,6 +232,7 @@ def _fd_laplace(case, n):
     return u
 
 
+@RUN_BOUND
 @pytest.mark.parametrize("case", H.CASES)
 def test_heat_matches_finite_differences(heat_problems, case):
     """Inside the square (distance >= 1 from the boundary) the series agrees with the
@@ -243,6 +252,7 @@ def test_heat_matches_finite_differences(heat_problems, case):
     assert np.max(np.abs(c100 - c200)) < 1e-2 * span  # and the FD reference itself is converging
 
 
+@RUN_BOUND
 @pytest.mark.parametrize("case", H.CASES)
 def test_heat_optimum_is_the_boundary_minimum(heat_problems, case):
     """The reported optimum is attained at the optimiser and no random point of the square (nor of
