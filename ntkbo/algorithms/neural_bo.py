@@ -100,8 +100,10 @@ variance costs ``O(C (w + C))`` per candidate. Being a fixed, almost everywhere 
 function of ``x``, the draw is minimised as an acquisition is: over the same candidate set, then
 the ``num_restarts`` best refined by ``num_acq_steps`` steps of ``acq_method``
 (``ntkbo.optimize.maximize_over_candidates``), i.e. ``x_t = argmin_{x in D} f~_t(x)`` over the
-box rather than over the discretisation. The paper's regret proof bounds each point's draw by a
-Gaussian tail and a union bound over ``D_t`` (Lemma 2), which holds for dependent draws as well.
+box rather than over the discretisation. The proof's steps about the draw, Lemma 2 (a Gaussian
+tail at each point and a union bound over ``D_t``) and Lemma 4 (anti-concentration at one point),
+read only each point's marginal, so they hold for dependent draws too; minimising over the box
+rather than ``D_t`` was not re-checked against the rest of the proof (digest section 5.3).
 
 **Batches** (``q > 1``): ``q`` independent per-point Thompson draws over the same candidates, one
 point each (parallel Thompson sampling, Kandasamy et al. 2018), or ``q`` independent pathwise
@@ -214,6 +216,7 @@ from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize, qmc
 from ntkbo.algorithms.gp_bo import from_unit, standardize, to_sphere, to_unit
+from ntkbo.algorithms.observations import unit_box
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
@@ -706,7 +709,7 @@ def candidates(key: Array, z: Array, y: Array, mask: Array, noise: Array, *, num
     """
     d = z.shape[-1]
     dtype = z.dtype
-    unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
+    unit = unit_box(d, dtype)
     use_sobol = sampler == "sobol" and d <= qmc.SOBOL_MAX_DIM
     cand = (qmc.sobol if use_sobol else qmc.kronecker)(key, num_candidates, unit)
     if not num_best:
@@ -1094,7 +1097,7 @@ def neural_bo(
         """``q`` joint draws (``pathwise_direction``), each minimised over ``cand`` then refined
         (``ntkbo.optimize.maximize_over_candidates`` on ``-f~``): ``(zs (q, d), -f~ (q,))``."""
         zb = embed(z, input_map)
-        unit = jnp.stack([jnp.zeros(z.shape[-1], z.dtype), jnp.ones(z.shape[-1], z.dtype)])
+        unit = unit_box(z.shape[-1], z.dtype)
         zs, values = [], []
         for k in jax.random.split(jax.random.fold_in(key, 1), q):
             v = pathwise_direction(k, apply_fn, theta_feat, state.u, zb, m, lam,
