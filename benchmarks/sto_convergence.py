@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import ntkbo
+from ntkbo import linalg
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 
 S = importlib.import_module("ntkbo.algorithms.sto_bnts")
@@ -113,8 +114,8 @@ def closed_form(apply_fn, pvar, theta0, theta0p, x, y, xt, lam):
     k_xx, k_tx = (j / prec) @ j.T, (jt / prec) @ j.T
     k_tt = jnp.sum(jt * jt / prec, axis=1)
     a = k_xx + lam * jnp.eye(x.shape[0])
-    chol = jnp.linalg.cholesky(a)
-    solve = lambda b: jax.scipy.linalg.cho_solve((chol, True), b)  # noqa: E731
+    chol = linalg.cholesky(a)
+    solve = lambda b: linalg.cho_solve(chol, b)  # noqa: E731
     r0 = y - g(x)
     f_star = g(xt) + k_tx @ solve(r0)
     var = k_tt - jnp.sum(k_tx * solve(k_tx.T).T, axis=1)

@@ -59,6 +59,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+from ntkbo import linalg
 from jax.scipy.special import log_ndtr, ndtr
 
 __all__ = [
@@ -381,12 +382,12 @@ def joint_normal_draws(key, mu, cov, num_samples: int | None = None, jitter=None
 
     def factor(t):
         grow = jnp.asarray(100.0, cov.dtype) ** t.astype(cov.dtype)
-        return jnp.linalg.cholesky(cov + (jitter * grow * scale) * eye)
+        return linalg.cholesky(cov + (jitter * grow * scale) * eye)
 
     def failed(chol):
         return ~jnp.all(jnp.isfinite(chol))
 
-    chol0 = jnp.linalg.cholesky(cov + jitter * scale * eye)  # as ntkbo.gp.sample_gaussian
+    chol0 = linalg.cholesky(cov + jitter * scale * eye)  # as ntkbo.gp.sample_gaussian
 
     def cond(carry):
         t, chol = carry
@@ -431,11 +432,11 @@ def thompson_joint(key, mu, cov, jitter=None) -> Array:
     scale = jnp.where(scale > 0, scale, 1.0)[..., None, None]
     cov = 0.5 * (cov + jnp.swapaxes(cov, -1, -2))
     eye = jnp.eye(n, dtype=cov.dtype)
-    chol = jnp.linalg.cholesky(cov + jitter * scale * eye)
+    chol = linalg.cholesky(cov + jitter * scale * eye)
     eps = jax.random.normal(key, jnp.broadcast_shapes(mu.shape, cov.shape[:-1]), mu.dtype)
 
     def via_eigh(_):
-        w, v = jnp.linalg.eigh(cov)
+        w, v = linalg.eigh(cov)
         return jnp.einsum("...ij,...j->...i", v, jnp.sqrt(jnp.maximum(w, 0.0)) * eps)
 
     def via_chol(_):

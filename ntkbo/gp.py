@@ -46,8 +46,8 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 
+from ntkbo import linalg
 from ntkbo.data import Data, mask as data_mask, register_growable
 from ntkbo.lapack_threads import configure_from_environment
 
@@ -77,11 +77,11 @@ def solve_lower(chol: Array, b: Array, *, trans: bool = False) -> Array:
     against 2.8 ms; ``docs/speed.md``).
     """
     upper = jnp.swapaxes(chol, -1, -2)
-    return solve_triangular(upper, b, lower=False, trans=0 if trans else 1)
+    return linalg.solve_triangular(upper, b, lower=False, trans=0 if trans else 1)
 
 
 def cholesky_solve(chol: Array, b: Array) -> Array:
-    """``(chol chol^T)^-1 b``: ``jax.scipy.linalg.cho_solve((chol, True), b)`` by two
+    """``(chol chol^T)^-1 b``: ``linalg.cho_solve(chol, b)`` by two
     ``solve_lower`` (without the factor's transposed copies)."""
     if b.ndim == chol.ndim - 1:
         return cholesky_solve(chol, b[..., None])[..., 0]
@@ -172,7 +172,7 @@ def factor(kernel: Kernel, data: Data, lam, *, jitter=None) -> Factor:
     """
     m = data_mask(data)
     gram = _masked_gram(kernel, data.x, m, _noise(kernel, data, m, lam, jitter))
-    return Factor(jnp.linalg.cholesky(gram))
+    return Factor(linalg.cholesky(gram))
 
 
 def factor_append(kernel: Kernel, f: Factor, data: Data, start, q: int, lam, *,
@@ -264,7 +264,7 @@ def cholesky_append(chol: Array, start, b: Array, c: Array, floor=None) -> Array
     if floor is not None:
         diag = jnp.diagonal(schur)
         schur = schur + jnp.diag(jnp.maximum(diag, floor) - diag)
-    l22 = jnp.linalg.cholesky(schur)
+    l22 = linalg.cholesky(schur)
     rows = l21 + jax.lax.dynamic_update_slice(jnp.zeros_like(l21), l22, (zero, start))
     return jax.lax.dynamic_update_slice(chol, rows, (start, zero))
 
@@ -323,7 +323,7 @@ def sample_gaussian(key, mu: Array, cov: Array, num_samples: int | None = None, 
     n = mu.shape[-1]
     jitter = default_jitter(cov.dtype) if jitter is None else jitter
     scale = jnp.maximum(jnp.mean(jnp.abs(jnp.diag(cov))), jnp.finfo(cov.dtype).tiny)
-    chol = jnp.linalg.cholesky(cov + jitter * scale * jnp.eye(n, dtype=cov.dtype))
+    chol = linalg.cholesky(cov + jitter * scale * jnp.eye(n, dtype=cov.dtype))
     shape = (n,) if num_samples is None else (num_samples, n)
     z = jax.random.normal(key, shape, mu.dtype)
     return mu + z @ chol.T
@@ -391,7 +391,7 @@ def gd_ensemble(nngp: Kernel, ntk: Kernel, data: Data, lam=0.0, get: str = "ntk"
     k_nngp = jnp.where(both, nngp(data.x, data.x), 0.0)
     k_get = k_nngp if get == "nngp" else jnp.where(both, ntk(data.x, data.x), 0.0)
     k_get = k_get + jnp.diag(jnp.where(m, jnp.asarray(lam, k_get.dtype), 1.0))
-    evals, evecs = jnp.linalg.eigh(k_get)
+    evals, evecs = linalg.eigh(k_get)
     return EnsemblePosterior(data.x, m, evals, evecs, jnp.where(m, data.y, 0.0), k_nngp,
                              jnp.sum(m))
 

@@ -92,9 +92,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
-from jax.scipy.linalg import solve_triangular
 from scipy import stats as sps
 
+from ntkbo import linalg
 from ntkbo.benchmarks import pde as P
 from ntkbo.kernels import as_kernel, mlp
 from theory_checks import memo
@@ -198,8 +198,8 @@ def sample(j_train, j_test, theta0, noise, targets, perturbation, nu):
     """
     t = targets / nu + jnp.sqrt(noise) * perturbation
     gram = j_train @ j_train.T + jnp.diag(noise)
-    chol = jnp.linalg.cholesky(gram)
-    alpha = jax.scipy.linalg.cho_solve((chol, True), t - j_train @ theta0)
+    chol = linalg.cholesky(gram)
+    alpha = linalg.cho_solve(chol, t - j_train @ theta0)
     return nu * (j_test @ theta0 + (j_test @ j_train.T) @ alpha)
 
 
@@ -262,7 +262,7 @@ def _posterior(kernel, lam1, lam2, x, y, z, u, xt):
     cross = jax.vmap(lambda a: jnp.concatenate([jax.vmap(lambda b: k_ur(a, b))(z).reshape(-1),
                                                 jax.vmap(lambda b: k(a, b))(x)]))(xt)
     prior = jax.vmap(lambda a: jax.vmap(lambda b: k(a, b))(xt))(xt)
-    v = solve_triangular(post.chol, cross.T, lower=True)
+    v = linalg.solve_triangular(post.chol, cross.T, lower=True)
     return mu, prior - v.T @ v, var
 
 

@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkbo import linalg
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.benchmarks import pde as P
@@ -132,7 +133,7 @@ def _prefix_information(kuu, kur, krr, lam1, lam2, ts, ns):
         m = (jnp.arange(kuu.shape[0]) < t).astype(kuu.dtype)
         kuu_t, kur_t = kuu * m[:, None] * m[None, :], kur * m[:, None]
         info = PB.interaction_information(kuu_t, kur_t, krr, lam1, lam2)
-        return info, 0.5 * jnp.linalg.slogdet(eye + kuu_t / lam1)[1]
+        return info, 0.5 * linalg.logdet_spd(eye + kuu_t / lam1)
 
     def by_n(n):
         m = (jnp.arange(krr.shape[0]) < n).astype(krr.dtype)
@@ -152,7 +153,7 @@ def _feature_form(phi, omega, lam1, lam2):
     w = jnp.concatenate([phi / jnp.sqrt(lam1), omega / jnp.sqrt(lam2)])
     n = phi.shape[0]
     gram = w @ w.T
-    ld = lambda m: jnp.linalg.slogdet(jnp.eye(m.shape[0], dtype=m.dtype) + m)[1]  # noqa: E731
+    ld = lambda m: linalg.logdet_spd(jnp.eye(m.shape[0], dtype=m.dtype) + m)  # noqa: E731
     return 0.5 * (ld(gram[:n, :n]) + ld(gram[n:, n:]) - ld(gram))
 
 

@@ -178,8 +178,8 @@ import jax
 import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
-from jax.scipy.linalg import solve_triangular
 
+from ntkbo import linalg
 from ntkbo.validation import check_bounds
 from ntkbo.validation import check_choice as _check_choice
 from ntkbo.validation import check_int as _check_int
@@ -380,14 +380,14 @@ def ridge_update(sigma: Array, b: Array, w_hat: Array, g: Array, f: Array, u: Ar
 
 def ridge_estimate(sigma: Array, b: Array) -> tuple[Array, Array]:
     """``(w, L)``: ``w = Sigma^-1 b`` (eq. 5) by Cholesky, ``L`` the lower factor of ``Sigma``."""
-    chol = jnp.linalg.cholesky(sigma)
-    y = solve_triangular(chol, b, lower=True)
-    return solve_triangular(chol, y, lower=True, trans="T"), chol
+    chol = linalg.cholesky(sigma)
+    y = linalg.solve_triangular(chol, b, lower=True)
+    return linalg.solve_triangular(chol, y, lower=True, trans="T"), chol
 
 
 def ellipsoid_norm(v: Array, chol: Array) -> Array:
     """``|v|_{Sigma^-1} = |L^-1 v|`` for ``Sigma = L L^T``; ``v`` ``(..., p)`` -> ``(...)``."""
-    s = solve_triangular(chol, jnp.reshape(v, (-1, v.shape[-1])).T, lower=True)
+    s = linalg.solve_triangular(chol, jnp.reshape(v, (-1, v.shape[-1])).T, lower=True)
     sq = jnp.sum(s * s, axis=0).reshape(v.shape[:-1])
     return jnp.sqrt(jnp.maximum(sq, jnp.finfo(sq.dtype).tiny))
 
@@ -404,8 +404,8 @@ def linearized_ucb(f: Array, g: Array, chol: Array, beta) -> Array:
 def ellipsoid_maximizer(w_hat: Array, chol: Array, beta, g: Array) -> Array:
     """``w_hat + sqrt(beta) Sigma^-1 g / |g|_{Sigma^-1}``: the point of the ellipsoid where the
     linearisation along ``g`` ``(p,)`` is largest (on its boundary)."""
-    s = solve_triangular(chol, g, lower=True)
-    direction = solve_triangular(chol, s, lower=True, trans="T")
+    s = linalg.solve_triangular(chol, g, lower=True)
+    direction = linalg.solve_triangular(chol, s, lower=True, trans="T")
     norm = jnp.sqrt(jnp.maximum(jnp.sum(s * s), jnp.finfo(s.dtype).tiny))
     return w_hat + jnp.sqrt(beta) * direction / norm
 
@@ -608,7 +608,7 @@ def joint_ascent(key: Array, apply_w, w_hat: Array, sigma: Array, chol: Array, b
     cand = sampler(key, num_candidates, unit)
     valid = jnp.all(jnp.isfinite(starts), axis=-1)
     cand = jnp.concatenate([cand, jnp.where(valid[:, None], starts, cand[: starts.shape[0]])])
-    evals, evecs = jnp.linalg.eigh(sigma)
+    evals, evecs = linalg.eigh(sigma)
     evals = jnp.maximum(evals, jnp.finfo(dtype).tiny)
 
     def warm(z):
@@ -682,7 +682,7 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
     zs, vals, means, bonuses, balls = [], [], [], [], []
     for j in range(q):
         sub = key if j == 0 else jax.random.fold_in(key, j)
-        chol = jnp.linalg.cholesky(sigma)
+        chol = linalg.cholesky(sigma)
 
         def lin_acq(zb, chol=chol):
             f, _, bonus = jax.vmap(lambda zi: point_terms(zi, chol))(zb)

@@ -206,8 +206,8 @@ import jax
 import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
-from jax.scipy.linalg import solve_triangular
 
+from ntkbo import linalg
 from ntkbo.validation import check_bounds
 from ntkbo.validation import check_choice as _check_choice
 from ntkbo.validation import check_int as _check_int
@@ -433,7 +433,7 @@ def gram_factor(k: Array, mask: Array, lam, jitter=None) -> Array:
     jitter = G.default_jitter(k.dtype) if jitter is None else jitter
     scale = jnp.sum(kd) / jnp.maximum(jnp.sum(mask), 1)
     noise = lam + jitter * jnp.where(scale > 0, scale, 1.0)
-    return jnp.linalg.cholesky(k + jnp.diag(jnp.where(mask, noise, 1.0)))
+    return linalg.cholesky(k + jnp.diag(jnp.where(mask, noise, 1.0)))
 
 
 def variance_dual(g: Array, g_data: Array, mask: Array, chol: Array) -> Array:
@@ -494,7 +494,7 @@ def extend_dual_factor(f: G.Factor, apply_fn, theta_feat: Params, z: Array, data
 def variance_primal(g: Array, r: Array, lam) -> Array:
     """``lam g^T U^-1 g = lam |R^-T g|^2`` for ``U = R^T R``, ``R`` ``(p, p)`` upper triangular,
     ``g`` ``(n, p)``."""
-    v = solve_triangular(r, g.T, lower=False, trans="T")
+    v = linalg.solve_triangular(r, g.T, lower=False, trans="T")
     return jnp.maximum(lam * jnp.sum(v * v, axis=0), 0.0)
 
 
@@ -832,7 +832,7 @@ def pathwise_direction(key: Array, apply_fn, theta_feat: Params, u, z: Array, ma
     k_w, k_e = jax.random.split(key)
     w = jax.random.normal(k_w, flat.shape, flat.dtype)
     if uncertainty == "primal":
-        return unravel(jnp.sqrt(lam) * solve_triangular(u, w, lower=False))
+        return unravel(jnp.sqrt(lam) * linalg.solve_triangular(u, w, lower=False))
     if uncertainty == "diag":
         return unravel(jnp.sqrt(lam) * w / jnp.sqrt(u))
     h_data = lambda theta: apply_fn(theta, z)[:, 0]  # noqa: E731

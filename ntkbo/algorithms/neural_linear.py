@@ -78,8 +78,8 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve, solve_triangular
 
+from ntkbo import linalg
 from ntkbo.validation import check_bounds
 from ntkbo import acquisition as A
 from ntkbo import data as D
@@ -192,8 +192,8 @@ def _posterior(phi, y, mask, alpha, beta) -> BLRPosterior:
     y = jnp.where(mask, y, 0.0)
     k = phi.shape[-1]
     a = alpha * jnp.eye(k, dtype=phi.dtype) + beta * phi.T @ phi
-    chol = jnp.linalg.cholesky(a)
-    mean = beta * cho_solve((chol, True), phi.T @ y)
+    chol = linalg.cholesky(a)
+    mean = beta * linalg.cho_solve(chol, phi.T @ y)
     return BLRPosterior(mean, chol, jnp.asarray(alpha, phi.dtype), jnp.asarray(beta, phi.dtype))
 
 
@@ -211,7 +211,7 @@ def blr_posterior(phi: Array, y: Array, mask: Array, alpha="evidence", beta="evi
     if not (fit_a or fit_b):
         return _posterior(phi, y, mask, a0, b0)
     n = jnp.sum(mask).astype(dtype)
-    eig = jnp.maximum(jnp.linalg.eigvalsh(phi.T @ phi), 0.0)
+    eig = jnp.maximum(linalg.eigvalsh(phi.T @ phi), 0.0)
     tiny = float(jnp.finfo(dtype).tiny) if dtype == jnp.float32 else 1e-300
 
     def step(_, ab):
@@ -248,13 +248,13 @@ def blr_evidence(phi: Array, y: Array, mask: Array, alpha, beta) -> Array:
 
 def blr_predict(post: BLRPosterior, phi: Array) -> tuple[Array, Array]:
     """``(mean, var)`` ``(n,)`` of the latent ``phi . w`` at features ``phi`` ``(n, k)``."""
-    v = solve_triangular(post.chol, phi.T, lower=True)
+    v = linalg.solve_triangular(post.chol, phi.T, lower=True)
     return phi @ post.mean, jnp.sum(v * v, axis=0)
 
 
 def _rank_one(chol: Array, v: Array) -> Array:
     """Cholesky factor of ``L L^T + v v^T`` (recomputed: ``k`` is small)."""
-    return jnp.linalg.cholesky(chol @ chol.T + jnp.outer(v, v))
+    return linalg.cholesky(chol @ chol.T + jnp.outer(v, v))
 
 
 def neural_linear(
@@ -360,7 +360,7 @@ def neural_linear(
         if acquisition == "ts":
             def draw(k, zc):  # -phi(x) . w~,  w~ = m_N + A^-T/2 eps ~ N(m_N, A^-1)
                 eps = jax.random.normal(k, post.mean.shape, dtype)
-                w = post.mean + solve_triangular(post.chol, eps, lower=True, trans="T")
+                w = post.mean + linalg.solve_triangular(post.chol, eps, lower=True, trans="T")
                 return -features(state.params, zc) @ w
 
             zq, values, _ = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)

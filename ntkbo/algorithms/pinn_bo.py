@@ -103,6 +103,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from ntkbo import linalg
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import gp as G
@@ -343,7 +344,7 @@ def joint_factor_init(k_rr, z: Array, lam2, capacity: int, jitter=None) -> Joint
     n_res = krr.shape[0]
     m = jnp.ones((n_res,), bool)
     noise = lam2 + _relative_jitter(jnp.diagonal(krr), m, jitter)
-    chol_r = jnp.linalg.cholesky(krr + noise * jnp.eye(n_res, dtype=krr.dtype))
+    chol_r = linalg.cholesky(krr + noise * jnp.eye(n_res, dtype=krr.dtype))
     chol = jnp.eye(n_res + capacity, dtype=krr.dtype).at[:n_res, :n_res].set(chol_r)
     return JointFactor(chol, jnp.diagonal(krr), n_res)
 
@@ -414,7 +415,7 @@ def joint_fit(k, k_ur, k_rr, z: Array, u: Array, x: Array, y: Array, mask: Array
     noise = jnp.concatenate([jnp.full((n_res,), lam2, gram.dtype),
                              jnp.full(mask.shape, lam1, gram.dtype)])
     diag = jnp.where(m, noise + _relative_jitter(jnp.diagonal(gram), m, jitter), 1.0)
-    chol = jnp.linalg.cholesky(gram + jnp.diag(diag))
+    chol = linalg.cholesky(gram + jnp.diag(diag))
     return joint_condition(JointFactor(chol, jnp.diagonal(gram)[:n_res], n_res), u, y, mask,
                            lam1, lam2)
 
@@ -444,7 +445,7 @@ def interaction_information(k_uu: Array, k_ur: Array, k_rr: Array, lam1, lam2) -
     joint = jnp.block([[k_uu * s1 * s1, k_ur * s1 * s2], [k_ur.T * s1 * s2, k_rr * s2 * s2]])
 
     def logdet(a):
-        return jnp.linalg.slogdet(jnp.eye(a.shape[0], dtype=a.dtype) + a)[1]
+        return linalg.logdet_spd(jnp.eye(a.shape[0], dtype=a.dtype) + a)
 
     return 0.5 * (logdet(k_uu / lam1) + logdet(k_rr / lam2) - logdet(joint))
 

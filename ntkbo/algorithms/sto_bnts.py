@@ -178,8 +178,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
-from jax.scipy.linalg import cho_solve
 
+from ntkbo import linalg
 from ntkbo.validation import check_bounds
 from ntkbo.validation import check_choice as _check_choice
 from ntkbo.validation import check_int as _check_int
@@ -389,7 +389,7 @@ def _dual_solve(jw: Array, gram: Array, b: Array, mask: Array, diag) -> Array:
     """``P^-1 J^T (K + diag I)^-1 b`` ``(p,)`` on the valid rows; the padding block is the identity
     and ``b`` is zeroed there, so padding cannot change the result."""
     a_mat = gram + jnp.diag(jnp.where(mask, diag, 1.0))
-    a = cho_solve((jnp.linalg.cholesky(a_mat), True), jnp.where(mask, b, 0.0))
+    a = linalg.cho_solve(linalg.cholesky(a_mat), jnp.where(mask, b, 0.0))
     return jw.T @ a
 
 
