@@ -2,7 +2,8 @@
 
 ``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds in
 blocks (``--block``; ``jax.vmap`` within a block), in chunks so that a progress bar can show the
-best value so far, then writes ``results.json`` (every evaluated point and value, per seed, plus
+best value so far (``best=``: the best noise-free value of all the seeds run so far, so it never
+rises), then writes ``results.json`` (every evaluated point and value, per seed, plus
 the summary and what rebuilds the run) and ``best_so_far.png`` (the best noise-free value against
 evaluations, mean and standard error across seeds).
 
@@ -240,13 +241,16 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
             {"algorithm": algo.name, "config": algo.config.to_json(), "problem": problem_name,
              "dim": dim, "problem_options": problem_options}, sort_keys=True, default=repr))
     parts, finished = [], 0
+    best = np.nan  # the best noise-free value of every seed run so far: never rises
     for b in starts:
         last = None
         for progress in loop.minimize_chunks(algo, problem, budget, keys[b:b + block],
                                              n_init=n_init, chunk=chunk,
                                              min_capacity=min_capacity, programs=programs):
             bar.update(finished + progress.done * progress.f.shape[0] - bar.n)
-            bar.set_postfix(best=f"{np.fmin.reduce(progress.f, axis=1).mean():.4g}")
+            if progress.f.size:  # NaN, a failed evaluation, is skipped
+                best = np.fmin(best, np.fmin.reduce(progress.f, axis=None))
+            bar.set_postfix(best=f"{best:.4g}")
             last = progress
         finished += budget * last.f.shape[0]
         parts.append(last)

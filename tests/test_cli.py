@@ -93,6 +93,29 @@ def test_list_options_prints_every_default(capsys):
     assert "--options" in capsys.readouterr().err
 
 
+def test_progress_bar_shows_the_best_of_all_seeds(monkeypatch):
+    """The bar's ``best=`` is the best noise-free value of every seed run so far: it never rises
+    and ends at the run's best. Mutation caught: the former mean over the current block's seeds
+    of each seed's best (on CPU one seed per block: it restarts at every seed and ends at the
+    last seed's best). Reuses the first test's compiled programs (same algorithm, budget, chunk)."""
+    import tqdm
+
+    shown = []
+
+    class Recording(tqdm.tqdm):
+        def set_postfix(self, **kw):
+            shown.append(float(kw["best"]))
+            return super().set_postfix(**kw)
+
+    monkeypatch.setattr(tqdm, "tqdm", Recording)
+    rec = cli.run("random_search", "branin", None, 14, 3, 4, None, {}, {}, chunk=4, quiet=True,
+                  block=1)
+    assert len(shown) >= 9 and shown == sorted(shown, reverse=True)
+    best = min(min(r["f"]) for r in rec["runs"])
+    assert shown[-1] == float(f"{best:.4g}")
+    assert best < min(rec["runs"][-1]["f"])  # the last seed is not the best: the case that shows
+
+
 def test_demo_compares_against_random_search(tmp_path, capsys):
     """`ntkbo demo` (tiny: 2 algorithms, 8 evaluations, 3 seeds) writes its cells, report.md and the
     overlaid plot, and prints the Welch verdict of report.json. The cells' values are recomputed here:
