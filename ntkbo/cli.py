@@ -12,6 +12,12 @@ evaluations, mean and standard error across seeds).
 given on the command line override the file, ``--set`` overrides single options, and an unknown
 key is an error naming it.
 
+**Precision.** ``--dtype float32|float64`` on ``run`` and ``bench``; each help states its default
+(``DEFAULT_DTYPE``): ``run`` float32, JAX's default (float64 when $JAX_ENABLE_X64 is set), since
+float32 is faster and BO's comparisons do not need more; ``bench`` float64, as every stored study
+in ``benchmarks/results`` ran, since a cell's dtype is part of its digest and a study resumes only
+in the precision it started in. ``coco`` keeps float64 (``--float32``), for targets down to 1e-8.
+
 **Reproducing one seed.** XLA compiles a vmapped program differently from the unbatched one (on
 CPU: fused multiply-adds contracted in vectorised but not in scalar code, and other fusion and
 vectorisation choices), so a seed run inside a block of ``b`` vmapped seeds and the same key run
@@ -33,6 +39,7 @@ import functools
 import json
 import os
 import platform
+import re
 import sys
 import time
 
@@ -115,6 +122,15 @@ def _cached_algorithm(name: str, options: tuple):
     import ntkbo
 
     return ntkbo.algorithms.get(name, **dict(options))
+
+
+def plain(text: str) -> str:
+    """``text`` with reST markup removed, for a terminal: double and single backticks, roles such
+    as ``:func:`` and bold ``**...**`` (``**kwargs`` kept)."""
+    text = re.sub(r":[a-z]+:`([^`]*)`", r"\1", text)
+    text = re.sub(r"``([^`]*)``", r"\1", text)
+    text = re.sub(r"`([^`]*)`", r"\1", text)
+    return re.sub(r"\*\*([^*\s][^*]*[^*\s])\*\*", r"\1", text)
 
 
 def summarise(f: np.ndarray, optimum: float | None) -> dict:
@@ -400,6 +416,10 @@ def _coco(args) -> int:
 def _bench(args) -> int:
     """``ntkbo bench SPEC --out DIR``: runs a study's cells (ntkbo.experiments.run), optionally as
     one of several processes (jax.distributed), with a progress bar over this process's cells."""
+    if not os.path.isfile(args.spec):
+        print(f"ntkbo bench: error: SPEC must be an experiment spec file (TOML), got "
+              f"{args.spec!r}, which is not a file", file=sys.stderr)
+        return 2
     if args.host_devices:  # before JAX's CPU backend starts: read once, at its initialisation
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_"
                                    f"device_count={args.host_devices}").strip()
@@ -407,8 +427,7 @@ def _bench(args) -> int:
 
     from ntkbo import experiments
 
-    if not args.float32:
-        jax.config.update("jax_enable_x64", True)
+    _set_dtype(args)
     env = os.environ.get
     coordinator = args.coordinator or env("NTKBO_COORDINATOR")
     num_processes = args.num_processes or (int(env("NTKBO_NUM_PROCESSES"))
@@ -429,13 +448,80 @@ def _bench(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ntkbo", description=__doc__.split("\n")[0])
+class _PlainFormatter(argparse.HelpFormatter):
+    """Help and descriptions as plain text: the reST markup of the docstrings they quote removed
+    (``plain``)."""
+
+    def _format_text(self, text):
+        return super()._format_text(plain(text))
+
+    def _expand_help(self, action):
+        return plain(super()._expand_help(action))
+
+
+class _Version(argparse.Action):
+    """``--version``: prints ``ntkbo <version>`` and exits 0; imports ``ntkbo`` (and JAX) only
+    when given."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="print ntkbo's version and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import ntkbo
+
+        print(f"ntkbo {ntkbo.__version__}")
+        parser.exit(0)
+
+
+#: The floating-point precision each subcommand runs in unless ``--dtype`` says otherwise.
+#: ``run``: JAX's default, float32 (float64 when $JAX_ENABLE_X64 is set). ``bench``: float64, as
+#: every stored study (``benchmarks/results``) ran: a cell's dtype is part of its digest, so a
+#: study resumes only in the precision it started in.
+DEFAULT_DTYPE = {"run": "float32", "bench": "float64"}
+
+_DTYPE_WHY = {"run": "JAX's default; float64 when $JAX_ENABLE_X64 is set",
+              "bench": "every cell records its dtype and a study resumes only in the one it "
+                       "started in"}
+
+
+def _add_dtype(p, command: str) -> None:
+    p.add_argument("--dtype", choices=("float32", "float64"), default=None,
+                   help=f"floating-point precision (default: {DEFAULT_DTYPE[command]}; "
+                   f"{_DTYPE_WHY[command]})")
+
+
+def _set_dtype(args) -> str | None:
+    """Applies ``args.dtype`` (or bench's default) to ``jax_enable_x64``; the dtype set, or None
+    where ``run`` leaves JAX's setting as it is."""
+    dtype = args.dtype
+    if args.command == "bench" and dtype is None:
+        dtype = "float32" if args.float32 else DEFAULT_DTYPE["bench"]
+    if dtype is None:
+        return None
+    import jax
+
+    jax.config.update("jax_enable_x64", dtype == "float64")
+    return dtype
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ntkbo`` argument parser (its help text plain, ``_PlainFormatter``)."""
+    parser = argparse.ArgumentParser(prog="ntkbo", description=__doc__.split("\n")[0],
+                                     formatter_class=_PlainFormatter)
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--no-cache", action="store_true",
                         help="do not use JAX's persistent compilation cache (ntkbo.cache: "
                         "$NTKBO_CACHE_DIR, default ~/.cache/ntkbo/jax)")
     sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run an algorithm on a benchmark over several seeds")
+
+    def add(name, help, extra=""):
+        return sub.add_parser(name, help=help, description=help[0].upper() + help[1:] + extra,
+                              formatter_class=_PlainFormatter)
+
+    r = add("run", "run an algorithm on a benchmark over several seeds",
+            f". Precision: {DEFAULT_DTYPE['run']} unless --dtype says otherwise.")
+    _add_dtype(r, "run")
     # Defaults are CONFIG_KEYS', applied after --config: None here means "not given".
     r.add_argument("--config", default=None, metavar="FILE.toml",
                    help="settings from a TOML file (keys: " + ", ".join(CONFIG_KEYS)
@@ -464,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                    help="algorithm options, e.g. --set width=200 lam=0.01")
     r.add_argument("--no-plot", action="store_true")
-    d = sub.add_parser("demo", help="the README's main job: NeuralBO, GP-EI and random search "
+    d = add("demo", "the README's main job: NeuralBO, GP-EI and random search "
                        "compared on Branin (progress bars, report.md, plot, Welch tests)")
     d.add_argument("--out", default="runs/demo")
     d.add_argument("--algos", default="neural_bo,gp_ei,random_search",
@@ -473,10 +559,10 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--budget", type=int, default=30)
     d.add_argument("--seeds", type=int, default=8)
     d.add_argument("--n-init", type=int, default=5)
-    ls = sub.add_parser("list", help="list algorithms and problems, or one algorithm's options")
+    ls = add("list", "list algorithms and problems, or one algorithm's options")
     ls.add_argument("--options", metavar="ALGO", default=None,
                     help="print every option of ALGO with its default")
-    c = sub.add_parser("coco", help="an algorithm on the COCO/BBOB suite through cocoex (the coco "
+    c = add("coco", "an algorithm on the COCO/BBOB suite through cocoex (the coco "
                        "extra); writes cocoex's folder, ntkbo_runs.npz and coco_report.md")
     c.add_argument("--algo", required=True)
     c.add_argument("--dims", default="2,3,5,10", help="bbob dimensions, e.g. 2,3,5,10")
@@ -488,12 +574,13 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="algorithm options")
     c.add_argument("--float32", action="store_true",
                    help="keep JAX in float32 (default: float64, for targets down to 1e-8)")
-    cr = sub.add_parser("coco-report", help="coco_report.md and the ECDF plot comparing the "
+    cr = add("coco-report", "coco_report.md and the ECDF plot comparing the "
                         "folders of several `ntkbo coco` runs")
     cr.add_argument("dirs", nargs="+", metavar="DIR")
     cr.add_argument("--out", default=None, help="default: the folders' common parent")
-    b = sub.add_parser("bench", help="run an experiment spec (TOML): one file per finished "
-                       "cell in OUT/cells, resumable, seeds sharded over the local devices")
+    b = add("bench", "run an experiment spec (TOML): one file per finished "
+            "cell in OUT/cells, resumable, seeds sharded over the local devices",
+            f". Precision: {DEFAULT_DTYPE['bench']} unless --dtype says otherwise.")
     b.add_argument("spec", metavar="SPEC", help="the spec file (ntkbo.experiments.spec)")
     b.add_argument("--out", required=True, help="the experiment folder (re-run to resume)")
     b.add_argument("--scale", default="full", help="smoke, cpu, full or a scale the spec defines")
@@ -509,15 +596,23 @@ def main(argv: list[str] | None = None) -> int:
                    help="seeds vmapped at once per device (0: all; default: 1 on CPU devices, "
                    "where batched LAPACK can hang, else all; ntkbo.experiments.runner."
                    "default_block)")
-    b.add_argument("--float32", action="store_true", help="keep JAX in float32 (default float64)")
+    _add_dtype(b, "bench")
+    b.add_argument("--float32", action="store_true", help="the same as --dtype float32")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
-    rp = sub.add_parser("report", help="report.md and plots from a study's stored cells "
+    rp = add("report", "report.md and plots from a study's stored cells "
                         "(never re-runs anything)")
     rp.add_argument("dir", metavar="DIR", help="the experiment folder (DIR/cells/*.npz)")
     rp.add_argument("--reference", default=None, metavar="LABEL",
                     help="algorithm the others are tested against (default: spec.json's)")
     rp.add_argument("--no-plot", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "float32", False) and getattr(args, "dtype", None) == "float64":
+        parser.error("--float32 contradicts --dtype float64; give one of them")
     folder = None
     if args.command in ("run", "demo", "bench", "coco") and not args.no_cache:
         from ntkbo import cache
@@ -550,6 +645,8 @@ def main(argv: list[str] | None = None) -> int:
         print("algorithms:", ", ".join(ntkbo.algorithms.names()))
         print("problems:  ", ", ".join(ntkbo.benchmarks.names()))
         return 0
+    if args.command == "run":
+        _set_dtype(args)
     try:
         if args.command == "demo":
             return _demo(args)

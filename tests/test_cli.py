@@ -5,6 +5,7 @@ import json
 
 import jax
 import numpy as np
+import pytest
 
 import ntkbo
 from ntkbo import cli, loop
@@ -68,6 +69,15 @@ def test_min_capacity_is_checked_and_recorded(tmp_path, capsys):
     assert len(loop.plan(30, 4, 1, loop.MIN_CAPACITY)) == 2
 
 
+def test_version(capsys):
+    """``ntkbo --version`` prints ``ntkbo <version>`` and exits 0. Mutation caught: the flag
+    removed (argparse then exits 2, "the following arguments are required")."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"ntkbo {ntkbo.__version__}\n"
+
+
 def test_list(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
@@ -91,6 +101,52 @@ def test_list_options_prints_every_default(capsys):
     assert lines == expected
     assert cli.main(["list", "--options", "nope"]) == 2
     assert "--options" in capsys.readouterr().err
+
+
+def test_help_is_plain_text_and_states_the_precision(capsys):
+    """Every ``--help`` is plain text (no reST backticks from the docstrings it quotes), and
+    ``run`` and ``bench`` each state their default precision. Mutations caught: the help
+    formatter dropped (the description is the module docstring's "The ``ntkbo`` command line");
+    a ``--dtype`` help without its default."""
+    helps = {}
+    for command in ([], ["run"], ["demo"], ["list"], ["coco"], ["coco-report"], ["bench"],
+                    ["report"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main([*command, "--help"])
+        assert exc.value.code == 0
+        helps[" ".join(command)] = " ".join(capsys.readouterr().out.split())
+        assert "`" not in helps[" ".join(command)], command
+    assert "The ntkbo command line" in helps[""]
+    assert "(default: float32;" in helps["run"] and "(default: float64;" in helps["bench"]
+
+
+def test_dtype_sets_the_precision_run_and_bench_state(monkeypatch, tmp_path, capsys):
+    """``--dtype`` sets ``jax_enable_x64`` before anything runs: ``run`` leaves JAX's setting
+    (float32 unless $JAX_ENABLE_X64) unless given, ``bench`` sets float64 unless given
+    (``--float32`` its former spelling of float32). The update is recorded, not applied, so the
+    session stays in float64; each command then stops at a bad name or spec (exit 2). Mutations
+    caught: ``--dtype`` parsed but not applied; bench's default changed; ``--float32`` ignored;
+    contradicting flags accepted."""
+    calls = []
+    real = jax.config.update
+    monkeypatch.setattr(jax.config, "update", lambda name, value: calls.append(value) if name
+                        == "jax_enable_x64" else real(name, value))
+    spec = tmp_path / "empty.toml"
+    spec.write_text("")
+    bad_run = ["--no-cache", "run", "--algo", "nope", "--problem", "branin", "--out", ""]
+    bench = ["--no-cache", "bench", str(spec), "--out", str(tmp_path / "o"), "--quiet"]
+    for argv, want in [(bad_run, []), (bad_run + ["--dtype", "float32"], [False]),
+                       (bad_run + ["--dtype", "float64"], [True]), (bench, [True]),
+                       (bench + ["--dtype", "float32"], [False]), (bench + ["--float32"], [False])]:
+        calls.clear()
+        assert cli.main(argv) == 2
+        assert calls == want, argv
+    assert "missing required field 'name'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(bench + ["--float32", "--dtype", "float64"])
+    assert "--float32 contradicts --dtype float64" in capsys.readouterr().err
+    assert cli.main(["--no-cache", "bench", str(tmp_path / "none.toml"), "--out", "o"]) == 2
+    assert "SPEC must be an experiment spec file" in capsys.readouterr().err
 
 
 def test_progress_bar_shows_the_best_of_all_seeds(monkeypatch):
