@@ -124,6 +124,51 @@ def _cached_algorithm(name: str, options: tuple):
     return ntkbo.algorithms.get(name, **dict(options))
 
 
+#: ``ntkbo list``'s families of surrogate model.
+FAMILIES = ("neural network", "NTK-GP", "GP", "linear-model", "random")
+
+_ACQ = {"ei": "EI", "logei": "LogEI", "ucb": "UCB", "pi": "PI", "ts": "TS",
+        "mean": "posterior mean", "cei": "constrained EI"}
+
+#: ``ntkbo list``: registry name -> (family, the paper or source it implements), as the module
+#: docstrings of ``ntkbo/algorithms/*.py`` (and, for GP-UCB, ``gp``'s docstring) cite them; a
+#: baseline no paper defines is named as one. ``tests/test_cli.py`` checks that every name of
+#: ``ntkbo.algorithms.names()`` has an entry.
+ALGORITHMS = {
+    "neural_bo": ("neural network", "NeuralBO, Phan-Trong et al. 2023 (Neurocomputing)"),
+    "neural_cbo": ("neural network", "Neural-CBO, Phan-Trong's thesis ch. 4 (constrained BO)"),
+    "pinn_bo": ("neural network", "PINN-BO, Phan-Trong et al. 2024 (ECML-PKDD)"),
+    "pinn_ntk_gp": ("NTK-GP", "PINN-BO's exact-NTK counterpart, Phan-Trong et al. 2024"),
+    "go_ucb": ("neural network", "GO-UCB, Liu and Wang 2023 (ICML)"),
+    "go_ucb_joint": ("neural network",
+                     "GO-UCB with the paper's joint optimistic step, Liu and Wang 2023"),
+    "sto_bnts": ("neural network", "STO-BNTS, Dai et al. 2022 (NeurIPS)"),
+    "sto_bnts_linear": ("linear-model", "STO-BNTS-Linear, Dai et al. 2022 (NeurIPS)"),
+    "neural_greedy": ("neural network", "Neural Greedy (SimpleSMB), Paria et al., about 2022"),
+    "simple_smb": ("neural network", "Neural Greedy with SimpleSMB, Paria et al., about 2022"),
+    "posterior_smb": ("neural network",
+                      "Neural Greedy with PosteriorSMB, Paria et al., about 2022"),
+    "neural_ucb": ("neural network", "NeuralUCB, Zhou et al. 2020 (ICML)"),
+    "neural_ts": ("neural network", "NeuralTS, Zhang et al. 2021 (ICLR)"),
+    "neural_linear": ("linear-model", "neural-linear BO: DNGO, Snoek et al. 2015, by default "
+                      "(acquisition='ts': NeuralLinTS)"),
+    "dngo": ("linear-model", "DNGO, Snoek et al. 2015 (ICML)"),
+    "neural_lin_ts": ("linear-model", "NeuralLinTS, Riquelme et al. 2018"),
+    "random_search": ("random", "random-search baseline"),
+    "gp": ("GP", "GP-EI baseline (BoTorch-style MAP fit, Hvarfner et al. 2024 priors)"),
+    "ntk_gp": ("NTK-GP", "infinite-width NTK-GP-UCB baseline"),
+    **{f"gp_{a}": ("GP", f"GP-{label} baseline") for a, label in _ACQ.items()},
+    **{f"ntk_gp_{a}": ("NTK-GP", f"NTK-GP-{label} baseline") for a, label in _ACQ.items()},
+    "gp_ucb": ("GP", "GP-UCB, Srinivas et al. 2010"),
+    "gp_logei": ("GP", "GP-LogEI, Ament et al. 2023"),
+    "gp_cei": ("GP", "constrained EI, Gardner et al. 2014 (Neural-CBO's baseline)"),
+    "ntk_gp_logei": ("NTK-GP", "NTK-GP-LogEI (LogEI: Ament et al. 2023)"),
+    "ntk_gp_cei": ("NTK-GP", "constrained EI on NTK-GPs (cEI: Gardner et al. 2014)"),
+    "gp_mean": ("GP", "GP posterior-mean (greedy) baseline"),
+    "ntk_gp_mean": ("NTK-GP", "NTK-GP posterior-mean (greedy) baseline"),
+}
+
+
 def plain(text: str) -> str:
     """``text`` with reST markup removed, for a terminal: double and single backticks, roles such
     as ``:func:`` and bold ``**...**`` (``**kwargs`` kept)."""
@@ -131,6 +176,119 @@ def plain(text: str) -> str:
     text = re.sub(r"``([^`]*)``", r"\1", text)
     text = re.sub(r"`([^`]*)`", r"\1", text)
     return re.sub(r"\*\*([^*\s][^*]*[^*\s])\*\*", r"\1", text)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (whitespace collapsed): up to the first full stop outside
+    parentheses, brackets and backticks followed by a capital letter, a quote, a backtick or the
+    end (so "e.g. the", "eqs. 4.9" and "ntkbo.gp" do not end it)."""
+    text = " ".join(text.split())
+    depth, ticks = 0, False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            ticks = not ticks
+        elif ticks:
+            continue
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif ch == "." and depth == 0:
+            rest = text[i + 1:]
+            if not rest or re.match(r"\s+[A-Z`\"']", rest):
+                return text[:i + 1]
+    return text
+
+
+_ENTRY = re.compile(r"(\*{0,2}[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:\([^)]*\))?:(?:\s+(.*)|$)")
+_SECTION = re.compile(r"(Returns|Raises|Yields|Examples?|Notes?|Attributes|See Also):")
+_REFERENCE = re.compile(r"\bas (?::func:`(\w+)`|``(\w+)``)")
+
+
+def _args_entries(doc: str) -> tuple[dict, str]:
+    """The Google-style ``Args:`` entries of a docstring (``inspect.getdoc``'s, dedented): option
+    name -> its text (continuation lines joined; ``a, b: text`` gives the text to both), and the
+    text written on the ``Args:`` line itself (``Args: as ``gp`` ...``) with its indented
+    continuation. The section runs to the next unindented ``Returns:``-style header; an
+    unindented paragraph inside it (``gp``'s account of its defaults) ends the entry before it."""
+    lines = doc.splitlines()
+    start = next((i for i, ln in enumerate(lines) if re.match(r"(Args|Arguments):", ln)), None)
+    if start is None:
+        return {}, ""
+    inline = [lines[start].split(":", 1)[1].strip()]
+    entries, indent, current = {}, None, None
+    for ln in lines[start + 1:]:
+        if not ln.strip():
+            continue
+        lead = len(ln) - len(ln.lstrip())
+        if lead == 0:
+            if _SECTION.match(ln):
+                break
+            current = None
+            continue
+        m = _ENTRY.fullmatch(ln.strip())
+        if m and (indent is None or lead == indent):
+            indent, current = lead, [m.group(2) or ""]
+            for name in re.split(r"\s*,\s*", m.group(1)):
+                entries[name] = current
+        elif current is not None and lead > indent:
+            current.append(ln.strip())
+        elif indent is None and inline[0]:
+            inline.append(ln.strip())
+    return {k: " ".join(v) for k, v in entries.items()}, " ".join(inline)
+
+
+def _parenthesis_end(text: str) -> int:
+    """The index just past the parenthesis that opens ``text`` (after spaces), balanced."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ")" and depth == 0:
+            return i + 1
+    return len(text)
+
+
+def option_meanings(name: str) -> dict:
+    """Option -> one-line meaning of algorithm ``name``, from its factory's docstring ``Args:``
+    (the first sentence of each entry, markup removed). Also read: a ``**kwargs`` entry that
+    lists ``a``, ``b`` (text), and a docstring that says its arguments are "as ``other``" (or
+    "as :func:`other`", a function of the same module) for the options it does not name itself.
+    An option found nowhere is absent (``ntkbo list --options`` prints "(undocumented)")."""
+    import inspect
+
+    from ntkbo.algorithms import _FACTORIES
+
+    if name not in _FACTORIES:
+        return {}
+    inner = getattr(_FACTORIES[name], "__wrapped__", _FACTORIES[name])  # under ``recorded``
+    fn = getattr(inner, "func", inner)  # the function behind a partial (gp_ucb: gp)
+    out: dict = {}
+    seen = set()
+    while fn is not None and fn not in seen:
+        seen.add(fn)
+        doc = inspect.getdoc(fn) or ""
+        entries, inline = _args_entries(doc)
+        for key, text in entries.items():
+            if key.startswith("*"):  # **kwargs: ``a``, ``b`` (meaning), ``c`` (meaning)
+                listing = re.split(r";(?![^(]*\))", text)[0]  # up to "; defaults ..."
+                for group in re.finditer(r"((?:``\w+``,?\s*)+)\(([^()]*)\)", listing):
+                    for opt in re.findall(r"``(\w+)``", group.group(1)):
+                        out.setdefault(opt, plain(group.group(2)) + f" (through {key})")
+            else:
+                out.setdefault(key, plain(first_sentence(text)))
+        text = inline if _REFERENCE.search(inline) else doc
+        ref = _REFERENCE.search(text)
+        if ref is None:
+            break
+        # The options the referring sentence names after "as X (...)" are its own ("as ``gp``
+        # (``log_ei`` included), plus ... ``lam``, ``signal``"), not the other function's.
+        rest = text[ref.end():]
+        rest = first_sentence(rest[_parenthesis_end(rest):] if rest.lstrip().startswith("(")
+                              else rest)
+        for opt in re.findall(r"``(\w+)``", rest):
+            out.setdefault(opt, None)
+        fn = getattr(sys.modules.get(fn.__module__), ref.group(1) or ref.group(2), None)
+    return {k: v for k, v in out.items() if v}
 
 
 def summarise(f: np.ndarray, optimum: float | None) -> dict:
@@ -365,6 +523,67 @@ def _report(out: str, reference: str | None, plots: bool) -> int:
     return 0
 
 
+def _list() -> None:
+    """``ntkbo list``: one line per algorithm (name, family, source; ``ALGORITHMS``), then one line
+    per problem with its dimension(s)."""
+    import ntkbo
+    from ntkbo.benchmarks import registry, tasks
+
+    names = ntkbo.algorithms.names()
+    w = max(map(len, names))
+    print("algorithms (name, family, paper or source):")
+    for name in names:
+        family, source = ALGORITHMS.get(name, ("?", "(not in ntkbo.cli.ALGORITHMS; see "
+                                                    f"ntkbo.algorithms.{name}'s docstring)"))
+        print(f"  {name:<{w}}  {family:<14}  {source}")
+    problems = ntkbo.benchmarks.names()
+    w = max(map(len, problems))
+    print("problems (name, dimension):")
+    for name in problems:
+        entry = registry._ENTRIES.get(name)  # the registry's own account of its dimensions
+        dims = (str(tasks.task(name).dim) if entry is None
+                else f"d >= {entry.min_dim} (any)" if entry.dims is None
+                else ", ".join(map(str, entry.dims)))
+        print(f"  {name:<{w}}  {dims}")
+
+
+def _list_options(name: str) -> int:
+    """``ntkbo list --options NAME``: ``option = default  meaning`` per option, the meaning the
+    first sentence of the option's entry in the factory's docstring (``option_meanings``), or
+    "(undocumented)"; exit 2 naming ``--options`` for an unknown name."""
+    import inspect
+
+    import ntkbo
+
+    try:
+        defaults = ntkbo.algorithms.resolved_options(name)
+    except (ValueError, TypeError) as err:
+        print(f"ntkbo list: error: --options: {err}", file=sys.stderr)
+        return 2
+    # The algorithm's recorded config lists every option in the factory's order, those it takes
+    # through **kwargs (gp's and ntk_gp's acquisition optimiser) last, with defaults. A factory
+    # with a required option (PINN-BO's pde, which the problem supplies) cannot be built without
+    # it: then its signature's order, the required option shown as such.
+    try:
+        config = dict(getattr(ntkbo.algorithms.get(name), "config", None) or {})
+    except TypeError:
+        from ntkbo.algorithms import _FACTORIES
+
+        params = inspect.signature(_FACTORIES[name]).parameters
+        config = {k: p.default for k, p in params.items()
+                  if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    meanings = option_meanings(name)
+    rows = []
+    for opt in list(config) + [k for k in defaults if k not in config]:
+        value = defaults.get(opt, config.get(opt))
+        shown = "(required)" if value is inspect.Parameter.empty else repr(value)
+        rows.append((f"{opt} = {shown}", meanings.get(opt, "(undocumented)")))
+    w = min(max(len(a) for a, _ in rows), 40)
+    for a, b in rows:
+        print(f"{a:<{w}}  {b}")
+    return 0
+
+
 def _demo(args) -> int:
     """``ntkbo demo``: a small study (ntkbo.experiments.demo) with progress bars, its report and a
     printed verdict against random search."""
@@ -561,7 +780,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--n-init", type=int, default=5)
     ls = add("list", "list algorithms and problems, or one algorithm's options")
     ls.add_argument("--options", metavar="ALGO", default=None,
-                    help="print every option of ALGO with its default")
+                    help="print every option of ALGO with its default and meaning (the first "
+                    "sentence of its entry in the factory's docstring)")
     c = add("coco", "an algorithm on the COCO/BBOB suite through cocoex (the coco "
                        "extra); writes cocoex's folder, ntkbo_runs.npz and coco_report.md")
     c.add_argument("--algo", required=True)
@@ -630,20 +850,9 @@ def main(argv: list[str] | None = None) -> int:
     import ntkbo
 
     if args.command == "list" and args.options:
-        try:
-            defaults = ntkbo.algorithms.resolved_options(args.options)
-        except (ValueError, TypeError) as err:
-            print(f"ntkbo: error: --options: {err}", file=sys.stderr)
-            return 2
-        # The algorithm's recorded config lists every option in the factory's order, those it
-        # takes through **kwargs (gp's and ntk_gp's acquisition optimiser) last, with defaults.
-        config = dict(getattr(ntkbo.algorithms.get(args.options), "config", None) or {})
-        for name in list(config) + [k for k in defaults if k not in config]:
-            print(f"{name} = {defaults.get(name, config.get(name))!r}")
-        return 0
+        return _list_options(args.options)
     if args.command == "list":
-        print("algorithms:", ", ".join(ntkbo.algorithms.names()))
-        print("problems:  ", ", ".join(ntkbo.benchmarks.names()))
+        _list()
         return 0
     if args.command == "run":
         _set_dtype(args)

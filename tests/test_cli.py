@@ -78,17 +78,46 @@ def test_version(capsys):
     assert capsys.readouterr().out == f"ntkbo {ntkbo.__version__}\n"
 
 
-def test_list(capsys):
+def test_list_names_each_algorithm_with_family_and_source(capsys):
+    """``ntkbo list``: one line per algorithm of ``ntkbo.algorithms.names()`` with its family and
+    source, then one line per problem with its dimension(s). Mutations caught: the former
+    comma-joined listing (no line starts with a name); an algorithm missing from
+    ``cli.ALGORITHMS`` (its family prints as "?"); a cited author who appears in no docstring of
+    ``ntkbo.algorithms`` (an invented citation); a problem printed without its dimension."""
+    import re
+    import sys
+
     assert cli.main(["list"]) == 0
-    out = capsys.readouterr().out
-    assert "neural_bo" in out and "hartmann6" in out
+    lines = capsys.readouterr().out.splitlines()
+    rows = {ln.split()[0]: ln for ln in lines if ln.startswith("  ")}
+    docs = " ".join((sys.modules[f"ntkbo.algorithms.{m}"].__doc__ or "") + " ".join(
+        inspect.getdoc(f) or "" for f in vars(sys.modules[f"ntkbo.algorithms.{m}"]).values()
+        if inspect.isfunction(f)) for m in ("go_ucb", "gp_bo", "constrained_ei", "neural_bo",
+                                              "neural_cbo", "neural_greedy", "neural_linear",
+                                              "neural_ucb", "pinn_bo", "sto_bnts"))
+    for name in ntkbo.algorithms.names():
+        family, source = cli.ALGORITHMS[name]
+        assert family in cli.FAMILIES and rows[name].split(None, 1)[1].startswith(family)
+        assert rows[name].endswith(source)
+        for author in re.findall(r"([A-Z][\w-]+)(?: et al\.| and [A-Z])", source):
+            assert author in docs, (name, author)
+    assert "NeuralBO, Phan-Trong et al. 2023" in rows["neural_bo"]
+    assert rows["random_search"].split()[1] == "random" and "GP" in rows["gp_ei"].split()
+    assert rows["branin"].split()[1:] == ["2"] and rows["hartmann6"].split()[1:] == ["6"]
+    assert "any" in rows["ackley"] and rows["robot_push14"].split()[1:] == ["14"]
+    assert set(ntkbo.benchmarks.names()) <= set(rows)
 
 
-def test_list_options_prints_every_default(capsys):
-    """``ntkbo list --options gp`` prints one ``name = default`` line per factory parameter, read
-    independently from ``inspect.signature`` (catches a listing that drops keyword-only options,
-    e.g. ``beta`` after gp's ``*``), then the options gp takes through ``**optimizer_kwargs``
-    with their defaults (catches a listing without them); an unknown name exits 2 naming the
+def test_list_options_prints_every_default_and_meaning(capsys):
+    """``ntkbo list --options gp`` prints one ``name = default  meaning`` line per factory
+    parameter, read independently from ``inspect.signature`` (catches a listing that drops
+    keyword-only options, e.g. ``beta`` after gp's ``*``), then the options gp takes through
+    ``**optimizer_kwargs`` with their defaults (catches a listing without them); the meaning is
+    the first sentence of the docstring's ``Args:`` entry, plain text. Mutations caught: no
+    meaning printed; the whole entry printed (go_ucb's ``input_scale`` goes on "A plain
+    number"); backticks left in; ``a, b: text`` entries read for ``a`` only (``refit_ratio``
+    then undocumented); a missing entry not marked; ``pinn_bo``'s required ``pde`` crashing the
+    listing (it did: ``get`` without a PDE raised TypeError); an unknown name not naming the
     flag."""
     assert cli.main(["list", "--options", "gp"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
@@ -98,7 +127,21 @@ def test_list_options_prints_every_default(capsys):
     # then the **optimizer_kwargs with the defaults gp_bo resolves them to (num_candidates, ...)
     from ntkbo.algorithms import gp_bo
     expected += [f"{k} = {v!r}" for k, v in gp_bo.GP_OPTIMIZER_DEFAULTS.items()]
-    assert lines == expected
+    assert [ln.split("  ")[0].strip() for ln in lines] == expected
+    rows = {ln.split()[0]: ln for ln in lines}
+    assert rows["xi"].endswith("  EI/PI margin.")
+    assert rows["beta"].endswith("UCB exploration, the acquisition is -(mu - sqrt(beta) sigma) "
+                                 "(Srinivas et al. 2010).")
+    assert rows["refit_ratio"].endswith("the refit schedule (module docstring); refit_ratio=1 "
+                                        "refits after every update.")
+    assert rows["num_fit_steps"].endswith("(undocumented)")
+    assert rows["num_candidates"].endswith("acquisition optimiser (through **optimizer_kwargs)")
+    assert "`" not in "\n".join(lines)
+    assert cli.main(["list", "--options", "go_ucb"]) == 0
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines()}
+    assert rows["input_scale"].endswith("None (default) the unit cube.")
+    assert cli.main(["list", "--options", "pinn_bo"]) == 0
+    assert capsys.readouterr().out.startswith("pde = (required)")
     assert cli.main(["list", "--options", "nope"]) == 2
     assert "--options" in capsys.readouterr().err
 
