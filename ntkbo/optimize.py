@@ -29,6 +29,12 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
    Each start keeps its best iterate, so refinement never returns a lower value than its start.
 4. The result is the best of the refined starts and the candidates: refinement never lowers the
    acquisition value below the best candidate.
+5. If ``observed`` points are given (the evaluated inputs) and the result lies within
+   ``min_distance`` of one of them (Chebyshev distance in units of the box's width, default
+   ``MIN_DISTANCE``), it is replaced by the best refined start or candidate that does not, among
+   the ``num_restarts + DISTINCT_POOL`` best (``OptimizeInfo.replaced``): an evaluation of a
+   deterministic objective at a point already observed teaches the model nothing. If every one of
+   them is a duplicate (or none has a finite value) the result stays.
 
 Gradient refinement needs ``acq_fn`` to be differentiable and *row-wise*: row ``i`` of the output
 depends only on row ``i`` of the input (true of EI, LogEI, PI, UCB and the posterior mean of any
@@ -61,7 +67,11 @@ __all__ = [
     "maximize_acquisition",
     "maximize_acquisition_batch",
     "maximize_over_candidates",
+    "near_observed",
+    "best_distinct",
+    "argmax_distinct",
     "METHODS",
+    "MIN_DISTANCE",
     "SAMPLERS",
 ]
 
@@ -70,6 +80,10 @@ AcqFn = Callable[[Array], Array]
 
 METHODS = ("adam", "pgd", "lbfgs", "none")
 SAMPLERS = ("sobol", "kronecker", "uniform")
+#: Two points closer than this fraction of the box's width in every coordinate are one point.
+MIN_DISTANCE = 1e-4
+#: Candidates beyond the refined starts searched for a distinct replacement (stage 5).
+DISTINCT_POOL = 64
 
 
 class OptimizeInfo(NamedTuple):
@@ -84,6 +98,9 @@ class OptimizeInfo(NamedTuple):
         improved: ``()`` bool, refinement strictly increased the value.
         start_values: ``(num_restarts,)`` values of the starts (best candidates, descending).
         refined_values: ``(num_restarts,)`` values after refinement, ``>= start_values``.
+        replaced: ``()`` bool, the best point was within ``min_distance`` of an observed point
+            and a distinct one was returned instead (stage 5; always ``False`` without
+            ``observed``).
     """
 
     num_finite: Array
@@ -93,6 +110,47 @@ class OptimizeInfo(NamedTuple):
     improved: Array
     start_values: Array
     refined_values: Array
+    replaced: Array
+
+
+def near_observed(points: Array, observed: Array, bounds, min_distance: float = MIN_DISTANCE
+                  ) -> Array:
+    """``(n,)`` bool: which of ``points`` ``(n, d)`` lie within ``min_distance`` times the box's
+    width of a row of ``observed`` ``(m, d)`` in every coordinate (rows of ``observed`` with a
+    non-finite entry, e.g. buffer padding, are ignored). ``O(n m d)`` time, ``O(n m)`` memory."""
+    lo, hi = bounds[0], bounds[1]
+    width = jnp.where(hi > lo, hi - lo, jnp.ones_like(hi))
+    u, v = (points - lo) / width, (observed - lo) / width
+    valid = jnp.all(jnp.isfinite(observed), axis=-1)
+
+    def close_in(j, close):
+        uj = jax.lax.dynamic_index_in_dim(u, j, axis=1, keepdims=False)
+        vj = jax.lax.dynamic_index_in_dim(v, j, axis=1, keepdims=False)
+        return close & (jnp.abs(uj[:, None] - vj[None, :]) <= min_distance)
+
+    close = jax.lax.fori_loop(0, u.shape[-1], close_in,
+                              jnp.broadcast_to(valid[None, :], (u.shape[0], v.shape[0])))
+    return jnp.any(close, axis=-1)
+
+
+def best_distinct(points: Array, values: Array, observed: Array, bounds,
+                  min_distance: float = MIN_DISTANCE) -> tuple[Array, Array]:
+    """``(i, replaced)``: the index of the highest of ``values`` ``(n,)`` among ``points``
+    ``(n, d)`` not ``near_observed``, and whether that differs from the plain ``argmax`` because
+    the best point was near an observed one. If no distinct point has a finite value, ``argmax``
+    stands (``replaced`` is then ``False``)."""
+    return argmax_distinct(values, near_observed(points, observed, bounds, min_distance))
+
+
+def argmax_distinct(values: Array, duplicate: Array) -> tuple[Array, Array]:
+    """``(i, replaced)``: ``argmax(values)`` ``(n,)``, unless that entry is a ``duplicate``
+    ``(n,)`` and another entry is not and has a finite value: then the highest such entry, with
+    ``replaced`` true."""
+    best = jnp.argmax(values)
+    masked = jnp.where(duplicate, -jnp.inf, values)
+    alt = jnp.argmax(masked)
+    replaced = duplicate[best] & jnp.isfinite(masked[alt])
+    return jnp.where(replaced, alt, best), replaced
 
 
 def _finite_or_neg_inf(v: Array) -> Array:
@@ -277,6 +335,8 @@ def maximize_acquisition(
     method: str = "pgd",
     sampler: str = "sobol",
     chunk_size: int | None = None,
+    observed=None,
+    min_distance: float = MIN_DISTANCE,
 ) -> tuple[Array, Array, OptimizeInfo]:
     """Maximises a batched acquisition function over a box (see the module docstring).
 
@@ -299,6 +359,9 @@ def maximize_acquisition(
         chunk_size: evaluate candidates in chunks of this many rows (static; bounds memory).
             Each chunk is a separate ``acq_fn`` call, so an ``acq_fn`` drawing random numbers from
             a fixed key repeats its draws across chunks: chunk inside such an ``acq_fn`` instead.
+        observed: optional ``(m, d)`` evaluated points (rows with NaN are ignored): a result
+            within ``min_distance`` of one is replaced by the best distinct point (stage 5).
+        min_distance: the fraction of the box's width below which two points are one (static).
 
     Returns:
         ``(x, value, info)``: ``x`` ``(d,)`` in the box, ``value`` ``()`` its acquisition value
@@ -324,7 +387,7 @@ def maximize_acquisition(
     cand = _candidates(key, bounds, num_candidates, sampler, x_best, num_perturbations,
                        perturb_scale)
     return _maximize_over(acq_fn, bounds, cand, num_restarts, num_steps, step_size, method,
-                          chunk_size)
+                          chunk_size, observed, min_distance)
 
 
 def maximize_over_candidates(
@@ -337,8 +400,10 @@ def maximize_over_candidates(
     step_size: float = 0.02,
     method: str = "pgd",
     chunk_size: int | None = None,
+    observed=None,
+    min_distance: float = MIN_DISTANCE,
 ) -> tuple[Array, Array, OptimizeInfo]:
-    """Stages 2-4 of :func:`maximize_acquisition` on candidates the caller made (e.g. NeuralBO's
+    """Stages 2-5 of :func:`maximize_acquisition` on candidates the caller made (e.g. NeuralBO's
     set ``D_t``, shared by several acquisitions): evaluate ``acq_fn`` on ``candidates`` ``(n, d)``
     (in the box ``bounds``), refine the ``num_restarts`` best and return the best point.
 
@@ -353,10 +418,11 @@ def maximize_over_candidates(
     if num_restarts > candidates.shape[0]:
         raise ValueError(f"num_restarts={num_restarts} exceeds the {candidates.shape[0]} candidates")
     return _maximize_over(acq_fn, bounds, candidates, num_restarts, num_steps, step_size, method,
-                          chunk_size)
+                          chunk_size, observed, min_distance)
 
 
-def _maximize_over(acq_fn, bounds, cand, num_restarts, num_steps, step_size, method, chunk_size):
+def _maximize_over(acq_fn, bounds, cand, num_restarts, num_steps, step_size, method, chunk_size,
+                   observed=None, min_distance=MIN_DISTANCE):
     values = _evaluate(acq_fn, cand, chunk_size)
     start_values, idx = jax.lax.top_k(values, num_restarts)
     x_ref, v_ref = _refine(acq_fn, bounds, cand[idx], start_values, method, num_steps, step_size)
@@ -365,6 +431,22 @@ def _maximize_over(acq_fn, bounds, cand, num_restarts, num_steps, step_size, met
     use_refined = v_ref[best] > start_values[0]
     x = jnp.where(use_refined, x_ref[best], cand[idx[0]])
     value = jnp.where(use_refined, v_ref[best], start_values[0])
+    replaced = jnp.zeros((), bool)
+    if not isinstance(min_distance, (int, float)) or not min_distance >= 0:
+        raise ValueError(f"min_distance must be a number >= 0, got {min_distance!r}")
+    if observed is not None:
+        if jnp.ndim(observed) != 2 or jnp.shape(observed)[1] != bounds.shape[1]:
+            raise ValueError(f"observed must have shape (m, {bounds.shape[1]}), "
+                             f"got {jnp.shape(observed)}")
+        # Stage 5: the result and its alternatives, best first (the refined starts, then the best
+        # candidates); the first that is not an observed point.
+        observed = jnp.asarray(observed, bounds.dtype)
+        pool_values, pool_idx = jax.lax.top_k(values, min(cand.shape[0],
+                                                          num_restarts + DISTINCT_POOL))
+        points = jnp.concatenate([x[None], x_ref, cand[pool_idx]])
+        scores = jnp.concatenate([value[None], v_ref, pool_values])
+        i, replaced = best_distinct(points, scores, observed, bounds, min_distance)
+        x, value = points[i], scores[i]
     num_finite = jnp.sum(jnp.isfinite(values))
     info = OptimizeInfo(
         num_finite=num_finite,
@@ -374,6 +456,7 @@ def _maximize_over(acq_fn, bounds, cand, num_restarts, num_steps, step_size, met
         improved=use_refined,
         start_values=start_values,
         refined_values=v_ref,
+        replaced=replaced,
     )
     return x, value, info
 

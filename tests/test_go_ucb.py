@@ -14,6 +14,7 @@ import importlib
 import scipy.optimize
 
 import ntkbo
+from algo_checks import assert_distinct
 
 # The module (``ntkbo.algorithms.go_ucb`` the attribute is the factory function of the same name).
 G = importlib.import_module("ntkbo.algorithms.go_ucb")
@@ -88,6 +89,7 @@ def replay(linearized):
 
 def test_phases_and_frozen_standardisation(linearized, replay):
     _, r = linearized
+    assert_distinct(r.x, PROBLEM.bounds)
     # Sobol design of 3 < n_explore = 4: one uniform Phase-I suggest, then Phase II.
     np.testing.assert_array_equal(r.info["phase"], [1] + [2] * (BUDGET - N_INIT - 1))
     np.testing.assert_array_equal(r.info["t"][1:], np.arange(1, BUDGET - N_INIT))

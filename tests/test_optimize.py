@@ -15,8 +15,8 @@ import pytest
 from scipy.stats import qmc as scipy_qmc
 
 from ntkbo import acquisition, qmc
-from ntkbo.optimize import (maximize_acquisition, maximize_acquisition_batch,
-                            maximize_over_candidates)
+from ntkbo.optimize import (MIN_DISTANCE, argmax_distinct, maximize_acquisition,
+                            maximize_acquisition_batch, maximize_over_candidates, near_observed)
 
 GENERATORS = (qmc.sobol, qmc.kronecker, qmc.uniform)
 
@@ -296,3 +296,67 @@ def test_argument_errors():
         maximize_over_candidates(f, bounds, jnp.zeros((4, 2)), num_restarts=5)
     with pytest.raises(ValueError, match="method"):
         maximize_over_candidates(f, bounds, jnp.zeros((4, 2)), num_restarts=2, method="newton")
+
+
+# ---------------------------------------------------------------------- no observed point twice
+
+
+def test_near_observed_equals_brute_force():
+    # Against a numpy double loop over the Chebyshev distance in units of the box's width; NaN
+    # rows (buffer padding) never match. Exact: both compare the same float64 differences.
+    rng = np.random.default_rng(3)
+    box = jnp.asarray([[-5.0, 0.0, 2.0], [10.0, 15.0, 2.5]])
+    width = np.asarray(box[1] - box[0])
+    observed = np.asarray(box[0]) + width * rng.random((9, 3))
+    observed[4] = np.nan
+    points = np.concatenate([observed[:3] + 0.5e-4 * width * rng.uniform(-1, 1, (3, 3)),
+                             observed[5:7] + 3e-4 * width, np.asarray(box[0]) + width *
+                             rng.random((5, 3)), observed[4:5]])
+    points[-1] = 0.0
+    got = np.asarray(near_observed(jnp.asarray(points), jnp.asarray(observed), box, 1e-4))
+    want = [any(np.all(np.abs(p - o) / width <= 1e-4) for o in observed if np.all(np.isfinite(o)))
+            for p in points]
+    np.testing.assert_array_equal(got, want)
+    assert got[:3].all() and not got[3:].any()
+
+
+@pytest.mark.parametrize("method", ["pgd", "none"])
+def test_an_observed_maximiser_is_replaced_by_the_best_distinct_point(method):
+    # The acquisition peaks at an observed point x0 (a candidate through x_best): the plain
+    # search returns x0; with observed=x0 the result is the best point of the search's pool that
+    # is at least MIN_DISTANCE from x0 in some coordinate, as recomputed here from the info's
+    # refined values. Mutation checked: dropping stage 5 from _maximize_over fails the second
+    # assertion block.
+    box = unit_box(2)
+    x0 = jnp.asarray([[0.3, 0.7]])
+    acq = lambda x: -jnp.sum((x - x0) ** 2, axis=-1)  # noqa: E731
+    kw = dict(num_candidates=64, num_restarts=4, x_best=x0, num_steps=20, method=method)
+    x, v, info = maximize_acquisition(jax.random.PRNGKey(0), acq, box, **kw)
+    np.testing.assert_array_equal(x, x0[0])
+    assert not bool(info.replaced)
+    x, v, info = maximize_acquisition(jax.random.PRNGKey(0), acq, box, observed=x0, **kw)
+    assert bool(info.replaced)
+    assert float(jnp.max(jnp.abs(x - x0[0]))) > MIN_DISTANCE
+    np.testing.assert_allclose(v, acq(x[None])[0], rtol=1e-12)
+    # it is the best distinct point among the refined starts (the pool's head)
+    refined = np.asarray(info.refined_values)
+    assert float(v) >= refined[refined < -MIN_DISTANCE**2].max(initial=-np.inf) - 1e-15
+    # an observed point elsewhere changes nothing
+    far = jnp.asarray([[0.9, 0.1], [jnp.nan, jnp.nan]])
+    x, _, info = maximize_acquisition(jax.random.PRNGKey(0), acq, box, observed=far, **kw)
+    np.testing.assert_array_equal(x, x0[0])
+    assert not bool(info.replaced)
+
+
+def test_argmax_distinct_keeps_a_duplicate_only_without_alternative():
+    v = jnp.asarray([1.0, 3.0, 2.0, -jnp.inf])
+    i, r = argmax_distinct(v, jnp.asarray([False, True, False, False]))
+    assert int(i) == 2 and bool(r)
+    i, r = argmax_distinct(v, jnp.asarray([True, True, True, False]))  # only -inf left
+    assert int(i) == 1 and not bool(r)
+    with pytest.raises(ValueError, match="observed must have shape"):
+        maximize_acquisition(jax.random.PRNGKey(0), lambda x: -jnp.sum(x**2, -1), unit_box(2),
+                             num_candidates=8, num_restarts=2, observed=jnp.zeros((3, 3)))
+    with pytest.raises(ValueError, match="min_distance must be"):
+        maximize_acquisition(jax.random.PRNGKey(0), lambda x: -jnp.sum(x**2, -1), unit_box(2),
+                             num_candidates=8, num_restarts=2, min_distance=-1.0)

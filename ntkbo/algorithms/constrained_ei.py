@@ -109,10 +109,12 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
         k = min(4, data.capacity)
         idx = jnp.argsort(jnp.where(feasible, data.y, jnp.inf))[:k]
         starts = jnp.where(feasible[idx][:, None], data.x[idx], jnp.nan)
-        z, val, _ = optimize.maximize_acquisition(
+        z, val, opt_info = optimize.maximize_acquisition(
             key, log_acq, unit, num_candidates=num_candidates, num_restarts=num_restarts,
-            x_best=starts, num_steps=num_steps)
-        info = {"acq_value": val[None], "any_feasible": any_feasible}
+            x_best=starts, num_steps=num_steps,
+            observed=jnp.where(D.mask(data)[:, None], data.x, jnp.nan))
+        info = {"acq_value": val[None], "any_feasible": any_feasible,
+                "duplicates_replaced": opt_info.replaced.astype(jnp.int32)}
         return from_unit(z[None], obj.bounds), info
 
     return Algorithm(init, suggest, update, K)

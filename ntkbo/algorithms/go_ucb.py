@@ -590,7 +590,8 @@ def oracle_refit(state: GOUCBState, apply_w, lam, *, num_steps: int, learning_ra
 
 def joint_ascent(key: Array, apply_w, w_hat: Array, sigma: Array, chol: Array, beta_t,
                  starts: Array, unit: Array, *, num_candidates: int, num_restarts: int,
-                 joint_steps: int, joint_learning_rate) -> tuple[Array, Array, Array]:
+                 joint_steps: int, joint_learning_rate, observed: Array | None = None
+                 ) -> tuple[Array, Array, Array, Array]:
     """The paper's Step 5: projected gradient ascent on ``f_z(w)`` jointly over ``(z, w)``, ``z`` in
     the unit cube and ``w`` in ``Ball_t`` (eq. 6, ``project_to_ellipsoid``).
 
@@ -599,9 +600,13 @@ def joint_ascent(key: Array, apply_w, w_hat: Array, sigma: Array, chol: Array, b
     maximiser of its linearisation (``ellipsoid_maximizer``); the ``num_restarts`` of highest
     ``f_z(w)`` are refined by ``joint_steps`` steps of size ``joint_learning_rate``.
 
+    ``observed`` ``(m, d)`` (NaN rows: none): the evaluated points; if the best iterate is one of
+    them (``ntkbo.optimize.near_observed``) the best refined start or start that is not is taken.
+
     Returns:
-      ``(z (d,), value (), ball_max ())``: the best iterate over every run, ``f_z(w)`` there, and
-      the largest ``|w - w_t|^2_Sigma / beta_t`` over the iterates (at most 1 up to rounding).
+      ``(z (d,), value (), ball_max (), replaced ())``: the best iterate over every run, ``f_z(w)``
+      there, the largest ``|w - w_t|^2_Sigma / beta_t`` over the iterates (at most 1 up to
+      rounding), and whether an observed point was replaced.
     """
     dtype = w_hat.dtype
     sampler = qmc.sobol if unit.shape[-1] <= qmc.SOBOL_MAX_DIM else qmc.kronecker
@@ -650,8 +655,14 @@ def joint_ascent(key: Array, apply_w, w_hat: Array, sigma: Array, chol: Array, b
                 jnp.where(better, v, best_v), worst)
 
     zr, _, vr, worst = jax.vmap(run)(cand[idx], ws[idx], v0)
-    i = jnp.argmax(vr)
-    return zr[i], vr[i], jnp.max(worst)
+    if observed is None:
+        i = jnp.argmax(vr)
+        return zr[i], vr[i], jnp.max(worst), jnp.zeros((), bool)
+    # No observed point again (ntkbo.optimize, stage 5): the best refined start that is not one,
+    # else the best candidate that is not one.
+    points = jnp.concatenate([zr, cand[idx]])
+    i, replaced = optimize.best_distinct(points, jnp.concatenate([vr, v0]), observed, unit)
+    return points[i], jnp.concatenate([vr, v0])[i], jnp.max(worst), replaced
 
 
 def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
@@ -670,8 +681,9 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
     dtype = state.bounds.dtype
     unit = jnp.stack([jnp.zeros(d, dtype), jnp.ones(d, dtype)])
     w_hat = state.w_hat
-    starts = best_points(to_unit(state.data.x, state.bounds), state.data.y, D.mask(state.data),
-                         num_best)
+    z_obs = to_unit(state.data.x, state.bounds)
+    starts = best_points(z_obs, state.data.y, D.mask(state.data), num_best)
+    observed = jnp.where(D.mask(state.data)[:, None], z_obs, jnp.nan)
     sigma = state.sigma
 
     def point_terms(z, chol):
@@ -679,7 +691,7 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
         f, g = jax.value_and_grad(lambda w: apply_w(w, z[None])[0])(w_hat)
         return f, g, jnp.sqrt(beta_t) * ellipsoid_norm(g, chol)
 
-    zs, vals, means, bonuses, balls = [], [], [], [], []
+    zs, vals, means, bonuses, balls, replaced = [], [], [], [], [], []
     for j in range(q):
         sub = key if j == 0 else jax.random.fold_in(key, j)
         chol = linalg.cholesky(sigma)
@@ -689,25 +701,30 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
             return f + bonus
 
         if optimistic == "linearized":
-            z, val, _ = optimize.maximize_acquisition(
+            z, val, opt_info = optimize.maximize_acquisition(
                 sub, lin_acq, unit, num_candidates=num_candidates,
-                num_restarts=num_restarts, x_best=starts, num_steps=num_steps)
-            ball = jnp.ones((), dtype)
+                num_restarts=num_restarts, x_best=starts, num_steps=num_steps,
+                observed=observed)
+            ball, rep = jnp.ones((), dtype), opt_info.replaced
         else:
-            z, val, ball = joint_ascent(
+            z, val, ball, rep = joint_ascent(
                 sub, apply_w, w_hat, sigma, chol, beta_t, starts, unit,
                 num_candidates=num_candidates, num_restarts=num_restarts,
-                joint_steps=joint_steps, joint_learning_rate=joint_learning_rate)
+                joint_steps=joint_steps, joint_learning_rate=joint_learning_rate,
+                observed=observed)
         f, g, bonus = point_terms(z, chol)
         zs.append(z)
         vals.append(val)
         means.append(f)
         bonuses.append(bonus)
         balls.append(ball)
+        replaced.append(rep)
+        observed = jnp.concatenate([observed, z[None]])  # the batch's own points: none twice
         if j + 1 < q:  # believer: Sigma grows along g, w_t is unchanged (module docstring)
             sigma = sigma + jnp.outer(g, g)
     info = {"acq_value": jnp.stack(vals), "mean": jnp.stack(means),
-            "bonus": jnp.stack(bonuses), "ball_max": jnp.stack(balls)}
+            "bonus": jnp.stack(bonuses), "ball_max": jnp.stack(balls),
+            "duplicates_replaced": jnp.sum(jnp.stack(replaced)).astype(jnp.int32)}
     return from_unit(jnp.stack(zs), state.bounds), info
 
 
@@ -901,7 +918,8 @@ def go_ucb(
         def phase1(_):
             x = qmc.uniform(key, q, state.bounds)
             nan = jnp.full((q,), jnp.nan, dtype)
-            info = {"acq_value": nan, "mean": nan, "bonus": nan, "ball_max": nan}
+            info = {"acq_value": nan, "mean": nan, "bonus": nan, "ball_max": nan,
+                    "duplicates_replaced": jnp.zeros((), jnp.int32)}
             return x, info, jnp.full((), jnp.nan, dtype)
 
         def phase2(_):

@@ -279,11 +279,8 @@ def select_by_bic(shared: _Model):
     ARD fit's mean ``log_ell`` (and the restarts); both fits use the same steps and restarts
     (``fit_hyperparameters``).
 
-    The steps run one after another, never side by side: the shared fit depends on the ARD fit
-    through its start, and both criteria come from one batched evaluation. Under ``jax.vmap``
-    (many seeds) two independent fits are two batched Cholesky calls that XLA may run at once,
-    and jaxlib's CPU LAPACK kernels then deadlock its thread pool (``ntkbo.experiments.runner.
-    default_block``): 8 vmapped seeds on Branin hung with the two fits independent."""
+    The steps run one after another: the shared fit depends on the ARD fit through its start,
+    and both criteria come from one batched evaluation."""
 
     def fit(model, params, data, *, num_steps, jitter=None, restarts=True):
         p_ard, v_ard = fit_hyperparameters(model, params, data, num_steps=num_steps,
@@ -429,34 +426,43 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
             local = jnp.clip(local + 0.02 * jax.random.normal(k_pert, local.shape, local.dtype),
                              0.0, 1.0)
             cand = jnp.concatenate([sobol, local])
+            observed = jnp.where(m[:, None], data.x, jnp.nan)
             mu, cov = G.predict(kernel, post, cand, full_cov=True)
             # (q, n); over ~1000 candidates in float32 the first Cholesky may fail: the jitter
             # grows (counted in info["ts_retries"]) rather than every draw being NaN.
             draws, retries = acq.joint_normal_draws(k_draw, mu, cov, num_samples=q)
             values = acq.posterior_mean(draws)  # maximise -f (a non-finite draw: -inf)
-            # Draw j takes its best candidate not taken by draws < j, so a batch never repeats a point.
+            # Draw j takes its best candidate not taken by draws < j, so a batch never repeats a point,
+            # and never an observed point while another candidate has a finite draw.
             taken = jnp.zeros(cand.shape[0], bool)
-            picks = []
+            dup = optimize.near_observed(cand, observed, unit)
+            picks, replaced = [], []
             for j in range(q):
-                i = jnp.argmax(jnp.where(taken, -jnp.inf, values[j]))
+                v = jnp.where(taken, -jnp.inf, values[j])
+                i, r = optimize.argmax_distinct(v, dup)
                 taken = taken.at[i].set(True)
                 picks.append(i)
+                replaced.append(r)
             i = jnp.stack(picks)
-            info = {"acq_value": values[jnp.arange(q), i], "ts_retries": retries}
+            info = {"acq_value": values[jnp.arange(q), i], "ts_retries": retries,
+                    "duplicates_replaced": jnp.sum(jnp.stack(replaced)).astype(jnp.int32)}
             return from_unit(cand[i], state.bounds), info
         # No successful evaluation yet (all failed): EI and PI have no incumbent. Take the prior
         # mean (0 in standardised units) as the incumbent, so the acquisition stays finite and
         # prefers uncertain points, and count the round in info["acq_fallback"].
         no_incumbent = ~jnp.any(m)
         best = jnp.where(no_incumbent, 0.0, jnp.min(jnp.where(m, data.y, jnp.inf)))
-        zs, vals = [], []
+        zs, vals, replaced = [], [], []
         for j in range(q):
             key, sub = jax.random.split(key)
             fn = _acquisition_fn(acquisition, post, kernel, best, beta, xi, log_ei)
-            z, val, _ = optimize.maximize_acquisition(
+            # The points observed and those taken for this batch (kriging believer): none again.
+            observed = jnp.where(D.mask(data)[:, None], data.x, jnp.nan)
+            z, val, opt_info = optimize.maximize_acquisition(
                 sub, fn, unit, num_candidates=num_candidates, num_restarts=num_restarts,
-                x_best=starts, num_steps=num_steps)
+                x_best=starts, num_steps=num_steps, observed=observed)
             zs.append(z)
+            replaced.append(opt_info.replaced)
             vals.append(jnp.exp(val) if acquisition == "ei" and log_ei else val)
             if j + 1 < q:  # kriging believer: condition on the posterior mean at z
                 fantasy = G.mean(kernel, post, z[None])
@@ -464,7 +470,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                 data = D.append(data, z[None], fantasy)
                 post = G.append(kernel, post, data, n, 1, lam, jitter=jitter)
         return from_unit(jnp.stack(zs), state.bounds), {
-            "acq_value": jnp.stack(vals), "acq_fallback": no_incumbent.astype(jnp.int32)}
+            "acq_value": jnp.stack(vals), "acq_fallback": no_incumbent.astype(jnp.int32),
+            "duplicates_replaced": jnp.sum(jnp.stack(replaced)).astype(jnp.int32)}
 
     def update(state, x, y):
         n_old = state.data.count

@@ -395,11 +395,12 @@ def neural_greedy(
                                     ys, mask, sigma=sigma, nu=nu, optimizer=optimizer,
                                     num_steps=num_steps, learning_rate=learning_rate,
                                     jitter=jitter)
-            zq, value, _ = optimize.maximize_acquisition(
+            zq, value, opt_info = optimize.maximize_acquisition(
                 k_acq, lambda zc: -fn(embed(zc)), unit, num_candidates=num_candidates,
                 num_restarts=num_restarts, x_best=starts, num_steps=num_acq_steps,
-                method=acq_method, sampler=sampler)
-            return zq, value, l0, l1, ok & jnp.isfinite(value)
+                method=acq_method, sampler=sampler,
+                observed=jnp.where(mask[:, None], z, jnp.nan))
+            return zq, value, l0, l1, ok & jnp.isfinite(value), opt_info.replaced
 
         def greedy(_):
             return jax.vmap(one)(jax.random.split(k_net, q), jax.random.split(k_opt, q))
@@ -407,12 +408,13 @@ def neural_greedy(
         def explore(_):
             zero = jnp.zeros((q,), dtype)
             return (jax.random.uniform(k_rand, (q, d), dtype), zero, zero, zero,
-                    jnp.ones((q,), bool))
+                    jnp.ones((q,), bool), jnp.zeros((q,), bool))
 
         exploring = data.count < num_explore
-        zs, values, l0, l1, ok = jax.lax.cond(exploring, explore, greedy, None)
+        zs, values, l0, l1, ok, replaced = jax.lax.cond(exploring, explore, greedy, None)
         info = {"acq_value": values, "loss_start": l0, "loss": l1, "train_ok": ok,
-                "explore": exploring}
+                "explore": exploring,
+                "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
         return from_unit(zs, state.bounds), info
 
     return Algorithm(init, suggest, update)

@@ -350,7 +350,7 @@ def neural_linear(
         mask, z, ys, unit = unit_view(state.data, state.bounds, y_transform)
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts,
                    x_best=best_points(z, ys, mask, NUM_BEST), num_steps=num_acq_steps,
-                   method=acq_method)
+                   method=acq_method, observed=jnp.where(mask[:, None], z, jnp.nan))
         post = state.blr
 
         def moments(p, zc):
@@ -363,7 +363,8 @@ def neural_linear(
                 w = post.mean + linalg.solve_triangular(post.chol, eps, lower=True, trans="T")
                 return -features(state.params, zc) @ w
 
-            zq, values, _ = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)
+            zq, values, opt_info = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)
+            replaced = opt_info.replaced
             mu, sd = moments(post, zq)
         else:
             # No successful evaluation yet: the prior mean (0, standardised) is the incumbent, so
@@ -379,17 +380,19 @@ def neural_linear(
                     mu, sd = moments(p, zc)
                     return A.log_expected_improvement(mu, sd, best)
 
-                zq, value, _ = optimize.maximize_acquisition(k, log_ei, unit, **opt)
+                zq, value, opt_info = optimize.maximize_acquisition(k, log_ei, unit, **opt)
                 mu, sd = moments(p, zq[None])
                 phi = features(state.params, zq[None])[0]
                 # Kriging believer: y_j = mu_j leaves m_N unchanged; A += beta phi phi^T.
                 chol = _rank_one(chol, jnp.sqrt(post.beta) * phi)
-                return (chol, jnp.minimum(best, mu[0])), (zq, value, mu[0], sd[0])
+                return (chol, jnp.minimum(best, mu[0])), (zq, value, mu[0], sd[0],
+                                                          opt_info.replaced)
 
-            _, (zq, values, mu, sd) = jax.lax.scan(choose, (post.chol, best0),
-                                                   jax.random.split(key, q))
+            _, (zq, values, mu, sd, replaced) = jax.lax.scan(choose, (post.chol, best0),
+                                                             jax.random.split(key, q))
         info = {"acq_value": values, "mean": mu, "std": sd, "alpha": post.alpha,
-                "beta": post.beta, "train_loss": state.train_loss, "train_ok": state.train_ok}
+                "beta": post.beta, "train_loss": state.train_loss, "train_ok": state.train_ok,
+                "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
         if acquisition == "ei":
             info["acq_fallback"] = no_incumbent.astype(jnp.int32)
         return from_unit(zq, state.bounds), info

@@ -262,7 +262,8 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         mask, z, ys, unit = unit_view(state.data, state.bounds, y_transform)
         starts = best_points(z, ys, mask, NUM_BEST)
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts, x_best=starts,
-                   num_steps=num_acq_steps, method=acq_method)
+                   num_steps=num_acq_steps, method=acq_method,
+                   observed=jnp.where(mask[:, None], z, jnp.nan))
         nu_t = jnp.asarray(nu, dtype)
 
         if style == "ts":
@@ -278,9 +279,10 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
                 h, s = moments(zc)
                 return -(h + s * jax.random.normal(k, h.shape, dtype))
 
-            zq, values, _ = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)
+            zq, values, opt_info = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)
             h, s = moments(zq)
-            info = {"acq_value": values, "mean": h, "std": s}
+            info = {"acq_value": values, "mean": h, "std": s,
+                    "duplicates_replaced": jnp.sum(opt_info.replaced).astype(jnp.int32)}
         else:
             cap = state.g_obs.capacity
             g_ext = jnp.concatenate([state.g_obs.x, jnp.zeros((q,) + state.g_obs.x.shape[1:],
@@ -300,7 +302,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
                     h, bonus, _ = parts(zc)
                     return bonus - h
 
-                zq, value, _ = optimize.maximize_acquisition(k, lcb, unit, **opt)
+                zq, value, opt_info = optimize.maximize_acquisition(k, lcb, unit, **opt)
                 h, bonus, g = parts(zq[None])
                 # Believer step (module docstring): x_j's feature joins U.
                 if u == "full":
@@ -308,11 +310,13 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
                     m_ext = m_ext.at[cap + j].set(True)
                 else:
                     u_diag = u_diag + g[0] ** 2
-                return (g_ext, m_ext, u_diag, j + 1), (zq, value, h[0], bonus[0])
+                return (g_ext, m_ext, u_diag, j + 1), (zq, value, h[0], bonus[0],
+                                                      opt_info.replaced)
 
-            _, (zq, values, h, bonus) = jax.lax.scan(
+            _, (zq, values, h, bonus, replaced) = jax.lax.scan(
                 choose, (g_ext, m_ext, state.u_diag, 0), jax.random.split(key, q))
-            info = {"acq_value": values, "mean": h, "bonus": bonus}
+            info = {"acq_value": values, "mean": h, "bonus": bonus,
+                    "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
         info.update(nu=nu_t, train_loss=state.train_loss, train_ok=state.train_ok)
         return from_unit(zq, state.bounds), info
 
