@@ -15,7 +15,7 @@ all-gathers every seed onto every device for them; see ``program``.)
 A device takes ``block`` seeds per call of the compiled program (``block=None``: all its seeds in
 one call); the host calls it until every seed has run; the keys are padded to a multiple of
 ``n_devices * block`` and the padding is dropped. ``default_block`` picks 1 on CPU devices, where
-jaxlib 0.10's batched LAPACK kernels can hang; the block used is in each cell's meta.
+vmapped seeds gain nothing; the block used is in each cell's meta.
 
 Identical values on any number of devices, for a fixed block: ``vmap`` adds a batch axis that no
 operation reduces over, and a device runs the same per-device program (``block`` seeds) whatever the
@@ -147,17 +147,13 @@ def default_block(mesh) -> int | None:
     """``1`` on CPU devices (one seed per call of the compiled program), else ``None`` (all of a
     device's seeds vmapped at once).
 
-    Why: jaxlib 0.10's batched LAPACK kernels (Cholesky, triangular solves: every GP model) split a
-    batch into chunks scheduled on XLA:CPU's intra-op thread pool, one thread per core, and block
-    until they finish (``ParallelBatchMap`` in ``jaxlib/cpu/lapack_kernels.cc``). When as many
-    such calls run at once as the pool has threads, every pool thread waits for chunks that no
-    thread is left to run, and the program hangs: seen with 4 forced devices on 2 cores, and with
-    one device when a program runs several independent batched factorisations side by side
-    (constrained EI's three GPs on ``ackley_constrained``, 5 seeds: asleep for 40 minutes; with
-    one seed per call the cell ran). A batch of one matrix runs inline, so it cannot hang. On CPU
-    this costs nothing measurable: vmapped seeds do the loop's work there
-    (``benchmarks/README.md``, issue 16). (The parallel path is compiled out of open-source
-    jaxlib 0.11.)"""
+    Why one seed on CPU: vmapped seeds gain nothing there. XLA:CPU runs a vmapped step's work on
+    the same cores a single seed already keeps busy (64 seeds at budget 300 on 2 cores: ``ntk_gp``
+    0.99 times a loop's throughput, ``neural_bo`` 0.57 times; ``benchmarks/results/vmap_budget300.md``),
+    while one program per seed keeps every cell's values independent of how many seeds share a
+    call. (Vmapped seeds no longer deadlock on CPU: ``ntkbo.linalg`` factorises one matrix per
+    LAPACK call there; ``benchmarks/vmap_stress.py``.) On GPUs, where a batch of seeds fills the
+    device, every seed of a device runs in one call."""
     devices = list(mesh.devices.flat)
     return 1 if devices[0].platform == "cpu" else None
 
