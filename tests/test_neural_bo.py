@@ -15,6 +15,7 @@ import pytest
 from flax import serialization
 
 import ntkbo
+from algo_checks import assert_distinct
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.algorithms.neural_bo import (
@@ -260,6 +261,7 @@ def test_minimize_default(default_algo):
     assert r.x.shape == (BUDGET, 2) and np.all(np.isfinite(r.y))
     lo, hi = np.asarray(BRANIN.bounds)
     assert np.all(r.x >= lo) and np.all(r.x <= hi)
+    assert_distinct(r.x, BRANIN.bounds)
     assert len({tuple(row) for row in np.asarray(r.x)}) > BUDGET // 2  # it moves around
     info = r.info
     rounds = BUDGET - 3
@@ -560,6 +562,17 @@ def test_thompson_select_is_each_draws_argmin():
     np.testing.assert_allclose(info["std"], nu * np.sqrt(np.maximum(var[expect], 0.0)),
                                rtol=1e-15)
     assert float(info["nu"]) == nu
+    assert int(info["duplicates_replaced"]) == 0
+    # Observed candidates: draw 0's minimiser marked as one, it takes its best other candidate;
+    # the other draws keep theirs. Mutation checked: ignoring ``duplicate`` fails here.
+    dup = np.zeros(n, bool)
+    dup[expect[0]] = True
+    i, info = jax.jit(thompson_select)(mu, var, jnp.asarray(nu), eps, jnp.asarray(dup))
+    second = np.argmin(np.where(dup, np.inf, draw[0]))
+    want = [second] + [e if e != expect[0] else np.argmin(np.where(dup, np.inf, draw[j]))
+                       for j, e in enumerate(expect[1:], 1)]
+    np.testing.assert_array_equal(i, want)
+    assert int(info["duplicates_replaced"]) == sum(e == expect[0] for e in expect)
 
 
 # ---- training options of the authors' recipe, presets (issue 15 items 4-5) ------------------------

@@ -777,7 +777,7 @@ def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: 
     return map_chunks(moments, zc, chunk_size or max(1, CHUNK_ENTRIES // max(row, 1)))
 
 
-def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array):
+def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array, duplicate=None):
     """Thompson sampling over a candidate set (Alg. 1 lines 4-5, for minimisation): the draws
     ``f~_j(c) = h(c) + nu_t sigma(c) eps_jc``, ``sigma = sqrt(max(var, 0))``, independent per
     point (the paper's Lemma 2), and each draw's minimiser, i.e. the argmax of the acquisition
@@ -787,17 +787,22 @@ def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array):
       mu: ``(n,)`` the network mean at the candidates; ``var`` ``(n,)`` the variance ``sigma^2``.
       nu_t: ``()`` the exploration scale.
       eps: ``(q, n)`` standard normal numbers, one row per draw.
+      duplicate: optional ``(n,)`` bool, the candidates that are observed points: a draw whose
+        minimiser is one takes its best candidate that is not (``ntkbo.optimize.argmax_distinct``).
 
     Returns:
       ``(i, info)``: ``i`` ``(q,)`` the chosen candidates' indices and ``info`` the dict of
       ``acq_value`` ``(q,)`` (``-f~_j`` at its maximiser), ``mean`` ``(q,)`` (``h`` there), ``std``
-      ``(q,)`` (``nu_t sigma`` there) and ``nu`` ``()``.
+      ``(q,)`` (``nu_t sigma`` there), ``nu`` ``()`` and ``duplicates_replaced`` ``()``.
     """
     sigma = jnp.sqrt(jnp.maximum(var, 0.0))
     values = -(mu + nu_t * sigma * eps)
-    i = jnp.argmax(values, axis=-1)
+    if duplicate is None:
+        duplicate = jnp.zeros(values.shape[-1], bool)
+    i, replaced = jax.vmap(lambda v: optimize.argmax_distinct(v, duplicate))(values)
     info = {"acq_value": values[jnp.arange(eps.shape[0]), i], "mean": mu[i],
-            "std": nu_t * sigma[i], "nu": nu_t}
+            "std": nu_t * sigma[i], "nu": nu_t,
+            "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
     return i, info
 
 
@@ -1076,10 +1081,12 @@ def neural_bo(
         if thompson == "pathwise":
             noise = jax.random.normal(k_noise, (num_perturbations * d,), state.bounds.dtype)
             cand = candidates(k_cand, z, ys, m, noise, **cand_opts)
-            zs, values = pathwise_select(k_noise, apply_fn, state, theta_feat, z, m, cand, nu_t)
+            zs, values, replaced = pathwise_select(k_noise, apply_fn, state, theta_feat, z, m,
+                                                   cand, nu_t)
             mu, var = post(zc=zs)
             info = {"acq_value": values, "mean": mu,
-                    "std": nu_t * jnp.sqrt(jnp.maximum(var, 0.0)), "nu": nu_t}
+                    "std": nu_t * jnp.sqrt(jnp.maximum(var, 0.0)), "nu": nu_t,
+                    "duplicates_replaced": replaced}
         else:
             # One normal draw for the perturbations and the Thompson noise (each random-number
             # call site costs about a second of XLA compile time on CPU).
@@ -1087,7 +1094,10 @@ def neural_bo(
                                       state.bounds.dtype)
             cand = candidates(k_cand, z, ys, m, noise[: num_perturbations * d], **cand_opts)
             mu, var = post(zc=cand)
-            i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n))
+            unit = unit_box(z.shape[-1], z.dtype)
+            dup = optimize.near_observed(cand, jnp.where(m[:, None], z, jnp.nan), unit)
+            i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n),
+                                      dup)
             zs = cand[i]
         info.update(train_loss=state.train_loss, train_ok=state.train_ok,
                     train_r2=state.train_r2)
@@ -1095,20 +1105,23 @@ def neural_bo(
 
     def pathwise_select(key, apply_fn, state, theta_feat, z, m, cand, nu_t):
         """``q`` joint draws (``pathwise_direction``), each minimised over ``cand`` then refined
-        (``ntkbo.optimize.maximize_over_candidates`` on ``-f~``): ``(zs (q, d), -f~ (q,))``."""
+        (``ntkbo.optimize.maximize_over_candidates`` on ``-f~``, never at an observed point):
+        ``(zs (q, d), -f~ (q,), replaced ())``."""
         zb = embed(z, input_map)
         unit = unit_box(z.shape[-1], z.dtype)
-        zs, values = [], []
+        zs, values, replaced = [], [], []
         for k in jax.random.split(jax.random.fold_in(key, 1), q):
             v = pathwise_direction(k, apply_fn, theta_feat, state.u, zb, m, lam,
                                    uncertainty=uncertainty, jitter=jitter)
             acq = lambda zc, v=v: -pathwise_draw(apply_fn, state.params, theta_feat, v,  # noqa: E731
                                                  zc, nu_t, input_map)
-            zj, val, _ = optimize.maximize_over_candidates(
+            zj, val, opt_info = optimize.maximize_over_candidates(
                 acq, unit, cand, num_restarts=num_restarts, num_steps=num_acq_steps,
-                method=acq_method, chunk_size=chunk_size)
+                method=acq_method, chunk_size=chunk_size,
+                observed=jnp.where(m[:, None], z, jnp.nan))
             zs.append(zj)
             values.append(val)
-        return jnp.stack(zs), jnp.stack(values)
+            replaced.append(opt_info.replaced)
+        return jnp.stack(zs), jnp.stack(values), jnp.sum(jnp.stack(replaced)).astype(jnp.int32)
 
     return Algorithm(init, suggest, update)
