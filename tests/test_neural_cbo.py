@@ -27,22 +27,32 @@ def test_select_takes_the_best_ei_among_the_optimistically_feasible():
     # with log EI = -inf, the fallback without the per-constraint scales s_k.
     log_ei = jnp.array([5.0, 1.0, 3.0, -jnp.inf])
     lcb = jnp.array([[1.0, -1.0], [-1.0, 0.0], [-2.0, -3.0], [-1.0, -1.0]])
-    i, ok = ncbo.select(log_ei, lcb, jnp.ones(2))
+    i, ok, _ = ncbo.select(log_ei, lcb, jnp.ones(2))
     # candidate 0 has the largest EI but LCB_1 > 0; of 1, 2, 3 (LCB <= 0, 0 included) 2 is best
     assert int(i) == 2 and bool(ok)
     # LCB = 0 is feasible (Alg. 3: LCB_k <= 0): the larger EI at LCB exactly 0 wins
-    i, ok = ncbo.select(jnp.array([1.0, 5.0]), jnp.array([[-1.0], [0.0]]), jnp.ones(1))
+    i, ok, _ = ncbo.select(jnp.array([1.0, 5.0]), jnp.array([[-1.0], [0.0]]), jnp.ones(1))
     assert int(i) == 1 and bool(ok)
     # a feasible candidate with log EI = -inf still beats infeasible ones
-    i, ok = ncbo.select(jnp.array([0.0, -jnp.inf]), jnp.array([[1.0], [-1.0]]), jnp.ones(1))
+    i, ok, _ = ncbo.select(jnp.array([0.0, -jnp.inf]), jnp.array([[1.0], [-1.0]]), jnp.ones(1))
     assert int(i) == 1 and bool(ok)
     # none feasible: the smallest sum_k [LCB_k / s_k]^+; with s = (10, 1) the sums are
     # (0.3, 1.4, 1.2), with s = (1, 10) they are (3, 4.1, 2.1)
     lcb = jnp.array([[3.0, -1.0], [4.0, 1.0], [2.0, 1.0]])
-    i, ok = ncbo.select(jnp.zeros(3), lcb, jnp.array([10.0, 1.0]))
+    i, ok, _ = ncbo.select(jnp.zeros(3), lcb, jnp.array([10.0, 1.0]))
     assert int(i) == 0 and not bool(ok)
-    i, ok = ncbo.select(jnp.zeros(3), lcb, jnp.array([1.0, 10.0]))
+    i, ok, _ = ncbo.select(jnp.zeros(3), lcb, jnp.array([1.0, 10.0]))
     assert int(i) == 2 and not bool(ok)
+    # an observed candidate is passed over by the same rule: without 2, the best feasible EI is
+    # candidate 1's; with none feasible, the next least violating (2 observed: 0). Mutation checked:
+    # ignoring ``duplicate`` fails both.
+    i, ok, r = ncbo.select(log_ei, jnp.array([[1.0, -1.0], [-1.0, 0.0], [-2.0, -3.0],
+                                              [-1.0, -1.0]]), jnp.ones(2),
+                           jnp.array([False, False, True, False]))
+    assert int(i) == 1 and bool(ok) and bool(r)
+    i, ok, r = ncbo.select(jnp.zeros(3), lcb, jnp.array([1.0, 10.0]),
+                           jnp.array([False, False, True]))
+    assert int(i) == 0 and not bool(ok) and bool(r)
 
 
 def test_incumbent_ranges_over_the_observed_feasible_points():

@@ -10,6 +10,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import ntkbo
+from algo_checks import assert_distinct
 from ntkbo import data as D
 from ntkbo import gp as G
 # The module (``ntkbo.algorithms.sto_bnts`` the attribute is the factory function of the same name).
@@ -365,7 +366,9 @@ def test_sto_bnts_runs_on_branin(branin_runs):
     assert r.x.shape == (15, 2) and np.all(r.x >= lo) and np.all(r.x <= hi)
     assert np.all(np.isfinite(r.y))
     rounds = (15 - 3) // 2
-    assert set(r.info) == {"acq_value", "loss_start", "loss", "grad_norm", "train_ok", "beta"}
+    assert set(r.info) == {"acq_value", "loss_start", "loss", "grad_norm", "train_ok", "beta",
+                           "duplicates_replaced"}
+    assert_distinct(r.x, BRANIN.bounds)
     for name in ("acq_value", "loss_start", "loss", "grad_norm", "train_ok"):
         assert r.info[name].shape == (rounds, 2), name
     assert r.info["beta"].shape == (rounds,)

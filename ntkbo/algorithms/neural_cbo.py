@@ -107,7 +107,7 @@ from ntkbo.validation import check_bounds
 from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import gp as G
-from ntkbo import qmc
+from ntkbo import optimize, qmc
 from ntkbo.algorithms.observations import from_unit, standardize, to_unit, unit_box
 from ntkbo.algorithms.neural_bo import (embed, extend_dual_factor, gd_learning_rate,
                                         gram_variance, input_dim, paper_W_std, train)
@@ -189,25 +189,38 @@ def lower_confidence_bound(mean: Array, sigma: Array, beta: Array, slack=0.0) ->
     return mean - beta * sigma - slack
 
 
-def select(log_ei: Array, lcb: Array, scale: Array) -> tuple[Array, Array]:
+def select(log_ei: Array, lcb: Array, scale: Array, duplicate=None
+           ) -> tuple[Array, Array, Array]:
     """Algorithm 3 line 4 with the empty-set rule (module docstring).
 
     Args:
       log_ei: ``(n,)`` log EI of the objective at the candidates.
       lcb: ``(n, K)`` constraint LCBs (original units).
       scale: ``(K,)`` positive scales of the constraints (the violation's weights).
+      duplicate: optional ``(n,)`` bool, the candidates that are observed points: if the rule
+        chooses one, the same rule among the other candidates chooses instead.
 
     Returns:
-      ``(i, any_feasible)``: the chosen index and whether some candidate had every ``LCB <= 0``.
+      ``(i, any_feasible, replaced)``: the chosen index, whether some candidate had every
+      ``LCB <= 0``, and whether an observed candidate was passed over.
     """
     feasible = jnp.all(lcb <= 0, axis=-1)
     any_feasible = jnp.any(feasible)
     big = jnp.finfo(log_ei.dtype).max
-    # a feasible candidate always beats an infeasible one, even where log EI = -inf (sigma = 0)
-    score = jnp.where(feasible, jnp.where(jnp.isfinite(log_ei), log_ei, -big), -jnp.inf)
     viol = jnp.sum(jnp.maximum(lcb / scale, 0.0), axis=-1)
-    i = jnp.where(any_feasible, jnp.argmax(score), jnp.argmin(viol))
-    return i, any_feasible
+
+    def rule(allowed):
+        ok = feasible & allowed
+        # a feasible candidate always beats an infeasible one, even where log EI = -inf (sigma 0)
+        score = jnp.where(ok, jnp.where(jnp.isfinite(log_ei), log_ei, -big), -jnp.inf)
+        return jnp.where(jnp.any(ok), jnp.argmax(score),
+                         jnp.argmin(jnp.where(allowed, viol, jnp.inf)))
+
+    i = rule(jnp.ones_like(feasible))
+    if duplicate is None:
+        return i, any_feasible, jnp.zeros((), bool)
+    replaced = duplicate[i] & ~jnp.all(duplicate)
+    return jnp.where(replaced, rule(~duplicate), i), any_feasible, replaced
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,8 +473,11 @@ def neural_cbo(
         # constraint LCBs in original units: mean_k + std_k (u_k - beta_k sigma_k - slack)
         lcb_s = lower_confidence_bound(mu[1:], sigma[1:], beta_k[:, None], slack)  # (K, n)
         lcb = (mean[1:, None] + std[1:, None] * lcb_s).T  # (n, K)
-        i, any_feasible = select(log_ei, lcb, std[1:])
+        dup = optimize.near_observed(cand, jnp.where(m[:, None], z, jnp.nan),
+                                     unit_box(z.shape[-1], z.dtype))
+        i, any_feasible, replaced = select(log_ei, lcb, std[1:], dup)
         info = {
+            "duplicates_replaced": replaced.astype(jnp.int32),
             "acq_value": log_ei[i][None],
             "mean": mu[0, i][None],
             "std": sigma[0, i][None],

@@ -627,11 +627,12 @@ def pinn_bo(
         def acq(xs):  # maximise -h (Algorithm 4 line 6: argmin of the trained network)
             return -apply_fn(state.params, to_cube(xs, bounds))[:, 0]
 
-        x, value, _ = maximize_acquisition(
+        x, value, opt_info = maximize_acquisition(
             key, acq, bounds, num_candidates=num_candidates, num_restarts=num_restarts,
             x_best=best_points(state.data.x, state.data.y, D.mask(state.data), num_restarts),
-            num_steps=acq_steps, method=method)
-        info = {"mean": -value, "train_loss": state.train_loss, "train_ok": state.train_ok}
+            num_steps=acq_steps, method=method, observed=_observed(state.data))
+        info = {"mean": -value, "train_loss": state.train_loss, "train_ok": state.train_ok,
+                "duplicates_replaced": opt_info.replaced.astype(jnp.int32)}
         return x[None, :], info
 
     return Algorithm(init, suggest, update)
@@ -639,6 +640,11 @@ def pinn_bo(
 
 # ---------------------------------------------------------------------------------------------
 # The exact-kernel counterpart.
+
+
+def _observed(data: D.Data) -> Array:
+    """``(C, d)`` the evaluated inputs, NaN on padding (``ntkbo.optimize``'s ``observed``)."""
+    return jnp.where(D.mask(data)[:, None], data.x, jnp.nan)
 
 
 class PinnGPState(NamedTuple):
@@ -775,12 +781,13 @@ def pinn_ntk_gp(
                 return -(mu - s)
             return -mu
 
-        x, _, _ = maximize_acquisition(
+        x, _, opt_info = maximize_acquisition(
             k_acq, acq, bounds, num_candidates=num_candidates, num_restarts=num_restarts,
             x_best=best_points(data.x, data.y, D.mask(data), num_restarts), num_steps=acq_steps,
-            method=method)
+            method=method, observed=_observed(data))
         mu, s = moments(x[None, :])
-        info = {"mean": mu[0], "std": s[0], "nu": nu_t, "interaction_gain": gain}
+        info = {"mean": mu[0], "std": s[0], "nu": nu_t, "interaction_gain": gain,
+                "duplicates_replaced": opt_info.replaced.astype(jnp.int32)}
         return x[None, :], info
 
     return Algorithm(init, suggest, update)

@@ -751,16 +751,18 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
                 fn = trained_member_fn(optimizer)
                 sample = lambda zc: fn(  # noqa: E731
                     apply_fn, theta, theta0, theta0p, embed(zc), beta_t)
-            zq, value, _ = optimize.maximize_acquisition(
+            zq, value, opt_info = optimize.maximize_acquisition(
                 k_acq, lambda zc: -sample(zc), unit, num_candidates=num_candidates,
                 num_restarts=num_restarts, x_best=starts, num_steps=num_acq_steps,
-                method=acq_method)
+                method=acq_method, observed=jnp.where(mask[:, None], z, jnp.nan))
             ok = train_ok & jnp.isfinite(value)
-            return zq, value, l0, l1, gn, ok
+            return zq, value, l0, l1, gn, ok, opt_info.replaced
 
-        zs, values, l0, l1, gn, ok = jax.vmap(one)(*member_keys(key, state.seed, q, fixed_key))
+        zs, values, l0, l1, gn, ok, replaced = jax.vmap(one)(
+            *member_keys(key, state.seed, q, fixed_key))
         info = {"acq_value": values, "loss_start": l0, "loss": l1, "grad_norm": gn,
-                "train_ok": ok, "beta": beta_t}
+                "train_ok": ok, "beta": beta_t,
+                "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
         return from_unit(zs, state.bounds), info
 
     return Algorithm(init, suggest, update)
