@@ -34,6 +34,15 @@ Scales: ``full`` 100 evaluations per run; ``cpu`` 60; ``smoke`` 8 evaluations of
 3 seeds (the tests). The ``algorithms`` are every registered name that runs on a plain problem (no
 constraints, no PDE), aliases (``ALIASES``: ``gp`` is ``gp_ei``, ...) once.
 
+Low-budget panel (``--panel low_budget``): where users start. The dev suite's problems with
+``d <= 6``, one run of budget 40 per seed read at budgets 20, 30 and 40 (its best-so-far curve),
+the library's default initial design (``n_init`` unset: ``ntkbo.loop.default_n_init``), 16 keys
+``PRNGKey(200000 + i)`` (``PANEL_KEYS``: no tuning and no other table used them). At each budget
+an algorithm passes a problem when its mean best value is below random search's, one-sided Welch,
+BH over all (algorithm, problem) pairs of that budget at 0.05; the table lists every failure::
+
+    python benchmarks/defaults.py --panel low_budget --out benchmarks/results/low-budget-cpu
+
 Constrained algorithms (``--suite dev_constrained``): the same protocol on
 ``suite("dev_constrained")`` (Neural-CBO's four synthetic problems, moved off the centre) with the
 algorithms that model black-box constraints (Neural-CBO, constrained EI) and random search. The value is the
@@ -96,6 +105,11 @@ def _check_suite(suite: str) -> None:
 
 #: The key ranges of ``ntkbo.benchmarks.suites``: tune on one, report on the other.
 KEY_RANGES = {"reporting": suites.REPORTING_KEYS, "tuning": suites.TUNING_KEYS}
+#: The low-budget panel's keys: fresh, disjoint from both ranges above.
+PANEL_KEYS = range(200000, 201000)
+#: The low-budget panel: the dev members with d <= PANEL_MAX_DIM, read at PANEL_BUDGETS.
+PANEL_MAX_DIM = 6
+PANEL_BUDGETS = (20, 30, 40)
 
 
 def dev_spec(algorithms=None, members=None, name: str | None = None, keys: str = "reporting",
@@ -119,6 +133,99 @@ def dev_spec(algorithms=None, members=None, name: str | None = None, keys: str =
     return S.Spec(name=name or SUITES[suite], algorithms=algos, problems=problems, budget=100,
                   seeds=seeds,
                   seed_offset=KEY_RANGES[keys].start, reference=REFERENCE, scales=scales)
+
+
+def panel_spec(algorithms=None, seeds: int = 16, name: str = "low_budget") -> S.Spec:
+    """The low-budget panel as a ``Spec`` (module docstring): ``algorithms`` (default
+    ``default_algorithms()``) on the dev members with ``d <= PANEL_MAX_DIM``, budget
+    ``max(PANEL_BUDGETS)``, ``n_init`` unset (the library's default), ``seeds`` keys from
+    ``PANEL_KEYS``; its one scale, ``"panel"``."""
+    algorithms = default_algorithms() if algorithms is None else list(algorithms)
+    dev = suites.suite("dev")
+    problems = tuple(S.ProblemSpec(name=f"dev/{m}", label=m) for m, p in dev.items()
+                     if p.dim <= PANEL_MAX_DIM)
+    algos = tuple(a if isinstance(a, S.AlgorithmSpec) else S.AlgorithmSpec(name=a)
+                  for a in algorithms)
+    budget = max(PANEL_BUDGETS)
+    return S.Spec(name=name, algorithms=algos, problems=problems, budget=budget, seeds=seeds,
+                  seed_offset=PANEL_KEYS.start, reference=REFERENCE,
+                  scales={"panel": S.Scale(budget=budget, seeds=seeds)})
+
+
+def panel_table(out: str) -> dict:
+    """The panel's numbers from the cells in ``out``: for each budget of ``PANEL_BUDGETS``, per
+    algorithm and problem the mean normalised regret after that many evaluations, the
+    BH-adjusted p-value of "below random search" (one family per budget) and whether it passed;
+    ``failures``: ``(budget, algorithm, problem, reason)`` for every pair that did not pass."""
+    spec, cells = R.load(out)
+    by_problem: dict = {}
+    for c in cells:
+        by_problem.setdefault(c.problem, {})[c.algorithm] = c
+    algos = R._ordered(sorted({c.algorithm for c in cells}), [REFERENCE])
+    scale = {p: normaliser(ntkbo.benchmarks.get(f"dev/{p}")) for p in by_problem}
+    budgets = {}
+    failures = []
+    for b in PANEL_BUDGETS:
+        finals = {p: {a: c.curve[:, b - 1][np.isfinite(c.curve[:, b - 1])] for a, c in cs.items()}
+                  for p, cs in by_problem.items() if REFERENCE in cs}
+        tests = {(p, a): (p_adj, ok) for p, a, _, p_adj, ok in
+                 stats.table2_rows(finals, REFERENCE, q=ALPHA, alternative="less")}
+        rows = {}
+        for a in algos:
+            rows[a] = {}
+            for p, cs in by_problem.items():
+                if a not in cs:
+                    continue
+                v = np.asarray(cs[a].curve[:, b - 1], float) / scale[p]
+                mean = float(np.nanmean(np.where(np.isfinite(v), v, np.nan)))
+                p_adj, ok = tests.get((p, a), (None, False))
+                rows[a][p] = {"regret": mean, "p_bh": p_adj, "passed": bool(ok)}
+                if a != REFERENCE and (p, a) in tests and not ok:
+                    ref = float(np.nanmean(np.asarray(cs[REFERENCE].curve[:, b - 1], float)
+                                           / scale[p])) if REFERENCE in cs else float("nan")
+                    why = (f"mean {mean:.3g} not below random search's {ref:.3g}" if mean >= ref
+                           else f"mean {mean:.3g} below random search's {ref:.3g}, "
+                                f"not significant (BH p = {p_adj:.2g})")
+                    failures.append((b, a, p, why))
+        budgets[b] = rows
+    return {"budgets": budgets, "failures": failures, "algorithms": algos,
+            "problems": list(by_problem), "seeds": int(next(iter(cells)).curve.shape[0]),
+            "seed_offset": int(((spec or {}).get("seeds") or {}).get("offset",
+                                                                      PANEL_KEYS.start))}
+
+
+def render_panel(t: dict) -> str:
+    """``panel_table``'s numbers as markdown: per budget, mean normalised regret per problem
+    (BH-adjusted p of "below random search" in brackets; a failing pair in bold), then the
+    failures with their reasons."""
+    lines = [f"Low-budget panel: {len(t['problems'])} dev problems with d <= {PANEL_MAX_DIM}, "
+             f"the default initial design, {t['seeds']} keys (PRNGKey({t['seed_offset']} + i)). "
+             f"Passed: mean best value below random search's, one-sided Welch, BH over all "
+             f"pairs of a budget at {ALPHA}.", ""]
+    for b, rows in t["budgets"].items():
+        lines += [f"### Budget {b}", "",
+                  "| algorithm | " + " | ".join(t["problems"]) + " | passed |",
+                  "|---|" + "---|" * (len(t["problems"]) + 1)]
+        for a in t["algorithms"]:
+            cells, passed = [], 0
+            for p in t["problems"]:
+                r = rows[a].get(p)
+                if r is None:
+                    cells.append("")
+                    continue
+                v = f"{r['regret']:.3g}"
+                if r["p_bh"] is not None:
+                    v += f" ({r['p_bh']:.2g})"
+                    v = v if r["passed"] else f"**{v}**"
+                    passed += r["passed"]
+                cells.append(v)
+            ran = sum(p in rows[a] for p in t["problems"])
+            lines.append(f"| {a} | " + " | ".join(cells) + " | "
+                         + ("-" if a == REFERENCE else f"{passed}/{ran}") + " |")
+        lines.append("")
+    lines += ["### Failures", ""]
+    lines += [f"- budget {b}, {a} on {p}: {why}" for b, a, p, why in t["failures"]] or ["- none"]
+    return "\n".join(lines) + "\n"
 
 
 def parse_variant(text: str) -> S.AlgorithmSpec:
@@ -336,6 +443,9 @@ def main(argv=None) -> int:
     parser.add_argument("--variant", action="append", default=None,
                         help="LABEL=NAME[:JSON options], repeated: run these instead of every "
                              "algorithm's defaults (random search is always added)")
+    parser.add_argument("--panel", default=None, choices=["low_budget"],
+                        help="the low-budget panel (d <= 6, budgets 20/30/40, the default "
+                             "initial design, PANEL_KEYS) instead of the protocol")
     parser.add_argument("--paired", action="append", default=None, metavar="A:B",
                         help="also compare A with B paired by problem (repeatable; written "
                              "under the table)")
@@ -357,6 +467,18 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"--members: unknown {args.suite} members {unknown}; "
                          f"choose from {sorted(suites.suite(args.suite))}")
+    if args.panel:
+        spec = panel_spec(algorithms, seeds=args.seeds)
+        if not args.report_only:
+            only = None if args.only is None else [a for a in args.only.split(",") if a]
+            ntkbo.experiments.run(spec, args.out, "panel", progress=True, only=only,
+                                  command=" ".join([os.path.basename(sys.argv[0])]
+                                                   + sys.argv[1:]))
+        text = render_panel(panel_table(args.out))
+        with open(os.path.join(args.out, "panel.md"), "w") as fh:
+            fh.write(text)
+        print(text)
+        return 0
     spec = dev_spec(algorithms, members=members, keys=args.keys, seeds=args.seeds,
                     suite=args.suite)
     if not args.report_only:

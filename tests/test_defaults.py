@@ -261,3 +261,59 @@ def test_constrained_table_equals_independent_computations(constrained_smoke):
         np.testing.assert_allclose(t["rows"][label]["per_problem"]["branin2"],
                                    (best / t["normaliser"]["branin2"]).mean(), rtol=1e-6)
     assert "constrained dev suite" in D.render(t)
+
+
+# ---- the low-budget panel ------------------------------------------------------------------
+
+
+def test_panel_spec_is_the_users_starting_point():
+    spec = D.panel_spec(["random_search"])
+    dev = suites.suite("dev")
+    assert [p.label for p in spec.problems] == [m for m, p in dev.items() if p.dim <= 6]
+    assert all(p.n_init is None for p in spec.problems) and spec.n_init is None  # the default
+    assert spec.budget == max(D.PANEL_BUDGETS) and spec.seed_offset == D.PANEL_KEYS.start
+    for other in (suites.REPORTING_KEYS, suites.TUNING_KEYS):  # fresh keys
+        assert not set(D.PANEL_KEYS) & set(other)
+    cells = spec.resolve("panel")
+    assert {c.n_init for c in cells} == {ntkbo.loop.default_n_init(
+        ntkbo.benchmarks.get("dev/branin2"), spec.budget)}.union(
+        {ntkbo.loop.default_n_init(ntkbo.benchmarks.get(f"dev/{p.label}"), spec.budget)
+         for p in spec.problems})
+
+
+def test_panel_table_equals_independent_computations(tmp_path):
+    # Random search and the NTK-GP (UCB, the cheapest model to compile) on two problems, 3 seeds.
+    # The numbers are recomputed here from the cells' evaluations with scipy: the best-so-far
+    # regret at each budget, one-sided Welch, Benjamini-Hochberg by hand. Mutations checked:
+    # reading every budget at the last evaluation, or one BH family over all budgets, fail here.
+    out = str(tmp_path / "panel")
+    spec = D.panel_spec(["random_search", E.spec.AlgorithmSpec(name="ntk_gp_ucb", label="ucb")],
+                        seeds=3)
+    spec = dataclasses.replace(spec, problems=spec.problems[:2])
+    ntkbo.experiments.run(spec, out, "panel", devices=jax.devices()[:1], block=1)
+    t = D.panel_table(out)
+    cells = {(r.meta["algorithm"]["label"], r.meta["problem"]["label"]): r
+             for r in map(store.read_cell, store.list_cells(out))}
+    for b in D.PANEL_BUDGETS:
+        raw = {}
+        for p in t["problems"]:
+            scale = D.normaliser(ntkbo.benchmarks.get(f"dev/{p}"))
+            curve = {a: np.minimum.accumulate(
+                np.asarray(cells[(a, p)].f, float), axis=1)[:, b - 1] - float(
+                ntkbo.benchmarks.get(f"dev/{p}").optimum) for a in ("random_search", "ucb")}
+            np.testing.assert_allclose(t["budgets"][b]["ucb"][p]["regret"],
+                                       curve["ucb"].mean() / scale, rtol=1e-9)
+            raw[p] = scipy.stats.ttest_ind(curve["ucb"], curve["random_search"],
+                                           equal_var=False, alternative="less").pvalue
+        ps = np.array([raw[p] for p in t["problems"]])
+        order = np.argsort(ps)
+        adj = np.minimum.accumulate((ps[order] * len(ps) / np.arange(1, len(ps) + 1))[::-1])[::-1]
+        want = np.empty(len(ps))
+        want[order] = np.minimum(adj, 1.0)
+        got = [t["budgets"][b]["ucb"][p]["p_bh"] for p in t["problems"]]
+        np.testing.assert_allclose(got, want, rtol=1e-6)  # stats' t law vs scipy's
+        for p, w in zip(t["problems"], want):
+            failed = (b, "ucb", p) in {f[:3] for f in t["failures"]}
+            assert failed == (not w <= D.ALPHA)  # every pair that did not pass is listed
+    text = D.render_panel(t)
+    assert "### Budget 20" in text and "### Failures" in text
