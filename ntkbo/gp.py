@@ -42,6 +42,7 @@ Everything is jit-able and vmap-able; Cholesky factors with jitter, never explic
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, NamedTuple
 
 import jax
@@ -58,6 +59,18 @@ configure_from_environment()
 
 Array = jax.Array
 Kernel = Callable[[Array, Array], Array]
+
+
+def exact_matmuls(fn):
+    """``fn`` with every matrix product traced inside it (the kernel's included) at
+    ``jax.default_matmul_precision("highest")``: full float32 products on GPUs, whose default
+    for float32 is TF32 (10 mantissa bits), which loses a Gram matrix's small eigenvalues and so
+    its Cholesky factor. No effect on CPU, where float32 products are already exact to rounding."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with jax.default_matmul_precision("highest"):
+            return fn(*args, **kwargs)
+    return wrapped
 
 
 def default_jitter(dtype) -> float:
@@ -88,6 +101,7 @@ def cholesky_solve(chol: Array, b: Array) -> Array:
     return solve_lower(chol, solve_lower(chol, b), trans=True)
 
 
+@exact_matmuls
 def kernel_diag(kernel: Kernel, x: Array) -> Array:
     """``k(x_i, x_i)`` for each row of ``x`` ``(n, d)`` without forming the ``n x n`` matrix."""
     return jax.vmap(lambda xi: kernel(xi[None, :], xi[None, :])[0, 0])(x)
@@ -164,6 +178,7 @@ def _noise(kernel: Kernel, data: Data, m: Array, lam, jitter) -> Array:
     return jnp.asarray(lam, data.y.dtype) + _jitter_value(kd, m, jitter)
 
 
+@exact_matmuls
 def factor(kernel: Kernel, data: Data, lam, *, jitter=None) -> Factor:
     """The ``Factor`` of ``data``'s valid rows under ``kernel`` and noise ``lam`` (``O(C^3)``).
 
@@ -175,6 +190,7 @@ def factor(kernel: Kernel, data: Data, lam, *, jitter=None) -> Factor:
     return Factor(linalg.cholesky(gram))
 
 
+@exact_matmuls
 def factor_append(kernel: Kernel, f: Factor, data: Data, start, q: int, lam, *,
                   jitter=None) -> Factor:
     """``factor(kernel, data, lam)`` by extending ``f``, the factor of ``data``'s first ``start``
@@ -203,6 +219,7 @@ def factor_append(kernel: Kernel, f: Factor, data: Data, start, q: int, lam, *,
     return Factor(cholesky_append(f.chol, start, b, c, floor=floor))
 
 
+@exact_matmuls
 def condition(f: Factor, data: Data, *, prior_mean=0.0) -> Posterior:
     """The ``Posterior`` of ``data`` given its ``Factor`` ``f``: only ``alpha = (K + lam I)^-1
     (y - m)`` is solved (``O(C^2)``), so new targets (re-standardised ``y``) cost no factorisation."""
@@ -212,6 +229,7 @@ def condition(f: Factor, data: Data, *, prior_mean=0.0) -> Posterior:
     return Posterior(data.x, m, f.chol, alpha, jnp.asarray(prior_mean, data.y.dtype))
 
 
+@exact_matmuls
 def fit(kernel: Kernel, data: Data, lam, *, prior_mean=0.0, jitter=None) -> Posterior:
     """Conditions ``GP(prior_mean, kernel)`` on ``data`` with Gaussian noise variance ``lam``.
 
@@ -230,6 +248,7 @@ def fit(kernel: Kernel, data: Data, lam, *, prior_mean=0.0, jitter=None) -> Post
     return condition(factor(kernel, data, lam, jitter=jitter), data, prior_mean=prior_mean)
 
 
+@exact_matmuls
 def cholesky_append(chol: Array, start, b: Array, c: Array, floor=None) -> Array:
     """The Cholesky factor of a masked Gram matrix extended by ``q`` rows written at ``start``.
 
@@ -269,6 +288,7 @@ def cholesky_append(chol: Array, start, b: Array, c: Array, floor=None) -> Array
     return jax.lax.dynamic_update_slice(chol, rows, (start, zero))
 
 
+@exact_matmuls
 def append(kernel: Kernel, post: Posterior, data: Data, start, q: int, lam, *, prior_mean=0.0,
            jitter=None) -> Posterior:
     """``fit(kernel, data, lam)`` by extending ``post``, fitted on ``data``'s first ``start`` rows.
@@ -290,17 +310,20 @@ def _cross(kernel: Kernel, post: Posterior, xs: Array) -> Array:
     return jnp.where(post.mask[None, :], kernel(xs, post.x), 0.0)
 
 
+@exact_matmuls
 def mean(kernel: Kernel, post: Posterior, xs: Array) -> Array:
     """Posterior mean ``(n,)`` at ``xs`` ``(n, d)``."""
     return post.prior_mean + _cross(kernel, post, xs) @ post.alpha
 
 
+@exact_matmuls
 def variance(kernel: Kernel, post: Posterior, xs: Array) -> Array:
     """Posterior variance ``(n,)`` of the latent ``f`` (noise excluded), clipped at zero."""
     v = solve_lower(post.chol, _cross(kernel, post, xs).T)
     return jnp.maximum(kernel_diag(kernel, xs) - jnp.sum(v * v, axis=0), 0.0)
 
 
+@exact_matmuls
 def covariance(kernel: Kernel, post: Posterior, xs: Array, xs2: Array | None = None) -> Array:
     """Posterior covariance ``(n1, n2)`` of the latent ``f`` between ``xs`` and ``xs2``."""
     xs2 = xs if xs2 is None else xs2
@@ -309,12 +332,14 @@ def covariance(kernel: Kernel, post: Posterior, xs: Array, xs2: Array | None = N
     return kernel(xs, xs2) - v1.T @ v2
 
 
+@exact_matmuls
 def predict(kernel: Kernel, post: Posterior, xs: Array, full_cov: bool = False):
     """``(mean (n,), variance (n,))``, or ``(mean, covariance (n, n))`` when ``full_cov``."""
     mu = mean(kernel, post, xs)
     return mu, (covariance(kernel, post, xs) if full_cov else variance(kernel, post, xs))
 
 
+@exact_matmuls
 def sample_gaussian(key, mu: Array, cov: Array, num_samples: int | None = None, jitter=None):
     """Joint draws from ``N(mu, cov)`` via a jittered Cholesky factor.
 
@@ -329,6 +354,7 @@ def sample_gaussian(key, mu: Array, cov: Array, num_samples: int | None = None, 
     return mu + z @ chol.T
 
 
+@exact_matmuls
 def sample(key, kernel: Kernel, post: Posterior, xs: Array, num_samples: int | None = None,
            jitter=None) -> Array:
     """Joint posterior samples of ``f`` at ``xs`` ``(n, d)``: ``(n,)`` or ``(num_samples, n)``."""
@@ -336,6 +362,7 @@ def sample(key, kernel: Kernel, post: Posterior, xs: Array, num_samples: int | N
     return sample_gaussian(key, mu, cov, num_samples, jitter)
 
 
+@exact_matmuls
 def log_marginal_likelihood(kernel: Kernel, data: Data, lam, *, prior_mean=0.0,
                             jitter=None) -> Array:
     """``log p(y | X) = -1/2 r^T (K + lam I)^-1 r - 1/2 log|K + lam I| - n/2 log(2 pi)``.
@@ -375,6 +402,7 @@ class EnsemblePosterior(NamedTuple):
     count: Array
 
 
+@exact_matmuls
 def gd_ensemble(nngp: Kernel, ntk: Kernel, data: Data, lam=0.0, get: str = "ntk"
                 ) -> EnsemblePosterior:
     """Prepares the trained-ensemble posterior of ``get`` in ``{"ntk", "nngp"}``.
@@ -409,6 +437,7 @@ def _spectral(post: EnsemblePosterior, t, factor: float = 1.0) -> Array:
     return (post.evecs * w) @ post.evecs.T
 
 
+@exact_matmuls
 def gd_ensemble_predict(nngp: Kernel, ntk: Kernel, post: EnsemblePosterior, xs: Array, t=jnp.inf,
                         get: str = "ntk", compute_cov: bool = True):
     """Mean ``(n,)`` and covariance ``(n, n)`` at ``xs`` of the trained ensemble at time ``t``.

@@ -294,3 +294,27 @@ def test_solve_lower_and_cholesky_solve_against_scipy():
         # only the lower triangle of the factor is read, by both
         np.testing.assert_allclose(np.tril(g) if argnum == 0 else g,
                                    np.tril(g_ref) if argnum == 0 else g_ref, rtol=1e-10)
+
+
+def test_gp_algebra_traces_exact_float32_matmuls():
+    # On GPUs float32 matrix products default to TF32, which wrecks a Gram matrix's Cholesky
+    # factor; every product traced inside ntkbo.gp (the kernel's included) asks for HIGHEST.
+    # Checked on the lowered program, which is the same on every backend. Mutation checked:
+    # without the exact_matmuls decorator on fit and predict, the products lower with the
+    # default precision and this fails.
+    import re
+
+    def kernel(a, b):  # a linear-plus-RBF kernel whose distances come from matrix products
+        sq = jnp.sum(a**2, -1)[:, None] + jnp.sum(b**2, -1)[None, :] - 2.0 * a @ b.T
+        return a @ b.T + jnp.exp(-0.5 * sq)
+
+    x = jnp.linspace(0.0, 1.0, 12, dtype=jnp.float32).reshape(6, 2)
+    data = D.append(D.empty(8, 2, jnp.float32), x, jnp.sin(x[:, 0]))
+
+    def run(data, xs):
+        post = _gp.fit(kernel, data, 1e-3)
+        return _gp.predict(kernel, post, xs), _gp.log_marginal_likelihood(kernel, data, 1e-3)
+
+    text = jax.jit(run).lower(data, x[:3]).as_text()
+    dots = re.findall(r"stablehlo\.dot_general.*", text)
+    assert len(dots) >= 4 and all("HIGHEST" in d for d in dots), dots
