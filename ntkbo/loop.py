@@ -134,6 +134,32 @@ def validate(problem, budget: int, n_init: int, q: int) -> None:
         raise ValueError("problem must have fn and bounds (see ntkbo.benchmarks.Problem)")
     # shape, finite, lower < upper (values only when concrete: under an outer jit they are tracers)
     check_bounds(bounds, "problem.bounds")
+    check_traceable(problem)
+
+
+#: What JAX raises when a function reads a traced value as a concrete one (numpy, float(), if).
+_NOT_TRACEABLE = (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError,
+                  jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError)
+
+
+def check_traceable(problem) -> None:
+    """Traces ``problem.fn`` on one abstract point (``jax.eval_shape``, nothing runs) and, if it
+    converts its input to numpy or Python values, raises ``TypeError`` naming the way out:
+    ``ntkbo.benchmarks.numpy_problem`` (a host callback) or ``ntkbo.ask_tell``."""
+    bounds = problem.bounds
+    dtype = bounds.dtype if jnp.issubdtype(bounds.dtype, jnp.floating) else jnp.result_type(float)
+    point = jax.ShapeDtypeStruct(bounds.shape[-1:], dtype)
+    try:
+        jax.eval_shape(lambda x: problem.fn(x), point)
+    except _NOT_TRACEABLE as err:
+        name = getattr(problem, "name", "problem")
+        raise TypeError(
+            f"problem.fn of {name!r} is not a JAX function: it turned its traced input into a "
+            f"numpy or Python value ({type(err).__name__}). ntkbo.minimize compiles the whole "
+            "run, so fn must be traceable. For a numpy or simulator objective, wrap it: "
+            "problem = ntkbo.benchmarks.numpy_problem(fn, bounds) (evaluated on the host by "
+            "jax.pure_callback, under jit and vmap), or drive it yourself with ntkbo.ask_tell."
+        ) from None
 
 
 def check_constraints(algo: Algorithm, problem) -> None:

@@ -274,9 +274,9 @@ def test_one_code_path_vmapped_minimize_batches_seeds_into_one_host_call():
     problem = pure.replace(fn=host.host_fn("sphere_host", _sphere_host, d))
     orig = host.evaluate_rows
 
-    def spy(name, evaluate_one, xs, workers=1):
+    def spy(name, evaluate_one, xs, *args):
         rows.append(np.asarray(xs).shape[0])
-        return orig(name, evaluate_one, xs, workers)
+        return orig(name, evaluate_one, xs, *args)
 
     algo = ntkbo.algorithms.random_search()
     keys = jax.random.split(jax.random.PRNGKey(0), 2)

@@ -30,6 +30,7 @@ _LAZY = {
     "suite": ("suites", "suite"), "suite_names": ("suites", "suite_names"),
     "separable_minimum": ("optima", "separable_minimum"),
     "synthetic": ("synthetic", None), "tasks": ("tasks", None),
+    "numpy_problem": ("tasks.host", "numpy_problem"),
 }
 
 
@@ -51,6 +52,7 @@ __all__ = [
     "Problem",
     "get",
     "names",
+    "numpy_problem",
     "relative_noise_std",
     "separable_minimum",
     "suite",

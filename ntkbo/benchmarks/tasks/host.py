@@ -56,7 +56,7 @@ def _point_text(x: np.ndarray) -> str:
     return "[" + ", ".join(repr(float(v)) for v in np.asarray(x, dtype=float).ravel()) + "]"
 
 
-def _checked(name: str, evaluate_one: Callable, x: np.ndarray) -> float:
+def _checked(name: str, evaluate_one: Callable, x: np.ndarray, nan_ok: bool = False) -> float:
     try:
         y = float(evaluate_one(x))
     except TaskError:
@@ -64,14 +64,17 @@ def _checked(name: str, evaluate_one: Callable, x: np.ndarray) -> float:
     except Exception as err:  # any simulator/fit failure: report it with its point
         raise TaskError(f"{name} failed at x = {_point_text(x)}: "
                         f"{type(err).__name__}: {err}") from err
+    if not np.isfinite(y) and nan_ok:
+        return float("nan")  # a failed evaluation: the driver records it and goes on
     if not np.isfinite(y):
         raise TaskError(f"{name} returned {y} at x = {_point_text(x)} (a non-finite value is a "
                         "failed evaluation; ntkbo does not replace it)")
     return y
 
 
-def _run_chunk(name: str, evaluate_one: Callable, xs: np.ndarray) -> np.ndarray:
-    return np.array([_checked(name, evaluate_one, x) for x in xs], dtype=np.float64)
+def _run_chunk(name: str, evaluate_one: Callable, xs: np.ndarray, nan_ok: bool = False
+               ) -> np.ndarray:
+    return np.array([_checked(name, evaluate_one, x, nan_ok) for x in xs], dtype=np.float64)
 
 
 #: The worker pools, by number of workers (created on first use, dropped when one breaks).
@@ -87,18 +90,21 @@ def _pool(workers: int) -> cf.ProcessPoolExecutor:
     return pool
 
 
-def evaluate_rows(name: str, evaluate_one: Callable, xs, workers: int = 1) -> np.ndarray:
+def evaluate_rows(name: str, evaluate_one: Callable, xs, workers: int = 1,
+                  nan_ok: bool = False) -> np.ndarray:
     """``evaluate_one`` at every row of ``xs`` ``(n, d)`` -> float64 ``(n,)``; raises ``TaskError``
-    naming the first failing point. ``workers > 1`` spreads the rows over worker processes
-    (``evaluate_one`` must then be a picklable module-level callable)."""
+    naming the first failing point (with ``nan_ok``, a NaN or infinite value is returned as NaN
+    instead, and only an exception fails). ``workers > 1`` spreads the rows over worker
+    processes (``evaluate_one`` must then be a picklable module-level callable)."""
     xs = np.asarray(xs, dtype=np.float64)
     if xs.ndim != 2:
         raise ValueError(f"xs must have shape (n, d), got {xs.shape}")
     if workers <= 1 or xs.shape[0] <= 1:
-        return _run_chunk(name, evaluate_one, xs)
+        return _run_chunk(name, evaluate_one, xs, nan_ok)
     chunks = np.array_split(xs, min(workers, xs.shape[0]))
     try:
-        futures = [_pool(workers).submit(_run_chunk, name, evaluate_one, c) for c in chunks]
+        futures = [_pool(workers).submit(_run_chunk, name, evaluate_one, c, nan_ok)
+                   for c in chunks]
         return np.concatenate([f.result() for f in futures])  # re-raises a worker's TaskError
     except BrokenProcessPool as err:
         _POOLS.pop(workers).shutdown(wait=False)  # a broken pool refuses every later call
@@ -109,17 +115,21 @@ def evaluate_rows(name: str, evaluate_one: Callable, xs, workers: int = 1) -> np
             "A worker killed for memory ends here too.") from err
 
 
-def host_fn(name: str, evaluate_one: Callable, dim: int, workers: int = 1) -> Callable:
+def host_fn(name: str, evaluate_one: Callable, dim: int, workers: int = 1,
+            nan_ok: bool = False) -> Callable:
     """A JAX function ``x (d,) -> ()`` evaluating ``evaluate_one`` on the host (module docstring).
 
-    Call through ``task_fn`` (cached) so that the same task and options give the same function
-    object, and jitted code taking the ``Problem`` compiles once.
+    ``nan_ok``: a NaN or infinite value is returned as NaN, which ``ntkbo.minimize`` records as a
+    failed evaluation (as it does a JAX objective's NaN), instead of aborting the run with
+    ``TaskError``; an exception raised by ``evaluate_one`` still aborts it. Call through
+    ``task_fn`` (cached) so that the same task and options give the same function object, and
+    jitted code taking the ``Problem`` compiles once.
     """
 
     def callback(x):
         x = np.asarray(x)
         batch = x.shape[:-1]
-        y = evaluate_rows(name, evaluate_one, x.reshape(-1, dim), workers)
+        y = evaluate_rows(name, evaluate_one, x.reshape(-1, dim), workers, nan_ok)
         return y.reshape(batch).astype(x.dtype)
 
     def fn(x):
@@ -135,3 +145,34 @@ def host_fn(name: str, evaluate_one: Callable, dim: int, workers: int = 1) -> Ca
     fn.__qualname__ = name
     fn.__doc__ = f"The host task {name!r} (ntkbo.benchmarks.tasks) at one point x ({dim},)."
     return fn
+
+
+def numpy_problem(fn: Callable, bounds, *, name: str = "objective", workers: int = 1,
+                  optimum: float | None = None, noise_std: float = 0.0):
+    """A ``Problem`` from a numpy (or any non-JAX) objective ``fn(x: ndarray (d,)) -> float``.
+
+    ``fn`` runs on the host through one ``jax.pure_callback`` per batch of points (``host_fn``),
+    so ``ntkbo.minimize`` can compile the run and ``jax.vmap`` it over seeds. A NaN or infinite
+    value is a failed evaluation (recorded, kept out of the model, never the best); an exception
+    raised by ``fn`` aborts the run with ``TaskError`` naming the point. ``workers > 1``
+    evaluates a batch in that many processes (``fn`` must then be picklable, defined at module
+    level, and the script guarded by ``if __name__ == "__main__":``).
+
+    Args:
+      fn: the objective of one point, to minimise.
+      bounds: ``(2, d)`` box, lower row then upper row.
+      name: the problem's name (in results and error messages).
+      optimum: the known minimum, if any (regret is then reported).
+      noise_std: observation noise added by the driver, as for every ``Problem``.
+    """
+    from ntkbo.benchmarks.problem import Problem
+    from ntkbo.validation import check_bounds
+
+    bounds = jnp.asarray(bounds, dtype=jnp.result_type(float))
+    check_bounds(bounds, "bounds")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    return Problem(name=name, fn=host_fn(name, fn, bounds.shape[-1], workers, nan_ok=True),
+                   bounds=bounds, optimum=optimum, noise_std=noise_std)
