@@ -146,6 +146,9 @@ def main(argv=None):
     p.add_argument("--capacities", default="512")
     p.add_argument("--seeds", type=int, default=3, help="seeds per device")
     p.add_argument("--devices", default="1,4", help="forced CPU device counts")
+    p.add_argument("--n-obs", type=int, default=None,
+                   help="observations before the BO steps (default: capacity / 2 + 20, so the "
+                        "buffer would have this capacity without min_capacity)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds per case; then HANG (asleep) or SLOW (computing)")
     p.add_argument("--md", help="also write the table here")
@@ -161,7 +164,7 @@ def main(argv=None):
     names = algorithms.names() if args.algos == "all" else args.algos.split(",")
     rows = []
     for capacity in map(int, args.capacities.split(",")):
-        n_obs = capacity // 2 + 20  # past the previous capacity: the buffer is this size for real
+        n_obs = args.n_obs or capacity // 2 + 20  # default: a buffer of this size for real
         for devices in map(int, args.devices.split(",")):
             for mode in args.modes.split(","):
                 if mode == "ask" and devices > 1:
