@@ -26,7 +26,7 @@ alone differ in the last bits, and Bayesian optimisation amplifies that into dif
 program: ``ntkbo run ... --seed-index I`` re-runs only the block holding seed ``I``, with the same
 keys, block size and chunk, and reproduces its stored trajectory exactly. On CPU the default block
 is one seed per call (``ntkbo.experiments.runner.default_block``; vmapped seeds gain nothing
-there and jaxlib's batched LAPACK can hang), so seed ``I`` is also ``loop.minimize_chunks(algo,
+there), so seed ``I`` is also ``loop.minimize_chunks(algo,
 problem, budget, keys[I:I + 1], n_init=..., chunk=..., min_capacity=...)`` with ``keys =
 jax.random.split(PRNGKey(seed), seeds)``.
 """
@@ -814,7 +814,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="split the CPU into N devices (XLA_FLAGS host platform device count)")
     b.add_argument("--block", type=int, default=None, metavar="B",
                    help="seeds vmapped at once per device (0: all; default: 1 on CPU devices, "
-                   "where batched LAPACK can hang, else all; ntkbo.experiments.runner."
+                   "where vmapped seeds gain nothing, else all; ntkbo.experiments.runner."
                    "default_block)")
     _add_dtype(b, "bench")
     b.add_argument("--float32", action="store_true", help="the same as --dtype float32")
