@@ -299,7 +299,10 @@ def test_report_without_matplotlib_and_unknown_optimum(tmp_path, monkeypatch):
     rep = report_mod.write_report(str(tmp_path), reference="b")
     md = (tmp_path / "report.md").read_text()
     assert "matplotlib is not installed" in md and "![" not in md
-    assert not list(tmp_path.glob("*.png"))
+    assert not list(tmp_path.glob("curves_*")) and rep["figure_files"] == {}
+    # the tables do not need matplotlib (catches: CSV/LaTeX written only along with the figures)
+    assert (tmp_path / "tables" / "final_mystery.csv").exists()
+    assert (tmp_path / "tables" / "table2_algorithm_lower.tex").exists()
     d = rep["problems"]["mystery"]["algorithms"]["a"]
     assert rep["problems"]["mystery"]["kind"] == "f"
     np.testing.assert_allclose(d["mean"], arrays["a"]["f"].min(1).mean(), rtol=1e-12)
@@ -340,3 +343,146 @@ def test_report_keeps_each_dimension_a_problem(tmp_path):
     assert [e["dim"] for e in rep["problems"].values()] == [2, 3]
     md = (tmp_path / "report.md").read_text()
     assert "| ackley d=2 | 2 |" in md and "| ackley d=3 | 3 |" in md
+
+
+# ----------------------------------------------------------------------------------------------
+# Publication output: the figures as PDF and SVG, the tables as CSV and LaTeX
+
+import csv  # noqa: E402
+import re  # noqa: E402
+import xml.etree.ElementTree as ET  # noqa: E402
+
+PROBLEMS = ("branin", "gardner", "hartmann6")
+
+
+@pytest.fixture(scope="module")
+def study_report(tmp_path_factory):
+    """``_study``'s cells and the report written from them once: ``(folder, summary)``."""
+    out = tmp_path_factory.mktemp("study")
+    _study(out)
+    return out, report_mod.write_report(str(out))
+
+
+def _markdown_tables(md):
+    """Every table of report.md with the CSV link that follows it: ``[(name, header, rows)]``, the
+    cells split on ``|`` and stripped."""
+    lines, out, i = md.split("\n"), [], 0
+    while i < len(lines):
+        if not lines[i].startswith("|"):
+            i += 1
+            continue
+        block = []
+        while i < len(lines) and lines[i].startswith("|"):
+            block.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+            i += 1
+        assert set("".join(block[1])) <= {"-"}  # the separator row
+        link = re.search(r"\[CSV\]\(tables/([^)]+)\.csv\)", "\n".join(lines[i:i + 3]))
+        out.append((link and link.group(1), block[0], block[2:]))
+    return out
+
+
+def test_report_figures_pdf_and_svg_beside_png(study_report):
+    """Each problem's figure is saved as curves_<problem>.png, .pdf and .svg and linked from
+    report.md. Catches: writing only PNG (no .pdf/.svg), PNG bytes saved under the .pdf or .svg
+    name (no %PDF, not XML), another figure in the SVG (its title missing), matplotlib's default
+    Type 3 fonts in the PDF (pdf.fonttype 42 dropped)."""
+    out, rep = study_report
+    md = (out / "report.md").read_text()
+    for p in PROBLEMS:
+        assert rep["figures"][p] == f"curves_{p}.png"
+        assert rep["figure_files"][p] == [f"curves_{p}.{f}" for f in ("png", "pdf", "svg")]
+        assert (out / f"curves_{p}.png").read_bytes().startswith(b"\x89PNG")
+        pdf = (out / f"curves_{p}.pdf").read_bytes()
+        assert pdf.startswith(b"%PDF") and b"/Type3" not in pdf
+        svg = (out / f"curves_{p}.svg").read_text()
+        assert ET.fromstring(svg.encode()).tag == "{http://www.w3.org/2000/svg}svg"
+        assert f"{p} (d=2)" in svg  # the title (matplotlib writes each text as a comment)
+        assert f"[PDF](curves_{p}.pdf) and [SVG](curves_{p}.svg)" in md
+
+
+def _shown(x, digits=(3, 4)):
+    """The texts report.md may show for the CSV value ``x`` (3 or 4 significant digits)."""
+    return {f"{float(x):.{d}g}" for d in digits}
+
+
+def test_report_tables_csv_equal_markdown(study_report):
+    """Every markdown table of report.md has a CSV with one header row and the same rows; each
+    number the markdown shows is its CSV value rounded, and the CSV values are report.json's at
+    full precision. Catches: a table written only in markdown (final-value, Table 2 in either
+    direction, Table 1, ranks), a dropped or reordered row, a column shifted, the CSV written from
+    the markdown's rounded text (the exact comparison with report.json), Table 2's T/F flipped
+    in the CSV."""
+    out, rep = study_report
+    md_tables = _markdown_tables((out / "report.md").read_text())
+    names = [n for n, _, _ in md_tables]
+    assert names == [f"final_{p}" for p in PROBLEMS] + [
+        "table2_reference_lower", "table2_algorithm_lower", "table1_ks", "average_ranks"]
+    assert sorted(f.name for f in (out / "tables").glob("*.csv")) == sorted(n + ".csv"
+                                                                            for n in names)
+    for name, header, rows in md_tables:
+        with open(out / "tables" / f"{name}.csv", newline="") as fh:
+            head, *body = list(csv.reader(fh))
+        assert len(body) == len(rows), name
+        for md_row, values in zip(rows, body):
+            c = dict(zip(head, values, strict=True))
+            for h, cell in zip(header, md_row, strict=True):
+                if h in ("algorithm", "problem"):
+                    assert c[h] == cell
+                elif h == "seeds":
+                    n, failed = re.fullmatch(r"(\d+)(?: \(\+(\d+) failed\))?", cell).groups()
+                    assert (int(c["seeds"]), int(c["failed seeds"])) == (int(n), int(failed or 0))
+                elif f"{h} p" in c:  # Table 2: (p, T/F) per algorithm
+                    p, tf = re.fullmatch(r"\((\S+), ([TF])\)", cell).groups()
+                    assert p in _shown(c[f"{h} p"], (3,))
+                    assert c[f"{h} rejected"] == {"T": "True", "F": "False"}[tf]
+                    assert (float(c[f"{h} p_bh"]) <= 0.05) == (tf == "T")
+                elif cell == "—":
+                    assert c[h] == ""
+                else:
+                    assert cell in _shown(c[h]), (name, h, cell, c[h])
+        # full precision: the CSV's floats read back as report.json's
+        if name.startswith("final_"):
+            algos = rep["problems"][name[len("final_"):]]["algorithms"]
+            for row in body:
+                d = algos[row[0]]
+                assert [float(v) for v in row[3:6]] == [d["mean"], d["sd"], d["median"]]
+        if name == "table2_reference_lower":
+            for row in body:
+                for j, a in enumerate(rep["algorithms"][1:]):
+                    w = rep["problems"][row[0]]["algorithms"][a]["vs_reference"]["reference_lower"]
+                    assert [float(v) for v in row[2 + 3 * j:4 + 3 * j]] == [w["p"], w["p_bh"]]
+
+
+def test_report_tables_latex_booktabs(study_report):
+    """Every markdown table of report.md as a booktabs tabular: \\toprule, header, \\midrule, the
+    markdown's rows (same count, same cells once unescaped), \\bottomrule; a column spec per
+    column; underscores escaped. Catches: a table written only in markdown, a rule missing or
+    doubled, a dropped row, labels such as neural_bo written unescaped."""
+    out, _ = study_report
+    md_tables = _markdown_tables((out / "report.md").read_text())
+    assert len(list((out / "tables").glob("*.tex"))) == len(md_tables) == 7
+    for name, header, rows in md_tables:
+        tex = (out / "tables" / f"{name}.tex").read_text()
+        body = [l for l in tex.splitlines() if not l.startswith("%")]
+        assert re.search(r"(?<!\\)_", "\n".join(body)) is None, name  # no bare underscore
+        assert "neural\\_bo" in tex
+        spec = re.fullmatch(r"\\begin\{tabular\}\{([lr]+)\}", body[0]).group(1)
+        assert len(spec) == len(header)
+        assert [l for l in body if l.endswith("rule")] == [r"\toprule", r"\midrule",
+                                                          r"\bottomrule"]
+        top, mid, bottom = (body.index(r) for r in (r"\toprule", r"\midrule", r"\bottomrule"))
+        assert body[-1] == r"\end{tabular}"
+        unescape = lambda l: [x.replace("\\_", "_").replace("---", "—")
+                              for x in l.removesuffix(r" \\").split(" & ")]
+        assert [unescape(l) for l in body[top + 1:mid]] == [header]
+        assert len(body[mid + 1:bottom]) == len(rows), name
+        assert [unescape(l) for l in body[mid + 1:bottom]] == rows
+
+
+def test_latex_escape_special_characters():
+    """Catches: any of LaTeX's special characters left bare (% would comment out the rest of the
+    row, & would add a column), the backslash escaped after the others (their backslashes
+    doubled), the missing-value dash left as a Unicode character."""
+    assert (report_mod.latex_escape(r"a_b 50% x&y $1 #2 {z} ~^ \ <> —")
+            == r"a\_b 50\% x\&y \$1 \#2 \{z\} \textasciitilde{}\textasciicircum{} "
+               r"\textbackslash{} \textless{}\textgreater{} ---")

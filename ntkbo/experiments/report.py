@@ -11,8 +11,14 @@ Reads ``DIR/spec.json`` (optional: its ``reference``, ``scale`` and ``name``) an
   against a baseline such as random search); its Table 1 (KS normality p-values of the final
   values); average ranks across problems;
 - ``DIR/report.json``: the same numbers, machine-readable;
-- ``DIR/curves_<problem>.png`` per problem (matplotlib, the ``plot`` extra; without it the report
-  is written without figures and says so).
+- ``DIR/tables/<table>.csv`` and ``DIR/tables/<table>.tex`` for every table of ``report.md``
+  (their names: ``tables``): the CSV with one header row and the values at full precision
+  (``repr`` of the float, empty where the markdown shows a dash), the LaTeX a booktabs
+  ``tabular`` with the markdown's cells, special characters escaped (``\\usepackage{booktabs}``
+  in the document);
+- ``DIR/curves_<problem>.{png,pdf,svg}`` per problem, one figure saved in each format
+  (``FIGURE_FORMATS``; matplotlib, the ``plot`` extra; without it the report is written without
+  figures and says so).
 
 The value compared is, per seed, the last point of a best-so-far curve to be minimised:
 
@@ -30,6 +36,8 @@ counted in the final-value table.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -247,9 +255,23 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_")
 
 
-def plot_problem(path: str, title: str, cells: dict, order: list, plt=None) -> bool:
+#: The formats each figure is saved in, one ``savefig`` of the same figure per format: PNG for
+#: report.md, PDF and SVG (vector) for publication.
+FIGURE_FORMATS = ("png", "pdf", "svg")
+
+#: savefig settings per format. TrueType (Type 42) fonts in the PDF, as publishers ask instead of
+#: matplotlib's default Type 3; no creation date in the PDF and SVG and a fixed SVG id salt, so
+#: that the same cells give the same files.
+_SAVE_RC = {"pdf.fonttype": 42, "svg.hashsalt": "ntkbo"}
+_SAVE_METADATA = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
+
+
+def plot_problem(stem: str, title: str, cells: dict, order: list, plt=None,
+                 formats: tuple = ("png",)) -> bool:
     """Overlaid best-so-far curves of every algorithm on one problem, mean and 95% t interval over
-    seeds (log10 regret when the optimum is known, module docstring); False without matplotlib."""
+    seeds (log10 regret when the optimum is known, module docstring); False without matplotlib.
+    ``stem`` is the path without an extension: the figure is saved as ``f'{stem}.{fmt}'`` for each
+    of ``formats``."""
     plt = plt or _matplotlib()
     if plt is None:
         return False
@@ -284,13 +306,17 @@ def plot_problem(path: str, title: str, cells: dict, order: list, plt=None) -> b
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        with plt.rc_context(_SAVE_RC):
+            for fmt in formats:
+                fig.savefig(f"{stem}.{fmt}", format=fmt, metadata=_SAVE_METADATA.get(fmt))
+    finally:
+        plt.close(fig)
     return True
 
 
 # ----------------------------------------------------------------------------------------------
-# Markdown
+# Tables: each built once, written as markdown (in report.md), CSV and LaTeX
 
 
 def _g(v, digits=4) -> str:
@@ -305,9 +331,176 @@ def _p(v) -> str:
     return f"{v:.3g}"
 
 
-def render(summary: dict, figures: dict, plot_note: str | None) -> str:
-    """The markdown of ``report.md`` from ``summarise``'s dict and the written figures."""
+class Column(NamedTuple):
+    """A column of a table: its header in markdown and LaTeX, and the CSV column(s) it becomes."""
+
+    header: str
+    csv: tuple  # the CSV headers: one per value of the column's cells
+    numeric: bool = True  # right-aligned in LaTeX
+
+
+class Table(NamedTuple):
+    """A table of the report. Each cell is ``(text, values)``: the text shown in markdown and
+    LaTeX, and the values of its CSV columns (``Column.csv``), unrounded."""
+
+    name: str  # file name without extension, under DIR/tables/
+    caption: str  # what the table holds (a comment line of the LaTeX file)
+    columns: list
+    rows: list  # per row, per column: (text, tuple of values)
+
+
+def _final_table(p: str, e: dict) -> Table:
+    constrained = any("feasible_fraction" in d for d in e["algorithms"].values())
+    logs = e["kind"].startswith("regret")
+    cols = [Column("algorithm", ("algorithm",), False), Column("seeds", ("seeds", "failed seeds")),
+            Column("mean", ("mean",)), Column("sd", ("sd",)), Column("median", ("median",))]
+    if logs:
+        cols.append(Column("mean log10", ("mean log10",)))
+    if constrained:
+        cols.append(Column("fraction of seeds with a feasible point",
+                           ("fraction of seeds with a feasible point",)))
+    cols.append(Column("s/seed", ("s/seed",)))
+    rows = []
+    for a, d in e["algorithms"].items():
+        seeds = f"{d['n']}" + (f" (+{d['n_not_finite']} failed)" if d["n_not_finite"] else "")
+        row = [(a, (a,)), (seeds, (d["n"], d["n_not_finite"])), (_g(d["mean"]), (d["mean"],)),
+               (_g(d["sd"]), (d["sd"],)), (_g(d["median"]), (d["median"],))]
+        if logs:
+            row.append((_g(d["mean_log10"], 3), (d["mean_log10"],)))
+        if constrained:
+            row.append((_g(d.get("feasible_fraction"), 3), (d.get("feasible_fraction"),)))
+        rows.append(row + [(_g(d["wall_time_per_seed"], 3), (d["wall_time_per_seed"],))])
+    budget = max(d["budget"] for d in e["algorithms"].values())
+    return Table(f"final_{_slug(p)}",
+                 f"Final {e['kind']} after {budget} evaluations: {p} (d={e['dim']})", cols, rows)
+
+
+def tables(summary: dict) -> list[Table]:
+    """Every table of ``report.md``, in its order: ``final_<problem>`` per problem (the final-value
+    table), ``table2_reference_lower`` and ``table2_algorithm_lower`` (the two one-sided Welch
+    questions; CSV: ``p``, the BH-adjusted ``p_bh`` and ``rejected`` per algorithm),
+    ``table1_ks`` (KS normality p-values) and ``average_ranks``."""
+    ref, algos = summary["reference"], summary["algorithms"]
+    others = [a for a in algos if a != ref]
+    out, names = [], set()
+    for p, e in summary["problems"].items():
+        t = _final_table(p, e)
+        name, i = t.name, 1
+        while name in names:  # two labels with one slug
+            i += 1
+            name = f"{t.name}_{i}"
+        names.add(name)
+        out.append(t._replace(name=name))
+
+    lead = [Column("problem", ("problem",), False), Column("d", ("d",))]
+    captions = {"reference_lower": f"One-sided Welch t-tests, Ha: mean(algorithm) > mean({ref})",
+                "algorithm_lower": f"One-sided Welch t-tests, Ha: mean(algorithm) < mean({ref})"}
+    for direction, caption in captions.items():
+        cols = lead + [Column(a, (f"{a} p", f"{a} p_bh", f"{a} rejected")) for a in others]
+        rows = []
+        for p, e in summary["problems"].items():
+            row = [(p, (p,)), (str(e["dim"]), (e["dim"],))]
+            for a in others:
+                w = (e["algorithms"].get(a) or {}).get("vs_reference")
+                if w is None:
+                    row.append(("—", (None, None, None)))
+                    continue
+                w = w[direction]
+                row.append((f"({_p(w['p'])}, {'T' if w['rejected'] else 'F'})",
+                            (w["p"], w["p_bh"], bool(w["rejected"]))))
+            rows.append(row)
+        out.append(Table(f"table2_{direction}", caption + f" (BH at FDR {summary['alpha']})",
+                         cols, rows))
+
+    rows = []
+    for p, e in summary["problems"].items():
+        row = [(p, (p,)), (str(e["dim"]), (e["dim"],))]
+        for a in algos:
+            v = e["algorithms"][a]["ks"]["pvalue"] if a in e["algorithms"] else None
+            row.append((_p(v), (v,)))
+        rows.append(row)
+    out.append(Table("table1_ks", "KS normality p-values of the final values",
+                     lead + [Column(a, (a,)) for a in algos], rows))
+
+    ranked = sorted(summary["average_ranks"].items(), key=lambda kv: (math.isnan(kv[1]), kv[1]))
+    out.append(Table("average_ranks", f"Average rank of each algorithm's {summary['ranked_on']}",
+                     [Column("algorithm", ("algorithm",), False),
+                      Column("average rank", ("average rank",))],
+                     [[(a, (a,)), (_g(r, 3), (r,))] for a, r in ranked]))
+    return out
+
+
+def table_markdown(t: Table) -> list[str]:
+    """The table's markdown lines."""
+    return (["| " + " | ".join(c.header for c in t.columns) + " |",
+             "|" + "---|" * len(t.columns)]
+            + ["| " + " | ".join(text for text, _ in row) + " |" for row in t.rows])
+
+
+def _csv_value(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))  # the shortest string that reads back as the same float
+    return str(v)
+
+
+def table_csv(t: Table) -> str:
+    """The table as CSV: one header row (``Column.csv``), then one row per table row."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([h for c in t.columns for h in c.csv])
+    for row in t.rows:
+        w.writerow([_csv_value(v) for _, values in row for v in values])
+    return buf.getvalue()
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                  "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+                  "—": "---"}
+
+
+def latex_escape(s: str) -> str:
+    """``s`` as LaTeX text: ``\\ & % $ # _ { } ~ ^ < >`` escaped, the dash of a missing value as
+    ``---``."""
+    return re.sub("|".join(map(re.escape, _LATEX_SPECIAL)), lambda m: _LATEX_SPECIAL[m.group()], s)
+
+
+def table_latex(t: Table) -> str:
+    """The table as a booktabs ``tabular`` (``\\toprule``, ``\\midrule``, ``\\bottomrule``) with the
+    markdown's cells, preceded by a comment with its caption; text columns left-aligned, numbers
+    right-aligned."""
+    spec = "".join("r" if c.numeric else "l" for c in t.columns)
+    line = lambda cells: " & ".join(latex_escape(x) for x in cells) + r" \\"
+    return "\n".join([f"% {latex_escape(t.caption)}",
+                      "% written by `ntkbo report`; needs \\usepackage{booktabs}",
+                      rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+                      line(c.header for c in t.columns), r"\midrule"]
+                     + [line(text for text, _ in row) for row in t.rows]
+                     + [r"\bottomrule", r"\end{tabular}", ""])
+
+
+# ----------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _table_links(t: Table) -> str:
+    return f"Also as [CSV](tables/{t.name}.csv) and [LaTeX](tables/{t.name}.tex)."
+
+
+def render(summary: dict, figures: dict, plot_note: str | None,
+           tabs: list[Table] | None = None) -> str:
+    """The markdown of ``report.md`` from ``summarise``'s dict, the written figures (problem ->
+    PNG name; its PDF and SVG are linked beside it) and ``tables(summary)`` (computed when not
+    given)."""
     h, ref, algos = summary["header"], summary["reference"], summary["algorithms"]
+    tabs = tables(summary) if tabs is None else tabs
+    finals, rest = tabs[:len(summary["problems"])], {t.name: t for t in tabs}
     lines = [f"# Report: {h['spec'] or 'experiment'}", ""]
     one = lambda xs: ", ".join(map(str, xs)) if xs else "—"
     lines += [
@@ -333,26 +526,15 @@ def render(summary: dict, figures: dict, plot_note: str | None) -> str:
         lines += [f"> {plot_note}", ""]
 
     lines += ["## Per problem", ""]
-    for p, e in summary["problems"].items():
+    for (p, e), t in zip(summary["problems"].items(), finals):
         lines += [f"### {p} (d={e['dim']})", ""]
         if p in figures:
-            lines += [f"![{p}]({figures[p]})", ""]
-        constrained = any("feasible_fraction" in d for d in e["algorithms"].values())
-        logs = e["kind"].startswith("regret")
-        head = ("| algorithm | seeds | mean | sd | median |" + (" mean log10 |" if logs else "")
-                + (" fraction of seeds with a feasible point |" if constrained else "") + " s/seed |")
-        lines += [f"Final {e['kind']} after {max(d['budget'] for d in e['algorithms'].values())} "
-                  "evaluations:", "", head,
-                  "|" + "---|" * (head.count("|") - 1)]
-        for a, d in e["algorithms"].items():
-            seeds = f"{d['n']}" + (f" (+{d['n_not_finite']} failed)" if d["n_not_finite"] else "")
-            row = f"| {a} | {seeds} | {_g(d['mean'])} | {_g(d['sd'])} | {_g(d['median'])} |"
-            if logs:
-                row += f" {_g(d['mean_log10'], 3)} |"
-            if constrained:
-                row += f" {_g(d.get('feasible_fraction'), 3)} |"
-            lines.append(row + f" {_g(d['wall_time_per_seed'], 3)} |")
-        lines.append("")
+            stem = os.path.splitext(figures[p])[0]
+            lines += [f"![{p}]({figures[p]})", "",
+                      f"Also as [PDF]({stem}.pdf) and [SVG]({stem}.svg).", ""]
+        budget = max(d["budget"] for d in e["algorithms"].values())
+        lines += [f"Final {e['kind']} after {budget} evaluations:", ""]
+        lines += table_markdown(t) + ["", _table_links(t), ""]
 
     others = [a for a in algos if a != ref]
     n_tests = sum(1 for e in summary["problems"].values() for a in others
@@ -362,7 +544,7 @@ def render(summary: dict, figures: dict, plot_note: str | None) -> str:
         f"Welch's t-test on the final values of each algorithm against {ref}'s, one-sided, each "
         f"question its own family of {n_tests} tests. Each cell is (p, T/F): T when H0 is "
         f"rejected after Benjamini-Hochberg at FDR {summary['alpha']} (the adjusted p-values are "
-        "in report.json).", "",
+        "in report.json and the CSV files).", "",
     ]
     questions = {
         "reference_lower": (f"Is {ref} lower? H0: mean(algorithm) <= mean({ref}), Ha: "
@@ -372,46 +554,35 @@ def render(summary: dict, figures: dict, plot_note: str | None) -> str:
                             f"mean({ref}), Ha: mean(algorithm) < mean({ref})"),
     }
     for direction, question in questions.items():
-        lines += [f"{question}:", "", "| problem | d | " + " | ".join(others) + " |",
-                  "|" + "---|" * (len(others) + 2)]
-        for p, e in summary["problems"].items():
-            cells = []
-            for a in others:
-                w = (e["algorithms"].get(a) or {}).get("vs_reference")
-                cells.append("—" if w is None else
-                             f"({_p(w[direction]['p'])}, {'T' if w[direction]['rejected'] else 'F'})")
-            lines.append(f"| {p} | {e['dim']} | " + " | ".join(cells) + " |")
-        lines.append("")
+        t = rest[f"table2_{direction}"]
+        lines += [f"{question}:", ""] + table_markdown(t) + ["", _table_links(t), ""]
 
+    t = rest["table1_ks"]
     lines += [
         "## KS normality p-values (NeuralBO's Table 1)", "",
         "Kolmogorov-Smirnov test of each sample of final values against the normal with the "
         "sample's own mean and sd (ddof=1), exact two-sided law (as `scipy.stats.kstest(z, 'norm')`"
         " on standardised data). Estimating the mean and sd makes these p-values conservative "
-        "(it is not Lilliefors' test), as in the paper's table.", "",
-        "| problem | d | " + " | ".join(algos) + " |", "|" + "---|" * (len(algos) + 2)]
-    for p, e in summary["problems"].items():
-        vals = [_p(e["algorithms"][a]["ks"]["pvalue"]) if a in e["algorithms"] else "—"
-                for a in algos]
-        lines.append(f"| {p} | {e['dim']} | " + " | ".join(vals) + " |")
-    lines.append("")
+        "(it is not Lilliefors' test), as in the paper's table.", ""]
+    lines += table_markdown(t) + ["", _table_links(t), ""]
 
+    t = rest["average_ranks"]
     lines += ["## Average ranks across problems", "",
               f"Rank of each algorithm's {summary['ranked_on']}, averaged over the "
-              f"{len(summary['problems'])} problem(s).", "",
-              "| algorithm | average rank |", "|---|---|"]
-    for a, r in sorted(summary["average_ranks"].items(), key=lambda kv: (math.isnan(kv[1]), kv[1])):
-        lines.append(f"| {a} | {_g(r, 3)} |")
-    lines.append("")
+              f"{len(summary['problems'])} problem(s).", ""]
+    lines += table_markdown(t) + ["", _table_links(t), ""]
     return "\n".join(lines)
 
 
 def write_report(out: str, reference: str | None = None, plots: bool = True) -> dict:
-    """Reads ``out``'s cells and writes ``out/report.md``, ``out/report.json`` and the figures;
-    returns the summary dict with ``report`` (the markdown's path) and ``figures`` added."""
+    """Reads ``out``'s cells and writes ``out/report.md``, ``out/report.json``, each table as
+    ``out/tables/<name>.csv`` and ``.tex``, and the figures (``curves_<problem>`` in each of
+    ``FIGURE_FORMATS``); returns the summary dict with ``report`` (the markdown's path),
+    ``figures`` (problem -> PNG name), ``figure_files`` (problem -> every format's name) and
+    ``tables`` (table name -> ``{'csv': path, 'tex': path}``) added."""
     spec, cells = load(out)
     summary = summarise(spec, cells, reference)
-    figures, note = {}, None
+    figures, figure_files, note = {}, {}, None
     plt = _matplotlib() if plots else None
     if plots and plt is None:
         note = ("matplotlib is not installed (the `plot` extra: `pip install ntkbo[plot]`), so this "
@@ -422,16 +593,31 @@ def write_report(out: str, reference: str | None = None, plots: bool = True) -> 
         by_problem: dict = {}
         for c, key in zip(cells, _problem_keys(cells)):
             by_problem.setdefault(key, {})[c.algorithm] = c
+        stems: set = set()
         for p in summary["problems"]:
-            name = f"curves_{_slug(p)}.png"
+            stem, i = f"curves_{_slug(p)}", 1
+            while stem in stems:  # two labels with one slug
+                i += 1
+                stem = f"curves_{_slug(p)}_{i}"
+            stems.add(stem)
             title = f"{p} (d={summary['problems'][p]['dim']})"
-            if plot_problem(os.path.join(out, name), title, by_problem[p], summary["algorithms"],
-                            plt):
-                figures[p] = name
-    text = render(summary, figures, note)
+            if plot_problem(os.path.join(out, stem), title, by_problem[p], summary["algorithms"],
+                            plt, formats=FIGURE_FORMATS):
+                figures[p] = f"{stem}.png"
+                figure_files[p] = [f"{stem}.{fmt}" for fmt in FIGURE_FORMATS]
+    tabs = tables(summary)
+    table_files = {}
+    for t in tabs:
+        paths = {"csv": os.path.join(out, "tables", f"{t.name}.csv"),
+                 "tex": os.path.join(out, "tables", f"{t.name}.tex")}
+        for fmt, text in (("csv", table_csv(t)), ("tex", table_latex(t))):
+            store.atomic_write(paths[fmt], lambda fh, b=text.encode(): fh.write(b))
+        table_files[t.name] = paths
+    text = render(summary, figures, note, tabs)
     path = os.path.join(out, "report.md")
     store.atomic_write(path, lambda fh: fh.write(text.encode()))
-    summary = dict(summary, report=path, figures=figures)
+    summary = dict(summary, report=path, figures=figures, figure_files=figure_files,
+                   tables=table_files)
     js = json.dumps(summary, indent=1, default=_json_default)
     store.atomic_write(os.path.join(out, "report.json"), lambda fh: fh.write(js.encode()))
     return summary
