@@ -4,17 +4,30 @@ options win; a name without presets, or an unknown preset, is refused naming ``p
 whose names have different settings keys them per registry name (``PRESETS_BY_NAME``) and a preset
 never changes the argument a named partial fixes (``gp_ucb``'s acquisition).
 
-Only factory builds (no ``init``, no compilation): the whole file takes about a second. The
-reference each test compares with is built independently: the expanded call, with the preset's
-options spelled out by the test, not through ``preset=``."""
+Only factory builds (no ``init``, no compilation) in the tests of the mechanism: they take about
+a second. The reference each compares with is built independently: the expanded call, with the
+preset's options spelled out by the test, not through ``preset=``.
+
+Then the presets that name a source (``"paper"``, ``"authors"``): each value against the number as
+the source writes it, with a comment citing where (section, equation, or the authors' code's
+setting) and naming the mutation it catches. One of them trains (NeuralBO's ``"authors"`` against
+the authors' network and optimiser written in JAX: about 5 s on two loaded cores)."""
 
 import functools
 import importlib
+import inspect
+import math
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
 import pytest
+from jax.flatten_util import ravel_pytree
 
 import ntkbo
 from ntkbo import algorithms as A
+from ntkbo.kernels import mlp
 
 # The modules (``ntkbo.algorithms.neural_ucb`` the attribute is the recorded factory).
 go_ucb, gp_bo, neural_bo, neural_linear, neural_ucb, pinn_bo = (
@@ -202,3 +215,181 @@ def test_preset_differences_are_where_the_records_differ():
     assert A.preset_differences("gp_ei", "paper") == {"refit_ratio": (1.1, 1.0),
                                                       "log_ei": (True, False),
                                                       "ard": ("auto", True)}
+
+
+# ---- Presets that name a source: every value against the number as the source writes it ----------
+# A preset called "paper" or "authors" is a promise: each test below writes the source's number
+# (with where it is written) and compares the preset's value with it, or with its conversion to
+# ntkbo's conventions; where the source is ambiguous, the preset's comment names the reading it
+# takes and the other reading is one argument away.
+
+neural_cbo_m, sto_bnts_m = (importlib.import_module(f"ntkbo.algorithms.{m}")
+                            for m in ("neural_cbo", "sto_bnts"))
+
+
+def _preset_comment(module) -> str:
+    """The ``#:`` comment block that documents ``module``'s ``PRESETS`` / ``PRESETS_BY_NAME``
+    (the nearest one above the assignment), as one string."""
+    lines = inspect.getsource(module).splitlines()
+    starts = ("PRESETS = ", "PRESETS_BY_NAME = ")
+    i = next(k for k, line in enumerate(lines) if line.startswith(starts))
+    while not lines[i].startswith("#:"):
+        i -= 1
+    block = []
+    while lines[i].startswith("#:"):
+        block.append(lines[i][2:].strip())
+        i -= 1
+    return " ".join(reversed(block))
+
+
+def _hidden_weights_count(depth, width, d):
+    """Parameters of ntkbo's bias-free MLP with ``depth`` hidden layers on ``d`` inputs (their
+    shapes only: ``jax.eval_shape`` of the initialisation, nothing computed)."""
+    init_fn, _, _ = mlp(depth, width)
+    shapes = jax.eval_shape(lambda: init_fn(jax.random.PRNGKey(0), (-1, d))[1])
+    return sum(math.prod(v.shape) for v in jax.tree_util.tree_leaves(shapes))
+
+
+def test_neural_bo_paper_preset_is_the_papers_numbers():
+    """``neural_bo(preset="paper")``: Section 7's network and constants and Algorithms 1-2's
+    training, and its comment says how it departs from Section 7's SGD."""
+    p = neural_bo.PRESETS["paper"]
+    # NeuralBO paper, Sec. 7: "two-layer neural networks f(x; theta) = sqrt(m) W_2 sigma(W_1 x)
+    # with network width m = 500": two weight matrices, one hidden layer, no biases.
+    # Mutations caught: width=200 (the authors' code's); depth=2 (the two layers read as hidden).
+    assert p["width"] == 500
+    assert p["depth"] == 2 - 1
+    assert p["b_std"] is None and p["activation"] == "relu"
+    # Sec. 7: weights N(0, 1/m) with the output times sqrt(m): W_std="paper", (sqrt(d), 1), in
+    # NTK parameterisation. Mutation caught: W_std=1.0 (the first layer also divided by sqrt(d)).
+    assert p["W_std"] == "paper"
+    # Sec. 7: "regularizer lambda = 0.01". Mutation caught: lam=0.005 (the authors' code's).
+    assert p["lam"] == 0.01
+    # Sec. 7: nu_t = nu, grid search over {0.1, 1, 10}. Mutation caught: nu=0.3 (the default).
+    assert p["nu"] in (0.1, 1.0, 10.0)
+    # Alg. 1 line 3: sigma_t from g(x; theta_0). Mutation caught: features="dynamic".
+    assert p["features"] == "static" and p["thompson"] == "independent"
+    # Alg. 2: L = 1/2 sum_i (h(x_i) - y_i)^2 + 1/2 m lam |theta - theta^(0)|^2, gradient descent
+    # from theta^(0) = theta_0. Mutations caught (each): loss_reduction="mean", reg_center="zero",
+    # warm_start=True, optimizer="adam", train_penalty=0.01 / 500 (the penalty must be lam).
+    assert (p["loss_reduction"], p["reg_center"], p["warm_start"], p["optimizer"],
+            p["train_penalty"]) == ("sum", "init", False, "gd", None)
+    # Sec. 7: "SGD optimizer with batch size 50, epochs 50, learning rate 0.001": not expressible
+    # (TrainNN is full batch), so the preset keeps Alg. 2's GD and says so. Mutation caught: the
+    # departure's sentence dropped from the PRESETS comment.
+    text = _preset_comment(neural_bo)
+    for words in ("SGD", "batch 50", "50 epochs", "1e-3"):
+        assert words in text, words
+
+
+# The authors' code (github.com/phantrdat/neuralbo, first commit d32f12a),
+# config/Ackley/DIM_2/NeuralBO_ackley2.json and baselines/neuralbo.py, as written there.
+AUTHORS_NEURALBO = dict(L=2, W=200, learning_rate=0.001, epochs=100, weight_decay=0.005,
+                        normalized_inputs=True, normalized_outputs=False, n_raw_samples=50000,
+                        exploration_coeff=3.0, feature_mode="dynamic",
+                        use_matrix_inversion_appoximation=False)
+
+
+def test_neural_bo_authors_preset_is_the_codes_numbers():
+    """``neural_bo(preset="authors")``: each value is the authors' configuration's, converted to
+    ntkbo's parameterisation where it has to be (``PRESETS`` comment)."""
+    c, p = AUTHORS_NEURALBO, neural_bo.PRESETS["authors"]
+    # "L": 2 nn.Linear layers (BaseNN: n_layers - 1 hidden), "W": 200, ReLU, biases on.
+    # Mutations caught: depth=2 (L read as hidden layers); width=500 (the paper's); b_std=None.
+    assert (p["depth"], p["width"], p["activation"]) == (c["L"] - 1, c["W"], "relu")
+    # "weight_decay": 0.005 is also their lambda (U_0 = weight_decay I, the variance prefactor).
+    # Mutation caught: lam=0.01 (the paper's).
+    assert p["lam"] == c["weight_decay"]
+    # "exploration_coeff": 3.0 multiplies the posterior std. Mutation caught: nu=2.0 (f6637cb's).
+    assert p["nu"] == c["exploration_coeff"]
+    # "epochs": 100 full-batch Adam steps per round, the optimiser created once (kept), the model
+    # never reset. Mutations caught: num_steps=50; keep_optimizer_state=False; warm_start=False.
+    assert (p["optimizer"], p["num_steps"]) == ("adam", c["epochs"])
+    assert p["warm_start"] is True and p["keep_optimizer_state"] is True
+    # torch.optim.Adam(lr=0.001) on W = W^ / sqrt(m): ntkbo's step is lr sqrt(W).
+    # Mutation caught: learning_rate=1e-3 (unconverted: sqrt(200) times too small a step).
+    assert p["learning_rate"] == pytest.approx(c["learning_rate"] * math.sqrt(c["W"]), rel=1e-15)
+    # nn.MSELoss() (a mean, no 1/2) + Adam's weight_decay (wd/2 |W|^2) is twice ntkbo's mean
+    # loss 1/2 mean r^2 + 1/2 penalty |W^|^2 with penalty = wd / (2 W), a decay toward 0.
+    # Mutation caught (checked): train_penalty=0.005 / 200 (the 1/2 of the mean loss ignored).
+    assert p["train_penalty"] == pytest.approx(c["weight_decay"] / (2 * c["W"]), rel=1e-15)
+    assert (p["reg_center"], p["loss_reduction"]) == ("zero", "mean")
+    # b_std = 1: every PyTorch parameter, biases included, is ntkbo's divided by sqrt(W), so one
+    # learning rate and one penalty convert all of them (next test). Mutation caught (checked):
+    # b_std=0.1 (the biases' steps and decay 10 and 100 times off).
+    assert p["b_std"] == 1.0
+    # "normalized_inputs": true maps the box to [-1, 1]^d; "normalized_outputs": false.
+    # Mutations caught: input_map="sphere" (the default); standardize_y=True.
+    assert p["input_map"] == "centered" and p["standardize_y"] is c["normalized_outputs"]
+    # "n_raw_samples": 50000 Sobol candidates and nothing else. Mutation caught: num_best=4.
+    assert (p["num_candidates"], p["num_best"], p["num_perturbations"], p["sampler"]) == (
+        c["n_raw_samples"], 0, 0, "sobol")
+    # "feature_mode": "dynamic"; the full U^-1 ("use_matrix_inversion_appoximation": false).
+    # Mutations caught: features="static"; uncertainty="diag".
+    assert p["features"] == c["feature_mode"] and p["uncertainty"] == "primal"
+    # The comment names which commit's numbers these are, and the other's (f6637cb: lr 0.002,
+    # exploration_coeff 2). Mutation caught: the commit left unnamed.
+    text = _preset_comment(neural_bo)
+    assert "d32f12a" in text and "f6637cb" in text
+
+
+def test_neural_bo_authors_preset_trains_as_the_codes_network():
+    """The authors' ``h(x) = sqrt(W) (W_2 relu(W_1 x + b_1) + b_2)`` at ``theta = theta^ /
+    sqrt(W)`` is ntkbo's network at ``theta^`` with the preset's ``W_std``, ``b_std`` (to
+    rounding); their features ``g / sqrt(W)`` are ntkbo's gradient features; and 10 steps of
+    ``train`` with the preset's Adam step, penalty and loss are 10 steps of
+    ``torch.optim.Adam(lr=0.001, weight_decay=0.005)`` on ``nn.MSELoss()`` (written with optax:
+    the decay added to the gradient, then Adam), with their Adam ``eps`` ``2 sqrt(W)`` times
+    ntkbo's ``1e-8`` (ntkbo's gradients are ``1 / (2 sqrt(W))`` of theirs): float64, 1e-9.
+    Mutations caught (each checked): ``b_std=0.1`` (the networks differ at the start by up to
+    1.0); ``train_penalty=0.005 / 200`` (trained parameters up to 3% apart);
+    ``learning_rate=1e-3``."""
+    c, p = AUTHORS_NEURALBO, neural_bo.PRESETS["authors"]
+    m, d, n, steps = c["W"], 2, 6, 10
+    init_fn, apply_fn, feats = neural_bo.network(d, p["depth"], m, p["activation"], p["W_std"],
+                                                 p["b_std"], p["input_map"])
+    # theta^ ~ N(0, 1) as ntkbo's init draws it (shapes from eval_shape: no flax init to run)
+    shapes = jax.eval_shape(lambda: init_fn(jax.random.PRNGKey(0), (-1, d))[1])
+    leaves, tree = jax.tree_util.tree_flatten(shapes)
+    keys = jax.random.split(jax.random.PRNGKey(0), len(leaves))
+    th = jax.tree_util.tree_unflatten(tree, [jax.random.normal(k, v.shape, v.dtype)
+                                             for k, v in zip(keys, leaves)])
+    z = neural_bo.embed(jax.random.uniform(jax.random.PRNGKey(1), (n, d)), p["input_map"])
+    y = jnp.sin(3.0 * z[:, 0]) - z[:, 1]
+
+    def h_torch(t, x):
+        layer0, layer1 = t["params"]["Dense_0"], t["params"]["Dense_1"]
+        hidden = jax.nn.relu(x @ layer0["kernel"] + layer0["bias"])
+        return math.sqrt(m) * (hidden @ layer1["kernel"] + layer1["bias"])[:, 0]
+
+    def mse(t):  # nn.MSELoss()
+        return jnp.mean((h_torch(t, z) - y) ** 2)
+
+    torch_adam = optax.chain(optax.add_decayed_weights(c["weight_decay"]),
+                             optax.adam(c["learning_rate"], eps=1e-8 * 2 * math.sqrt(m)))
+
+    @jax.jit
+    def both(th):
+        t = jax.tree_util.tree_map(lambda v: v / math.sqrt(m), th)
+        g_torch = jax.vmap(lambda x: ravel_pytree(jax.grad(
+            lambda t: h_torch(t, x[None])[0])(t))[0])(z)
+        zero = jax.tree_util.tree_map(jnp.zeros_like, th)
+        trained, _, _, ok = neural_bo.train(apply_fn, th, zero, z, y, jnp.ones(n, bool),
+                                            p["train_penalty"], p["learning_rate"], steps,
+                                            optimizer="adam", reduction="mean")
+
+        def step(carry, _):
+            t, state = carry
+            update, state = torch_adam.update(jax.grad(mse)(t), state, t)
+            return (optax.apply_updates(t, update), state), None
+
+        (t_end, _), _ = jax.lax.scan(step, (t, torch_adam.init(t)), None, length=steps)
+        return (apply_fn(th, z)[:, 0], h_torch(t, z), feats(z, th), g_torch / math.sqrt(m),
+                trained, t_end, ok)
+
+    h_ntkbo, h_theirs, g_ntkbo, g_theirs, trained, t_end, ok = both(th)
+    np.testing.assert_allclose(h_ntkbo, h_theirs, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g_ntkbo, g_theirs, rtol=1e-12, atol=1e-12)
+    assert bool(ok)
+    for a, b in zip(jax.tree_util.tree_leaves(trained), jax.tree_util.tree_leaves(t_end)):
+        np.testing.assert_allclose(a / math.sqrt(m), b, rtol=1e-9, atol=1e-12)

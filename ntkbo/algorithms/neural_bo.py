@@ -156,9 +156,11 @@ over the valid observations (``standardize_y=True``; mean 0, std 1) before train
 the units of ``f``; the paper does not say, and the authors' code does not standardise
 (``standardize_y=False``).
 
-**Variants** (digest section 4.3): ``features="dynamic"``, ``warm_start=True``,
-``optimizer="adam"``, ``reg_center="zero"`` (weight decay toward 0) and ``loss_reduction="mean"``
-together give the authors' code; ``nu="repo"`` is their increasing schedule
+**Variants**: ``features="dynamic"``, ``warm_start=True``, ``optimizer="adam"``,
+``reg_center="zero"`` (weight decay toward 0) and ``loss_reduction="mean"``, with biases
+(``b_std=1``) and their step and decay converted to ntkbo's parameterisation, give the authors'
+code (``PRESETS["authors"]``, which says where it still differs: the initialisation of the biases
+and of the readout); ``nu="repo"`` is their increasing schedule
 ``nu_t = sqrt(t / log(t + 1) * log(1 + t^2 / log(t + 1)))`` with ``t`` the number of observations.
 
 Defaults are the paper's (``PRESETS["paper"]``) except the warm start above and ``nu``: ``depth=1``
@@ -237,22 +239,42 @@ THOMPSON = ("independent", "pathwise")
 #: Named settings: ``ntkbo.algorithms.neural_bo(preset=NAME, **options)`` starts from these, the
 #: ``options`` given override them (``ntkbo.algorithms``, "Presets").
 #:
-#: * ``"paper"``: Phan-Trong et al. (2023) as the paper states it (digest sections 3-4.1): width
-#:   500, one hidden layer, no biases, ``lam = 0.01``, ``nu = 1``, static features, GD from
-#:   ``theta_0`` at every round (TrainNN as Algorithm 2 writes it) with ``J = 200``, penalty toward
-#:   ``theta_0``, sum loss. Where the paper is silent (inputs, output scaling, candidates), ntkbo's
-#:   defaults stay (unit-sphere inputs, standardised outputs).
-#: * ``"authors"``: the authors' code, version A (digest 4.2), corrected for ntkbo's
-#:   parameterisation (issue 15 item 4): width 200, biases, inputs mapped to ``[-1, 1]^d``,
-#:   ``lam = 0.005``, ``nu = 3``, features at the current ``theta_t``, the full ``U`` (primal),
-#:   100 Adam steps per round from ``theta_{t-1}`` with Adam's state kept across rounds, weight
-#:   decay toward 0 and a mean loss, raw outputs, 50,000 Sobol candidates and nothing else. Their
-#:   ``torch.optim.Adam(lr=1e-3, weight_decay=lam)`` acts on the PyTorch weights ``W = W^ /
-#:   sqrt(m)`` of the hidden-to-output map; in ntkbo's ``W^`` its step is ``1e-3 sqrt(m)`` and its
-#:   decay ``lam / m`` (``d/dW^ = d/dW / sqrt m``; ``lam`` itself would decay the weights ``m``
-#:   times harder, which ``benchmarks/neuralbo_fit.py`` measures). Both numbers are for width 200:
-#:   a different ``width`` given with this preset does not rescale them. PyTorch's bias
-#:   initialisation ``U(+-1 / sqrt(fan_in))`` has std 0.04-0.4 here; ``b_std = 0.1``.
+#: * ``"paper"``: Algorithms 1 and 2 of Phan-Trong et al. (2023) with the network and constants
+#:   of their Section 7: the two-layer ``sqrt(m) W_2 relu(W_1 x)`` (one hidden layer, no biases,
+#:   weights ``N(0, 1/m)``: ``W_std="paper"``) of width ``m = 500``, ``lam = 0.01``, ``nu = 1``
+#:   (from the grid ``{0.1, 1, 10}``, whose per-problem choices are not reported), static
+#:   features ``g(x; theta_0)`` (Alg. 1 line 3), and TrainNN as Algorithm 2 writes it: full-batch
+#:   gradient descent on the sum loss with the penalty ``1/2 m lam |theta - theta_0|^2``, from
+#:   ``theta_0`` every round. How it departs from Section 7: the paper trains by SGD (batch 50,
+#:   50 epochs, learning rate 1e-3), which ntkbo's full-batch TrainNN cannot express; the number
+#:   of steps ``J = 200`` and the step ``1 / (lam + tr K)`` are ntkbo's (Algorithm 2 leaves both
+#:   open; Theorem 1's are impractical). Where the paper is silent (inputs, output scaling,
+#:   candidates), ntkbo's defaults stay (unit-sphere inputs, standardised outputs).
+#: * ``"authors"``: the authors' code (github.com/phantrdat/neuralbo, ``baselines/neuralbo.py``)
+#:   with the demo configuration ``config/Ackley/DIM_2/NeuralBO_ackley2.json`` of its first
+#:   commit (d32f12a): ``L = 2`` ``Linear`` layers (one hidden) of ``W = 200`` with biases,
+#:   inputs mapped to ``[-1, 1]^d``, raw outputs, ``weight_decay = 0.005`` (also their ``lam``),
+#:   ``exploration_coeff = 3`` (``nu``), dynamic features, the full ``U`` (primal), 100 full-batch
+#:   ``torch.optim.Adam(lr=0.001, weight_decay=0.005)`` steps on ``nn.MSELoss()`` per round from
+#:   the current weights with the optimiser kept across rounds, and the argmin of 50,000 Sobol
+#:   candidates (nothing else). Their later commit of the same day (f6637cb) has ``lr = 0.002``
+#:   and ``exploration_coeff = 2``: ``learning_rate=2e-3 * math.sqrt(200), nu=2.0``.
+#:   Their network is ``sqrt(m) (W_2 relu(W_1 x + b_1) + b_2)``, hidden weights ``N(0, 1/m)``.
+#:   Every parameter of it is ``theta^ / sqrt(m)`` of ntkbo's network with ``W_std="paper"`` and
+#:   ``b_std=1`` (the same function, by the homogeneity of ReLU), so ``d/dtheta^ = d/dtheta /
+#:   sqrt(m)``: their features ``g / sqrt(m)`` are ntkbo's ``g`` exactly; their loss ``mean (h -
+#:   y)^2 + wd/2 |theta|^2`` (Adam's ``weight_decay`` adds ``wd theta`` to the gradient) is
+#:   ``2 (1/2 mean (h - y)^2 + 1/2 (wd / (2 m)) |theta^|^2)``, ntkbo's mean loss with
+#:   ``train_penalty = wd / (2 m)``; Adam's steps do not change when the gradient is multiplied by
+#:   a constant, so their step ``1e-3`` on ``theta`` is ``1e-3 sqrt(m)`` on ``theta^``. With
+#:   Adam's ``eps`` set to 0 both ways the two trainings agree to rounding
+#:   (``tests/test_presets.py``). Where it differs from their code, not expressible in ntkbo's
+#:   network (every parameter drawn ``N(0, 1)`` in its units): PyTorch's default initialisation
+#:   of the hidden biases, ``U(+-1/sqrt(d))`` (std ``sqrt(m / (3 d))`` in ntkbo's units, against
+#:   1 here), and of the readout weights and bias, ``U(+-1/sqrt(m))`` (std ``1/sqrt(3)``, against
+#:   1); and Adam's ``eps = 1e-8``, which meets gradients ``2 sqrt(m)`` times smaller than theirs
+#:   (it matters only where a gradient is near 0). ``learning_rate`` and ``train_penalty`` are
+#:   for width 200: a ``width`` given with this preset rescales neither.
 PRESETS = {
     "paper": dict(width=500, depth=1, lam=0.01, nu=1.0, activation="relu", W_std="paper",
                   b_std=None, features="static", uncertainty="dual", optimizer="gd",
@@ -260,12 +282,12 @@ PRESETS = {
                   keep_optimizer_state=False, reg_center="init", train_penalty=None,
                   loss_reduction="sum", thompson="independent"),
     "authors": dict(width=200, depth=1, lam=0.005, nu=3.0, activation="relu", W_std="paper",
-                    b_std=0.1, input_map="centered", features="dynamic", uncertainty="primal",
+                    b_std=1.0, input_map="centered", features="dynamic", uncertainty="primal",
                     optimizer="adam", learning_rate=1e-3 * math.sqrt(200), num_steps=100,
                     warm_start=True, keep_optimizer_state=True, reg_center="zero",
-                    train_penalty=0.005 / 200, loss_reduction="mean", standardize_y=False,
-                    num_candidates=50_000, num_best=0, num_perturbations=0, sampler="sobol",
-                    thompson="independent"),
+                    train_penalty=0.005 / (2 * 200), loss_reduction="mean",
+                    standardize_y=False, num_candidates=50_000, num_best=0,
+                    num_perturbations=0, sampler="sobol", thompson="independent"),
 }
 
 #: Default number of entries (rows x parameters, or rows x (factor width + capacity) in the dual
@@ -327,7 +349,7 @@ class NeuralBOState(NamedTuple):
         its start (see ``train``).
       train_r2: ``()`` the trained network's coefficient of determination on the training
         targets of the last update (``fit_r2``): how well TrainNN fits the data, which the
-        paper's analysis assumes (issue 15 item 4).
+        paper's analysis assumes.
       opt_state: the optimiser's (optax) state after the last training, which the next one
         continues from when ``keep_optimizer_state`` (the authors' code keeps its
         ``torch.optim.Adam`` across rounds); its initial state otherwise, unused.
@@ -944,7 +966,8 @@ def neural_bo(
       reg_center: ``"init"`` (penalty toward ``theta_0``, paper) or ``"zero"`` (weight decay).
       train_penalty: the training penalty's coefficient in ntkbo's parameterisation (``None``:
         ``lam``, the paper's ``m lam / 2 |theta - theta_0|^2`` with its ``m`` absorbed); the
-        authors' code's weight decay ``lam`` is ``lam / width`` here (module docstring).
+        authors' code's Adam ``weight_decay = wd`` with their ``nn.MSELoss()`` is
+        ``wd / (2 width)`` here with ``loss_reduction="mean"`` (``PRESETS["authors"]``).
       loss_reduction: ``"sum"`` (paper) or ``"mean"`` of the squared errors.
       standardize_y: standardise the observations before training.
       q: points per suggest (``q`` independent draws).
