@@ -393,3 +393,27 @@ def test_neural_bo_authors_preset_trains_as_the_codes_network():
     assert bool(ok)
     for a, b in zip(jax.tree_util.tree_leaves(trained), jax.tree_util.tree_leaves(t_end)):
         np.testing.assert_allclose(a / math.sqrt(m), b, rtol=1e-9, atol=1e-12)
+
+
+def test_neural_cbo_paper_preset_names_its_reading_of_the_depth():
+    """The thesis's ``L = 2`` is one hidden layer by Lemma B.1.5's count (the preset) and two by
+    Eq. (4.1)'s (``depth=2``, one argument away); the comment names both."""
+    p = A.presets("neural_cbo")["paper"]
+    L = 2  # thesis Sec. 4.3.1: "We choose the network depth L = 2"
+    # Lemma B.1.5: p = m d + m^2 (L - 2) + m, the parameters of ntkbo's bias-free network with
+    # L - 1 hidden layers (checked for L = 2 and 3, which tells the counts apart).
+    # Mutation caught: depth=2 in the preset (Eq. 4.1's count) without its comment saying so.
+    m, d = 8, 3
+    for layers in (2, 3):
+        assert _hidden_weights_count(layers - 1, m, d) == m * d + m * m * (layers - 2) + m
+    assert p["depth"] == L - 1
+    # Eq. (4.1): W^(1) .. W^(L) hidden and the readout q: depth=L, one argument away, the rest
+    # of the preset kept.
+    alt = A.get("neural_cbo", preset="paper", depth=L).config
+    assert alt["depth"] == L and alt["lam"] == p["lam"]
+    # Algorithm 3 line 2: U_{f,0} = U_{c_i,0} = I, i.e. lam = 1. Mutation caught: lam=0.01.
+    assert p["lam"] == 1.0
+    # Mutation caught: the comment's "Lemma B.1.5" / "depth=2" (the reading, the alternative)
+    # dropped.
+    text = _preset_comment(neural_cbo_m)
+    assert "Lemma B.1.5" in text and "Eq. (4.1)" in text and "depth=2" in text

@@ -89,9 +89,17 @@ depth 2 with ``lam`` 1e-5 0.013, 1e-4 0.015, 1e-3 0.030; depth 1 with ``lam`` 1e
 Simionescu, 1e-4 on Branin and Ackley-5: a small difference. The price of depth 2: about 8 times
 the time per step (73 against 9 s per 40-evaluation Branin seed), the second layer's ``width^2``
 parameters in every one of the ``K + 1`` trainings.
-``PRESETS["paper"]`` is the thesis's ``L = 2`` network (one hidden layer) and ``U_0 = I``
-(``lam = 1``); ``PRESETS["former"]`` the defaults before any tuning (one hidden layer,
-``lam = 0.01``).
+**The thesis's depth, two readings.** The experiments take ``L = 2`` "to reduce computational
+costs" (section 4.3). Eq. (4.1) counts ``L`` hidden layers ``W^(1) .. W^(L)`` and a separate
+readout ``q``, so there ``L = 2`` is two hidden layers, ``depth=2``; Lemma B.1.5's parameter count
+``p = m d + m^2 (L - 2) + m`` counts ``L`` weight matrices with the readout, ``L - 1`` hidden
+layers, and the authors' code (two ``Linear`` layers) has one: ``depth=1``.
+``PRESETS["paper"]`` takes the second reading, ``depth=1``, and ``U_0 = I`` (Algorithm 3 line
+2, Eqs. 4.3-4.4: ``lam = 1``, which here also weights the training penalty ``lam / 2 |W -
+W_0|^2`` that the thesis's one-pass SGD, Eq. (4.2), does not have);
+``neural_cbo(preset="paper", depth=2)`` is Eq. (4.1)'s reading. Everything else is the defaults,
+which depart from the thesis as listed above (training, initialisation, width).
+``PRESETS["former"]`` is the defaults before any tuning (one hidden layer, ``lam = 0.01``).
 """
 
 from __future__ import annotations
@@ -299,10 +307,18 @@ def posterior_moments(apply_fn, params: Params, params0: Params, f_data, mask: A
 
 
 #: Named settings (``ntkbo.algorithms.neural_cbo(preset=NAME, **options)``; ``ntkbo.algorithms``,
-#: "Presets"): ``"paper"``, the thesis's network (``L = 2``: one hidden layer) and ``U_0 = I``
-#: (``lam = 1``), the rest as the defaults (the thesis's one-pass SGD with ``alpha_t <= nu / (T +
-#: 1)^2`` and width ``m = T`` are not options: module docstring, "Deviations"); ``"former"``, the
-#: defaults before any tuning (one hidden layer, ``lam = 0.01``).
+#: "Presets"):
+#:
+#: * ``"paper"``: the thesis's ``L = 2`` (section 4.3) read as Lemma B.1.5 and the authors' code
+#:   count it, ``L`` weight matrices with the readout: one hidden layer (``depth=1``; Eq. (4.1)
+#:   counts ``L`` hidden layers besides the readout ``q``: ``depth=2``, one argument away; module
+#:   docstring), and ``U_0 = I`` (Algorithm 3 line 2: ``lam = 1``, here also the training
+#:   penalty's weight). The rest stays the defaults, which are not the thesis's: Adam from
+#:   ``W_0`` (the thesis: one-pass SGD, Eq. (4.2), with ``alpha_t <= nu / (T + 1)^2``; section
+#:   4.3: learning rate 0.001), width 128 (the thesis: ``m = T``), a Gaussian initialisation with
+#:   a trained readout (the thesis: the symmetric one with a fixed Rademacher ``q``): module
+#:   docstring, "Deviations".
+#: * ``"former"``: the defaults before any tuning (one hidden layer, ``lam = 0.01``).
 PRESETS = {
     "paper": dict(depth=1, lam=1.0),
     "former": dict(depth=1, lam=0.01),
@@ -338,7 +354,8 @@ def neural_cbo(
     Args:
       n_constraints: ``K >= 1``, the number of black-box constraints (``problem.n_constraints``).
       width, depth: hidden width ``m`` and hidden layers of every network (thesis: ``L = 2``,
-        one hidden layer; default 2, module docstring).
+        one hidden layer by Lemma B.1.5's count and the authors' code, two by Eq. (4.1)'s;
+        ``preset="paper"`` takes one; default 2, module docstring).
       lam: ``lambda`` of the variance and the training penalty (thesis ``U_0 = I``: ``lam = 1``;
         default ``1e-5``, chosen on the constrained dev suite: module docstring).
       beta: ``"theory"`` (Lemma 4.1.5 with ``B``, ``R``, ``delta``) or a fixed number ``>= 0``.
