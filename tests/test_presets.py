@@ -417,3 +417,43 @@ def test_neural_cbo_paper_preset_names_its_reading_of_the_depth():
     # dropped.
     text = _preset_comment(neural_cbo_m)
     assert "Lemma B.1.5" in text and "Eq. (4.1)" in text and "depth=2" in text
+
+
+def test_pinn_paper_presets_count_the_thesis_depth_in_weight_matrices():
+    """``pinn_bo`` / ``pinn_ntk_gp`` ``preset="paper"``: Section 5.2's ``L`` counts weight
+    matrices, so the grid's smallest depth is one hidden layer, as the ``"authors"`` preset maps
+    4 ``Linear`` layers to 3; the other values are the thesis's numbers."""
+    # Thesis Sec. 5.2: h = (1/sqrt(m)) W_L psi(W_{L-1} psi(... psi(W_1 x))), p = m d + m^2 (L - 2)
+    # + m: L weight matrices, L - 1 hidden layers (the count, checked on ntkbo's network).
+    m, d = 8, 3
+    for layers in (2, 3, 4):
+        assert _hidden_weights_count(layers - 1, m, d) == m * d + m * m * (layers - 2) + m
+    # Sec. 5.4.1: "the depth and the learning rate are searched across the values {2, 3, 4} and
+    # {0.001, 0.005, 0.01, 0.02, 0.05, 0.1}", width "{100, 200, 500}"; the choices are not
+    # reported and the preset takes the smallest depth and width.
+    # Mutation caught (checked): depth=2 (the grid's 2 read as hidden layers), in either name.
+    depths, widths = (2, 3, 4), (100, 200, 500)
+    rates = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1)
+    for name in ("pinn_bo", "pinn_ntk_gp"):
+        assert A.presets(name)["paper"]["depth"] == min(depths) - 1, name
+        assert A.presets(name)["paper"]["W_std"] == 1.0  # Sec. 5.2: weights N(0, 1)
+        assert A.presets(name)["paper"]["b_std"] is None  # Sec. 5.2: no biases in h
+    p = A.presets("pinn_bo")["paper"]
+    assert p["width"] == min(widths) and p["learning_rate"] in rates
+    # Sec. 5.4.1: "... after every 10 optimization iterations with 100 epochs", (stochastic)
+    # gradient descent. Mutations caught: num_steps=200; optimizer="adam".
+    assert (p["num_steps"], p["optimizer"]) == (100, "gd")
+    # Eq. (5.1): the sum of the data and the PDE squared errors, unweighted, no regulariser.
+    # Mutations caught: loss="mean"; pde_weight=0.5; lam=0.01.
+    assert (p["loss"], p["pde_weight"], p["lam"]) == ("sum", 1.0, 0.0)
+    # The other reading, one argument away.
+    need = _needs("pinn_bo")
+    assert A.get("pinn_bo", preset="paper", depth=2, **need).config["depth"] == 2
+    assert "depth=2" in _preset_comment(pinn_bo)
+    # The authors' code (phantrdat/pinn-bo at 9fcc59da), the Rastrigin-20, Michalewicz-30 and
+    # Cosine-Mixture-50 configs: "L" 4 nn.Linear layers, "W" 50, lr 0.01, 200 epochs,
+    # n_residuals 40000, n_raw_samples 50000, exploration_coeff 1.
+    # Mutations caught: depth=4 (L read as hidden layers); num_residuals=4000.
+    a = A.presets("pinn_bo")["authors"]
+    assert (a["depth"], a["width"], a["learning_rate"], a["num_steps"]) == (4 - 1, 50, 0.01, 200)
+    assert (a["num_residuals"], a["num_candidates"], a["nu"]) == (40_000, 50_000, 1.0)

@@ -17,13 +17,15 @@ the map of the box to the network's input cube (the authors' code skipped it, di
 (Algorithm 4 lines 5-6): ``x_t = argmin_x h(x; theta_{t-1})``, found by ``ntkbo.optimize``
 (Sobol candidates, the best observed points and their perturbations, then projected gradient
 descent, since ``h`` is smooth; the code's refinement was a no-op, digest section 2.6). The thesis
-justifies the greedy rule as Thompson sampling: a wide network trained from its random
-``theta_0`` on the ``nu``-scaled loss is a draw from ``GP(mu_t, nu^2 sigma_t^2)`` (Lemma 5.3.4).
+justifies the greedy rule as Thompson sampling: in the infinite-width limit, a network trained
+from its random ``theta_0`` on the ``nu``-scaled loss is a draw from ``GP(mu_t, nu^2 sigma_t^2)``
+(Lemma 5.3.4); at a finite width it is only approximately one.
 ``theta_0`` is drawn once in ``init`` (Algorithm 4 line 1) and training restarts from it every round
 unless ``warm_start=True`` (the code).
 
-**``pinn_ntk_gp``: the exact-kernel counterpart (Definition 5.3.1, Lemma 5.3.4).** A GP whose kernel
-is the analytic NTK ``k`` of that network (smooth activation: ``"erf"`` by default, ``"gelu"``,
+**``pinn_ntk_gp``: the infinite-width counterpart (Definition 5.3.1, Lemma 5.3.4).** A GP whose
+kernel is the analytic NTK ``k`` of that network, the limit of its empirical NTK as the width grows
+(smooth activation: ``"erf"`` by default, ``"gelu"``,
 ``"sin"``...) conditioned jointly on ``y_i = f(x_i) + eps`` (variance ``lam1``) and
 ``u_j = N[f](z_j) + eta`` (variance ``lam2``), with the blocks::
 
@@ -53,7 +55,8 @@ is ``N`` applied to the constant ``m``: non-zero for the operators containing ``
 
 * Network: ``depth=2`` hidden layers of ``width=64``, activation ``"erf"``, biases ``b_std=0.1``.
   The thesis grid-searches width in ``{100, 200, 500}`` and depth in ``{2, 3, 4}`` per function on
-  50 initial points; the code uses tanh (e.g. 4 layers of 50). ``tanh`` has no closed-form NTK, so
+  50 initial points (its depth ``L`` counts the weight matrices: 1 to 3 hidden layers); the code
+  uses tanh (e.g. 4 ``Linear`` layers of 50, 3 hidden). ``tanh`` has no closed-form NTK, so
   ntkbo uses ``erf`` (the same sigmoid shape) for both models; pass ``activation="gelu"`` etc.
 * Training: Adam (the code; the thesis says (S)GD with ExponentialLR 0.95), ``learning_rate=1e-2``,
   ``num_steps=200`` per update, every update (the code's setting for DropWave, heat and the beam;
@@ -128,24 +131,33 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #: preset=NAME, **options)`` and ``pinn_ntk_gp(pde, preset=NAME, ...)`` start from these, the
 #: ``options`` given override them.
 #:
-#: * ``pinn_bo``, ``"paper"``: the thesis (seed-001 digest 2.2, 2.3, 2.5): ``h`` in NTK
-#:   parameterisation with weights ``N(0, 1)`` and no biases (``W_std = 1``, ``b_std = None``),
-#:   Eq. 5.1's sum loss with the data and PDE terms weighted 1 and no regulariser, (S)GD
-#:   (``"gd"``) for 100 epochs (full-batch steps here) from ``theta_0``; width, depth and learning
-#:   rate were grid-searched per function (width ``{100, 200, 500}``, depth ``{2, 3, 4}``, learning
-#:   rate ``{0.001 .. 0.1}``) without reporting the choices: the preset takes the smallest width and
-#:   depth (the cheapest) and ``1e-2``.
-#: * ``pinn_bo``, ``"authors"``: the released code (``pinn_neuralbo.py`` @9fcc59da, digest 2.6):
+#: * ``pinn_bo``, ``"paper"``: the thesis (chapter 5): the network of section 5.2,
+#:   ``h(x) = (1/sqrt(m)) W_L psi(W_{L-1} psi(... psi(W_1 x)))`` with weights ``N(0, 1)`` and no
+#:   biases, read in NTK parameterisation (``W_std = 1``, ``b_std = None``: every layer divided
+#:   by the square root of its fan-in; the printed formula divides only the readout, which with
+#:   one hidden layer is ``W_std = (sqrt(d), 1)`` here, ``d`` known only with the problem), Eq.
+#:   (5.1)'s sum loss with the data and PDE terms weighted 1 and no regulariser, (S)GD (``"gd"``)
+#:   for 100 epochs (full-batch steps here; section 5.4.1) from ``theta_0``. Width, depth and
+#:   learning rate were grid-searched per function (section 5.4.1: width ``{100, 200, 500}``,
+#:   depth ``{2, 3, 4}``, learning rate ``{0.001 .. 0.1}``) without reporting the choices: the
+#:   preset takes the smallest width and depth (the cheapest) and ``1e-2``. The grid's depth is
+#:   section 5.2's ``L``, the number of weight matrices, so ``L = 2`` is one hidden layer
+#:   (``depth=1``, as the ``"authors"`` preset maps 4 ``Linear`` layers to ``depth=3``); reading
+#:   it as hidden layers is ``depth=2``, one argument away.
+#: * ``pinn_bo``, ``"authors"``: the released code (github.com/phantrdat/pinn-bo,
+#:   ``pinn_neuralbo.py`` at 9fcc59da):
 #:   Adam, ``MSE_data + MSE_residual`` (``loss="mean"``, ``pde_weight = 1``), ``nu = 1``, warm
 #:   starts, weight decay toward 0 (``reg_center="zero"``), 40,000 uniform residual points, the
-#:   argmin of 50,000 uniform candidates (its Adam refinement received no gradient: ``"none"``),
-#:   biases on; the network and training of three of its seven problem configs (Rastrigin-20,
+#:   argmin of 50,000 uniform candidates (its Adam refinement received no gradient: ``"none"``;
+#:   ntkbo's candidates are scrambled Sobol points plus the best observed points and
+#:   perturbations of them, which no option removes), biases on; the network and training of three of its seven problem configs (Rastrigin-20,
 #:   Michalewicz-30, Cosine Mixture-50): 4 ``Linear`` layers (3 hidden) of 50, learning rate
 #:   ``0.01``, 200 epochs.
 #: * ``pinn_ntk_gp``, ``"paper"``: the GP of Definition 5.3.1 / Lemma 5.3.4 on that network's NTK
-#:   (no biases, ``W_std = 1``, depth 2 of the grid) with Algorithm 4's ``nu_t`` (``"thesis"``,
-#:   ``gamma_t`` replaced by ``I(f; Y_t)``: the maximal information gain is unknown for a black
-#:   box) and the Thompson draw the greedy network stands for (Lemma 5.3.4).
+#:   (no biases, ``W_std = 1``, the grid's smallest ``L = 2``: one hidden layer, ``depth=1``) with
+#:   Algorithm 4's ``nu_t`` (``"thesis"``, ``gamma_t`` replaced by ``I(f; Y_t)``: the maximal
+#:   information gain is unknown for a black box) and the Thompson draw the greedy network stands
+#:   for (Lemma 5.3.4).
 #:
 #: Not expressible, so ntkbo's choice stays: tanh (``"erf"``, no closed-form tanh kernel; the
 #: thesis also names ReLU, whose second derivative vanishes); the thesis's ExponentialLR(0.95) and
@@ -158,7 +170,7 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #: DropWave, 5,000 residual points for the heat problems); its tanh and Xavier initialisation.
 PRESETS_BY_NAME = {
     "pinn_bo": {
-        "paper": dict(width=100, depth=2, W_std=1.0, b_std=None, loss="sum", pde_weight=1.0,
+        "paper": dict(width=100, depth=1, W_std=1.0, b_std=None, loss="sum", pde_weight=1.0,
                       lam=0.0, optimizer="gd", learning_rate=1e-2, num_steps=100,
                       warm_start=False),
         "authors": dict(width=50, depth=3, loss="mean", pde_weight=1.0, nu=1.0,
@@ -167,7 +179,7 @@ PRESETS_BY_NAME = {
                         method="none"),
     },
     "pinn_ntk_gp": {
-        "paper": dict(depth=2, W_std=1.0, b_std=None, acquisition="ts", nu="thesis"),
+        "paper": dict(depth=1, W_std=1.0, b_std=None, acquisition="ts", nu="thesis"),
     },
 }
 
@@ -639,7 +651,7 @@ def pinn_bo(
 
 
 # ---------------------------------------------------------------------------------------------
-# The exact-kernel counterpart.
+# The infinite-width (analytic-kernel) counterpart.
 
 
 def _observed(data: D.Data) -> Array:
@@ -682,8 +694,9 @@ def pinn_ntk_gp(
     method: Optional[str] = None,
     jitter: Optional[float] = None,
 ) -> Algorithm:
-    """The exact-kernel PINN-BO: a GP on the analytic NTK of ``pinn_bo``'s network, conditioned on
-    ``f`` observations and PDE data (module docstring; Definition 5.3.1 and Lemma 5.3.4).
+    """The infinite-width PINN-BO: a GP on the analytic NTK of ``pinn_bo``'s network (the limit of
+    its empirical NTK as the width grows), conditioned on ``f`` observations and PDE data (module
+    docstring; Definition 5.3.1 and Lemma 5.3.4).
 
     Args:
       pde: the linear equation ``N[f] = g`` (``problem.pde``).
