@@ -457,3 +457,35 @@ def test_pinn_paper_presets_count_the_thesis_depth_in_weight_matrices():
     a = A.presets("pinn_bo")["authors"]
     assert (a["depth"], a["width"], a["learning_rate"], a["num_steps"]) == (4 - 1, 50, 0.01, 200)
     assert (a["num_residuals"], a["num_candidates"], a["nu"]) == (40_000, 50_000, 1.0)
+
+
+def test_sto_bnts_presets_are_the_papers_and_the_codes_numbers():
+    """``sto_bnts`` / ``sto_bnts_linear`` ``preset="paper"`` and ``sto_bnts(preset="authors")``
+    against the paper's and the Lunar-Lander code's numbers; the comment does not call
+    Levenberg-Marquardt's local minimiser of the non-convex loss (1) gradient descent's."""
+    # STO-BNTS paper, Secs. 5.2-5.3: "the NN architecture of L=2, m=256" (L hidden layers, the
+    # readout W_{L+1}). Mutations caught: depth=1; width=128.
+    # Appendix F: "we set beta_t = 1"; continuous domains: "randomly sample 10,000 inputs ...
+    # L-BFGS-B with 100 random restarts". Mutations caught: num_candidates=1024; num_restarts=4;
+    # acq_method="pgd".
+    # Algorithm 1: loss (1) on y (no perturbed targets), fresh theta_0 every round.
+    # Mutations caught: perturb_targets=True; fixed_key=True.
+    for name in ("sto_bnts", "sto_bnts_linear"):
+        p = A.presets(name)["paper"]
+        assert (p["depth"], p["width"], p["activation"]) == (2, 256, "relu"), name
+        assert p["beta"] == 1.0, name
+        assert (p["num_candidates"], p["num_restarts"], p["acq_method"]) == (
+            10_000, 100, "lbfgs"), name
+        assert p["perturb_targets"] is False and p["fixed_key"] is False, name
+    # The authors' code (github.com/daizhongxiang/sto-bnts, lunar_sto_bnts.py): configs =
+    # {'learning_rate': 1e-3, 'training_steps': 10000, 'noise_scale': 0.1, 'W_std': 1.5,
+    # 'b_std': 0.05, 'width': 256, 'depth': 2}, parameterization = "standard", the key
+    # PRNGKey(10) re-created every round. Mutations caught: W_std="paper"; num_steps=1000 (He et
+    # al.'s default); fixed_key=False.
+    a = A.presets("sto_bnts")["authors"]
+    assert (a["learning_rate"], a["num_steps"], a["sigma"]) == (1e-3, 10_000, 0.1)
+    assert (a["W_std"], a["b_std"], a["width"], a["depth"]) == (1.5, 0.05, 256, 2)
+    assert (a["parameterization"], a["optimizer"], a["fixed_key"]) == ("standard", "gd", True)
+    # Mutation caught: the former wording ("GD's minimiser") restored in the comment.
+    text = _preset_comment(sto_bnts_m)
+    assert "GD's minimiser" not in text and "not convex" in text

@@ -18,7 +18,9 @@ with fresh random keys every round (all drawn from ``suggest``'s key), trained o
 (every parameter ``~ N(0, 1)``), ``diag(fan_in / W_std^2, 1 / b_std^2)`` in the standard one (the
 authors' code, He et al. 2020's weighting; digest section 1.9.2). ``y~_j = y_j`` is the paper's
 loss (1); with ``perturb_targets=True``, ``y~_j = y_j + eps_j``, ``eps_j ~ N(0, beta^2 sigma^2)``
-drawn afresh for every member, which makes the sample *exact* (digest section 1.6, erratum 4.3).
+drawn afresh for every member, which makes the minimiser of (1) for a linear model an exact
+posterior sample for that model's kernel (Appendix A; for the trained network, in the
+infinite-width limit only).
 
 **Why it is a posterior sample.** Write ``lam = beta^2 sigma^2``, ``k`` the kernel of the
 (linearised) model and ``A = K_XX + lam I``. The prior draw is ``g = f~(.; theta_0) ~ GP(0, k)``
@@ -27,7 +29,8 @@ and the minimiser of (1) for a linear model is (digest sections 1.4, 1.5)::
     f*(z) = g(z) + k(z, X) A^-1 (y~ - g(X))
 
 * STO-BNTS-Linear: ``k = beta^2 Theta~``, the *empirical* NTK
-  ``grad f(.; theta_0') P^-1 grad f(.; theta_0')^T`` at ``theta_0'``; exact at any width.
+  ``grad f(.; theta_0') P^-1 grad f(.; theta_0')^T`` at ``theta_0'``; the formula holds exactly
+  at any width, for that kernel.
 * STO-BNTS: as ``width -> inf``, ``f(.; theta_0) ~ GP(0, K)`` (the NNGP), the JVP term with the
   readout of ``theta_0'`` zeroed ``~ GP(0, Theta - K)``, so ``g ~ GP(0, Theta)`` and
   ``k = beta^2 Theta`` with the analytic NTK (``ntkbo.kernels.mlp(...)[2]``), and training is
@@ -38,20 +41,22 @@ and the minimiser of (1) for a linear model is (digest sections 1.4, 1.5)::
 ``f*`` has mean ``Theta(z, X) (Theta_XX + sigma^2 I)^-1 y``, the NTK-GP posterior mean (eq. 2,
 unchanged by ``beta``) and, with ``perturb_targets``, ``beta^2`` times the posterior covariance
 (eq. 3). Without it (the paper, and the authors' code) the covariance falls short by
-``lam k(z, X) A^-2 k(X, z')``: under-dispersed near the data, exact far from it (digest 1.6).
+``lam k(z, X) A^-2 k(X, z')``: under-dispersed near the data; the shortfall vanishes only as
+``k(z, X) -> 0``, far from it.
 
-**Training** (``optimizer``). The paper trains "by gradient descent till convergence"; only the
-minimiser matters. Plain GD needs about ``kappa log(1/tol)`` steps, ``kappa = (lambda_max +
-lam) / (lambda_min + lam)`` of the Gram matrix, which is 10^3-10^4 already at ``N = 8`` (digest
-section 2.6.4), so:
+**Training** (``optimizer``). The paper trains "by gradient descent till convergence" (Algorithm 1
+line 6); only the point it converges to matters. Plain GD needs about ``kappa log(1/tol)`` steps,
+``kappa = (lambda_max + lam) / (lambda_min + lam)`` of the Gram matrix, which is 10^3-10^4
+already at ``N = 8`` (digest section 2.6.4), so:
 
 * ``"linearized"`` (default; ntkbo's choice, not the paper's): the minimiser of (1) for ``f~``
   *linearised at* ``theta_0``, ``f~(z; theta_0) + <grad f~(z; theta_0), theta - theta_0>``, in
   closed form (one ``N x N`` Cholesky solve on ``J = grad f~(X; theta_0)``, as STO-BNTS-Linear's
   below), and the member is that linearised network (:func:`linearized_member_fn`, one JVP per
   evaluation). Its function is exactly ``f* = g + k(., X) A^-1 (y~ - g(X))`` above with ``k`` the
-  empirical NTK at ``theta_0``: the sample-then-optimise posterior sample the paper's claim is
-  about (Appendix A), which the trained network equals only in the infinite-width (lazy) limit.
+  empirical NTK at ``theta_0``: the sample-then-optimise sample the paper's claim is about
+  (Appendix A), for that kernel, which the trained network equals only in the infinite-width
+  (lazy) limit.
   **Why the default differs from the paper** (``benchmarks/sto_convergence.py``, float32, width
   256, depth 2, ``sigma = 0.1``, 4 members, dev-suite points: d, n = 2, 10; 6, 30; 10, 50; 20,
   100): the network trained on (1) does not reach that sample at this width however long it is
@@ -82,7 +87,9 @@ section 2.6.4), so:
   the cost of 10 steps; 100 steps are within 0.3% of 300). For ReLU networks of moderate width
   (1) is far from quadratic (digest section 2.6.3) and no number of steps gives an exact
   stationary point (``info["grad_norm"]``: about 1e-3 of its initial value after 10 to 300
-  steps). On smooth networks it converges to the minimiser found by L-BFGS (tested).
+  steps). Loss (1) is not convex in the network's parameters, so the point reached is a local
+  minimiser that need not be the one gradient descent from ``theta_0`` would converge to; on
+  smooth networks it is the one L-BFGS from ``theta_0`` finds (tested).
 * ``"gd"``: the paper's full-batch gradient descent, ``num_steps`` (default 10,000, the authors'
   code) steps of size ``learning_rate`` (default ``1 / (c (lam max P + tr K))``, ``K = J J^T``
   at ``theta_0``, ``c = 2`` for the sum loss (1) and ``1/N`` for ``loss_reduction="mean"``: at
@@ -143,11 +150,13 @@ affine map.
 ReLU, NTK parameterisation without biases, ``beta_t = 1`` (the theory's ``beta_t`` is
 :func:`theorem1_beta`), no target perturbation, fresh networks every round; inputs on the unit
 sphere and ``sigma = 0.1`` (the paper leaves both open; the authors' code uses 0.1). **Where the
-default differs:** the training, ``optimizer="linearized"`` (the exact posterior sample of the
-network linearised at ``theta_0``; "Training" above for the measurement), where the paper trains
-the network itself by GD till convergence: that is ``optimizer="levenberg_marquardt",
-num_steps=300, tol=1e-4`` (the same minimiser, reached far faster than GD; ``preset="paper"``,
-which also has the paper's query search, :data:`PRESETS_BY_NAME`), and the former default
+default differs:** the training, ``optimizer="linearized"`` (the closed-form minimiser of (1) for
+the network linearised at ``theta_0``: the sample-then-optimise sample for the empirical NTK at
+``theta_0``; "Training" above for the measurement), where the paper trains the network itself by
+GD till convergence: ``preset="paper"`` trains it by ``optimizer="levenberg_marquardt",
+num_steps=300, tol=1e-4`` instead (a local minimiser of the non-convex (1), reached in far fewer
+steps than GD but not necessarily GD's; it also has the paper's query search,
+:data:`PRESETS_BY_NAME`), and the former default
 ``optimizer="levenberg_marquardt"`` (10 steps, not converged; ``preset="former"``). The authors'
 code's variants (``preset="authors"``): ``parameterization="standard", W_std=1.5,
 b_std=0.05, input_map="ball"`` (with the precision-weighted regulariser), ``optimizer="gd",
@@ -208,23 +217,32 @@ NUM_BEST = 4
 
 
 #: Named settings (``ntkbo.algorithms.sto_bnts(preset=NAME, **options)``; ``ntkbo.algorithms``,
-#: "Presets"; digest sections 1.8, 1.9, 5.4), per registry name:
+#: "Presets"), per registry name:
 #:
-#: * ``"paper"``: the paper's experiments (L = 2, m = 256, ReLU, NTK parameterisation without
-#:   biases, ``beta = 1``, no target perturbation, fresh networks every round) with the network
-#:   trained on (1) "till convergence": Levenberg-Marquardt until a step gains less than 1e-4 of
-#:   the loss, at most 300 steps (GD's minimiser, reached in far fewer steps; module docstring,
-#:   "Training"), the query by 10,000 random points and L-BFGS from 100 starts. The input map and
+#: * ``"paper"``: the paper's experiments (``L = 2`` hidden layers of ``m = 256``, sections
+#:   5.2-5.3; ReLU, NTK parameterisation without biases; ``beta_t = 1``, Appendix F; loss (1)
+#:   without target perturbation and fresh networks every round, Algorithm 1) with the network
+#:   trained on (1) "till convergence" (Algorithm 1 line 6) by Levenberg-Marquardt until a step
+#:   gains less than 1e-4 of the loss, at most 300 steps, where the paper uses gradient descent:
+#:   (1) is not convex in the network's parameters, so the local minimiser reached need not be
+#:   the one gradient descent from ``theta_0`` converges to (module docstring, "Training"); the
+#:   query by 10,000 candidates and L-BFGS from 100 starts (Appendix F: 10,000 random points,
+#:   L-BFGS-B from 100 random restarts; here scrambled Sobol points plus the best observed
+#:   points and perturbations of them, and the 100 best candidates refined). The input map and
 #:   ``sigma`` are open in the paper: the defaults' (the sphere, 0.1). STO-BNTS-Linear: the same
 #:   network and query (its training is the closed form either way).
-#: * ``"authors"`` (STO-BNTS; the Lunar-Lander code): standard parameterisation with ``W_std=1.5,
-#:   b_std=0.05`` and inputs in ``[0, 1]^d`` (``"ball"``), 10,000 full-batch GD steps of ``1e-3`` on
-#:   the mean loss, the same ``q`` networks every round, the paper's query search. Not expressible:
-#:   its raw, unstandardised targets (ntkbo standardises; ``sigma`` is then relative).
-#: * ``"former"`` (STO-BNTS): the defaults before issue 15, 10 Levenberg-Marquardt steps.
+#: * ``"authors"`` (STO-BNTS; the Lunar-Lander code, github.com/daizhongxiang/sto-bnts,
+#:   ``lunar_sto_bnts.py``: ``width 256, depth 2, noise_scale 0.1``): standard parameterisation
+#:   with ``W_std=1.5, b_std=0.05`` and inputs in ``[0, 1]^d`` (``"ball"``), 10,000 full-batch GD
+#:   steps of ``1e-3`` on the mean loss, the same ``q`` networks every round, the paper's query
+#:   search (as ``"paper"``). Not expressible: its raw, unstandardised targets (ntkbo
+#:   standardises; ``sigma`` is then relative).
+#: * ``"former"`` (STO-BNTS): the defaults before the linearised training, 10
+#:   Levenberg-Marquardt steps (no source claimed).
 #:
-#: The defaults differ from ``"paper"`` in the training (``optimizer="linearized"``, the exact
-#: posterior sample; module docstring) and the cheaper query search.
+#: The defaults differ from ``"paper"`` in the training (``optimizer="linearized"``, the
+#: sample-then-optimise sample of the network linearised at ``theta_0``; module docstring) and the
+#: cheaper query search.
 _PAPER_QUERY = dict(num_candidates=10_000, num_restarts=100, acq_method="lbfgs")
 _PAPER_NET = dict(width=256, depth=2, activation="relu", W_std="paper", b_std=None,
                   parameterization="ntk", beta=1.0, perturb_targets=False, fixed_key=False)
@@ -807,18 +825,21 @@ def sto_bnts(
       beta: ``beta_t``: a number (paper experiments: 1) or a function of the number of observations
         (int array) returning a scalar, e.g. built on :func:`theorem1_beta`.
       perturb_targets: train member ``i`` on ``y + eps_i``, ``eps_i ~ N(0, lam I)``: exact posterior
-        samples (digest section 1.6). Off in the paper and the authors' code.
+        samples for the linearised network's kernel with ``optimizer="linearized"``, for the
+        trained network only in the infinite-width limit (Appendix A). Off in the paper and the
+        authors' code.
       activation, W_std, b_std, parameterization: the network (``ntkbo.kernels.mlp``);
         ``W_std="paper"`` is Arora et al.'s ``(1, sqrt2, ..., sqrt2)`` on ``embed_inputs``'s
         output, with no biases and ``"ntk"`` (paper). Authors' code: ``W_std=1.5, b_std=0.05,
         parameterization="standard", input_map="ball"``.
       optimizer: ``"linearized"`` (default; ntkbo's choice: the closed-form minimiser of (1) for
-        the network linearised at ``theta_0``, the exact sample-then-optimise posterior sample,
-        which the network trained on (1) misses by 0.2-0.4 posterior sd at width 256 however long
-        it trains; module docstring, "Training"), ``"levenberg_marquardt"`` (the network itself:
-        the paper's training "till convergence" is ``num_steps=300, tol=1e-4``,
-        ``preset="paper"``; the former default is 10 steps, ``preset="former"``) or ``"gd"``
-        (the paper's gradient descent; the authors' code, ``preset="authors"``).
+        the network linearised at ``theta_0``, the sample-then-optimise sample for the empirical
+        NTK at ``theta_0``, which the network trained on (1) misses by 0.2-0.4 posterior sd at
+        width 256 however long it trains; module docstring, "Training"),
+        ``"levenberg_marquardt"`` (the network itself, to a local minimiser of (1):
+        ``preset="paper"`` stands in for the paper's training "till convergence" with
+        ``num_steps=300, tol=1e-4``; the former default is 10 steps, ``preset="former"``) or
+        ``"gd"`` (the paper's gradient descent; the authors' code, ``preset="authors"``).
       num_steps: training steps (``None``: 10 Levenberg-Marquardt or 10,000 GD steps; unused by
         ``"linearized"``).
       learning_rate: GD step (``None``: the stable default of the module docstring; authors' code
