@@ -489,3 +489,16 @@ def test_sto_bnts_presets_are_the_papers_and_the_codes_numbers():
     # Mutation caught: the former wording ("GD's minimiser") restored in the comment.
     text = _preset_comment(sto_bnts_m)
     assert "GD's minimiser" not in text and "not convex" in text
+
+
+def test_positional_options_override_a_preset_and_presets_are_copies():
+    # Mutations checked: binding positional options after the preset (the former behaviour)
+    # raises "multiple values for 'width'"; returning the module's dict lets a caller edit it.
+    algo = ntkbo.algorithms.neural_bo(64, preset="paper")
+    assert algo.config["width"] == 64
+    assert algo.config == ntkbo.algorithms.neural_bo(width=64, preset="paper").config
+    with pytest.raises(TypeError, match="multiple values"):
+        ntkbo.algorithms.neural_bo(64, width=32)
+    mine = ntkbo.algorithms.presets("neural_bo")
+    mine["paper"]["width"] = 1
+    assert ntkbo.algorithms.presets("neural_bo")["paper"].get("width") != 1

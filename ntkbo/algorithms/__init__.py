@@ -25,6 +25,7 @@ the options a preset stands for.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import sys
@@ -143,7 +144,8 @@ def presets(name: str) -> dict:
     f = getattr(f, "func", f)
     module = sys.modules.get(getattr(f, "__module__", ""), None)
     by_name = getattr(module, "PRESETS_BY_NAME", {})
-    return dict(by_name[name] if name in by_name else getattr(module, "PRESETS", {}))
+    # a deep copy: a caller editing the result must not edit the module's presets
+    return copy.deepcopy(dict(by_name[name] if name in by_name else getattr(module, "PRESETS", {})))
 
 
 def with_preset(name: str, preset, options: dict) -> dict:
@@ -186,6 +188,15 @@ def recorded(name: str, factory):
 
     @functools.wraps(factory)
     def build(*args, preset=None, **options):
+        if args:  # positional options by name, so that they override the preset's as keywords do
+            try:
+                named = inspect.signature(factory).bind_partial(*args).arguments
+            except TypeError as err:
+                raise TypeError(f"{name}: {err}") from None
+            clash = sorted(set(named) & set(options))
+            if clash:
+                raise TypeError(f"{name}: got multiple values for {clash}")
+            options, args = {**named, **options}, ()
         options = with_preset(name, preset, options)
         algo = factory(*args, **options)  # its own errors first (it validates its options)
         config = _resolve(factory, name, args, options, kwargs_defaults=True)
