@@ -9,13 +9,52 @@ The study is an immutable value, threaded by the caller::
         study = ntkbo.ask_tell.tell(algo, study, x, y)     # validates, grows capacity, refits
         ntkbo.ask_tell.save("study.msgpack", study)        # resume later with ``load``
 
+**Parallel workers** (trials, as in Optuna and Ax): every point asked is a *trial* with an integer
+id (0, 1, 2, ... in the order asked), *pending* until it is told, failed or abandoned::
+
+    t1, x1, study = ntkbo.ask_tell.ask_trial(algo, study)    # worker 1 gets x1 (d,)
+    t2, x2, study = ntkbo.ask_tell.ask_trial(algo, study)    # worker 2: conditioned on x1 pending
+    study = ntkbo.ask_tell.tell(algo, study, t2, y2)         # in any order
+    study = ntkbo.ask_tell.fail(algo, study, t1)             # or tell(..., t1, nan); or abandon
+
+An ``ask`` while trials are pending conditions on them (*constant liar*, Ginsbourger et al. 2010):
+each pending point is added to a copy of the algorithm's state with a fantasy observation, the lie
+(``lie="mean"``, the default: the mean of the successful observations; ``"best"``: the smallest;
+``"worst"``: the largest; constraint values, if any, always lie at their mean; 0 while nothing
+succeeded), by ``algo.update`` one point at a time, and ``algo.suggest`` runs on that copy. The
+study's own state never sees a lie. What that amounts to depends on the model:
+
+- GP and NTK-GP models (``gp``, ``ntk_gp``): the pending point becomes a training point, so the
+  posterior variance there collapses to the noise level and the acquisition drops around it;
+  the posterior mean is pulled to the lie. With the posterior mean as the lie this would be
+  exactly the *kriging believer* rule of ``gp(q > 1)``; the mean of the observations is a
+  constant lie instead (CL-mean), mildly pessimistic near a predicted minimum, which pushes the
+  next point further away. ``gp`` with ``fit=True`` also refits its hyper-parameters on the copy
+  when its refit schedule says so (the kriging believer keeps them fixed).
+- Network models (``neural_bo``, ``neural_ucb``, ...): the copy's update retrains the network on
+  the lies too (once per pending point), and the uncertainty terms built from the observed points
+  (gradient features, the NTK Gram matrix) shrink at the pending points.
+- ``random_search`` ignores its state: pending points change nothing.
+
+The model-based algorithms of ``ntkbo.algorithms`` never suggest an observed point (within
+``ntkbo.optimize.MIN_DISTANCE`` of the box's width, ``ntkbo.optimize.near_observed``), so they
+avoid the pending ones on the copy. ``ask`` guarantees it for any algorithm: a suggested row
+within that distance of a pending point is replaced by a uniform random point of the box that is
+not, with a ``UserWarning``. The conditioning costs one ``algo.update`` per pending point per ask
+(compiled once: the same ``(1, d)`` update as ``tell``'s of one point). ``tell`` may take a trial
+id (its point is the one asked) or, as before, points: a point told by value closes the pending
+trial asked within ``MIN_DISTANCE`` of the box's width of it (the nearest, the lowest id on ties),
+and a point asked nowhere is recorded as a new, already told trial. A trial asked and never told
+stays pending, and conditions every later ask, until it is told, failed or abandoned.
+
 Every input is validated here, outside ``jit``: points must have shape ``(q, d)``, be finite and
 lie in the bounds, and there must be one observation per point.
 
 **Failed evaluations** (Optuna's failed trials): a NaN or infinite observation (or constraint
 value) is accepted and recorded as failed: ``observations`` returns it, ``failed`` marks it, and
 no model is fit to it and no best point is chosen among failures (``ntkbo.data``). An evaluation
-that crashed can be told as ``y = nan``.
+that crashed can be told as ``y = nan`` (``fail`` does that for a trial id). An *abandoned* trial
+(``abandon``) was never evaluated: it leaves the pending list and nothing is recorded for it.
 
 **Precision**: the study keeps the exact record of what was told, in float64 (``observations``,
 ``constraint_observations``; ``save`` writes it), while the algorithm's buffers hold the values in
@@ -30,7 +69,8 @@ Black-box constraints ``c_k(x) <= 0`` (feasible iff every ``c_k(x) <= 0``): an a
 ``algo.n_constraints = K > 0`` (e.g. ``neural_cbo``) needs the constraint values at every point,
 ``tell(algo, study, x, y, c)`` with ``c`` of shape ``(q, K)``; ``constraint_observations``
 reads them back. An algorithm with ``n_constraints = 0`` does not model constraints and refuses
-``c`` (rather than silently dropping it). A rejected ``tell`` raises and leaves the study
+``c`` (rather than silently dropping it). A rejected ``tell`` (bad shapes, an unknown trial id,
+a trial told twice or abandoned) raises ``ValueError`` naming the argument and leaves the study
 as it was, so nothing already observed is lost. The buffers grow by doubling when full.
 
 The first ``n_init`` points asked are a scrambled Sobol design drawn from the study's key, exactly the
@@ -39,10 +79,12 @@ Saving and loading with ``flax.serialization`` keeps the key, so a resumed study
 points an uninterrupted one would.
 
 **Save files** (format 3) record the algorithm's ``name`` and resolved ``config`` (``ntkbo.base``),
-the bounds, the dtype and the versions, device and git revision that wrote them. ``load`` refuses
-a different algorithm, a different option or different bounds with a ``ValueError`` naming each
-field that differs and both values (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same
-algorithm). A file of an earlier format (1 or 2, no algorithm record) still loads, with a
+the bounds, the dtype and the versions, device and git revision that wrote them, and the trials
+(pending ones included: a loaded study tells them by id). ``load`` refuses a different algorithm,
+a different option or different bounds with a ``ValueError`` naming each field that differs and
+both values (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same algorithm). A format-3 file
+written before trials were recorded loads with every told row a complete (or failed) trial and
+none pending. A file of an earlier format (1 or 2, no algorithm record) still loads, with a
 ``UserWarning`` saying that its algorithm and options could not be checked; saving it again
 writes format 3.
 """
@@ -63,11 +105,51 @@ from flax import serialization
 from ntkbo import data as D
 from ntkbo.base import Algorithm
 from ntkbo.loop import MIN_CAPACITY, grow_state, initial_design
+from ntkbo.optimize import MIN_DISTANCE
 from ntkbo.validation import check_bounds, check_int
 
 #: The save format: 2 adds the float64 record and the bounds; 3 the algorithm's name and resolved
-#: config, the dtype and the provenance. Files of formats 1 and 2 still load (with a warning).
+#: config, the dtype and the provenance (and, optionally, the trials: a format-3 file without
+#: them loads as before). Files of formats 1 and 2 still load (with a warning).
 FORMAT_VERSION = 3
+
+#: A trial's status, by its code in ``Trials.status``.
+STATUSES = ("pending", "complete", "failed", "abandoned")
+PENDING, COMPLETE, FAILED, ABANDONED = range(4)
+#: The lies ``ask`` can give pending points (module docstring, "Parallel workers").
+LIES = ("mean", "best", "worst")
+
+
+class Trials(NamedTuple):
+    """The study's trial table (host numpy arrays; trial ``i`` is row ``i``).
+
+    Attributes:
+      x: ``(T, d)`` float64, the point of each trial: as asked, or as told for a trial created
+        by telling a point that was not asked.
+      status: ``(T,)`` int8, an index into ``STATUSES``.
+      row: ``(T,)`` int64, the trial's row in ``observations`` (complete and failed trials;
+        ``-1`` for pending and abandoned ones).
+    """
+
+    x: np.ndarray
+    status: np.ndarray
+    row: np.ndarray
+
+
+class Trial(NamedTuple):
+    """One trial as ``trials`` and ``pending`` list it.
+
+    Attributes:
+      id: the trial id (``tell``, ``fail``, ``abandon`` take it).
+      status: ``"pending"``, ``"complete"``, ``"failed"`` or ``"abandoned"``.
+      x: ``(d,)`` float64, the point asked (``Trials.x``).
+      y: the observation told (NaN or inf for a failed trial), ``None`` if none was.
+    """
+
+    id: int
+    status: str
+    x: np.ndarray
+    y: float | None
 
 
 class Study(NamedTuple):
@@ -83,6 +165,8 @@ class Study(NamedTuple):
         told, NaN or inf for a failed evaluation.
       algorithm: ``{"name", "config", "reproducible"}``, the record of the algorithm the study was
         started with (``record``; ``None`` for a study built by hand); ``save`` writes it.
+      trials: the ``Trials`` table (``None``: every told row is a complete or failed trial and
+        none is pending, as for a study built by hand).
     """
 
     state: Any
@@ -92,6 +176,7 @@ class Study(NamedTuple):
     told_x: Any
     told_y: Any
     algorithm: Any = None
+    trials: Any = None
 
 
 def record(algo: Algorithm) -> dict:
@@ -149,8 +234,23 @@ def start(algo: Algorithm, bounds, key, *, n_init: int = 5, capacity: int = MIN_
     design = initial_design(k_design, bounds, n_init) if n_init else jnp.zeros((0, bounds.shape[1]))
     state = algo.init(k_algo, bounds, D.next_capacity(max(capacity, n_init), MIN_CAPACITY))
     k = int(getattr(algo, "n_constraints", 0))
+    d = bounds.shape[1]
     return Study(state, k_loop, design, jnp.zeros((), jnp.int32),
-                 np.zeros((0, bounds.shape[1])), np.zeros((0, 1 + k)), record(algo))
+                 np.zeros((0, d)), np.zeros((0, 1 + k)), record(algo), _empty_trials(d))
+
+
+def _empty_trials(d: int) -> Trials:
+    return Trials(np.zeros((0, d)), np.zeros((0,), np.int8), np.zeros((0,), np.int64))
+
+
+def _table(study: Study) -> Trials:
+    """The study's ``Trials`` (for ``trials=None``: one complete or failed trial per told row)."""
+    if study.trials is not None:
+        return study.trials
+    n = np.shape(study.told_x)[0]
+    bad = ~np.all(np.isfinite(study.told_y), axis=1)
+    return Trials(np.array(study.told_x, np.float64).reshape(n, -1),
+                  np.where(bad, FAILED, COMPLETE).astype(np.int8), np.arange(n, dtype=np.int64))
 
 
 def observations(study: Study) -> tuple[np.ndarray, np.ndarray]:
@@ -165,14 +265,33 @@ def failed(study: Study) -> np.ndarray:
     return ~np.all(np.isfinite(study.told_y), axis=1)
 
 
+def trials(study: Study) -> list[Trial]:
+    """Every trial of the study, by id (``Trial``: id, status, point, observation)."""
+    t = _table(study)
+    return [Trial(i, STATUSES[int(s)], np.array(t.x[i]),
+                  None if r < 0 else float(study.told_y[r, 0]))
+            for i, (s, r) in enumerate(zip(t.status, t.row))]
+
+
+def pending(study: Study) -> list[Trial]:
+    """The pending trials (asked, not yet told, failed or abandoned), by id."""
+    return [t for t in trials(study) if t.status == "pending"]
+
+
 def best(study: Study) -> tuple[np.ndarray, float] | None:
     """``(x, y)`` of the smallest observation among the evaluations that did not fail and whose
     constraint values (if any) are all ``<= 0``; ``None`` if there is none."""
+    i = _best_row(study)
+    if i is None:
+        return None
+    return np.array(study.told_x[i]), float(study.told_y[i, 0])
+
+
+def _best_row(study: Study) -> int | None:
     ok = ~failed(study) & np.all(study.told_y[:, 1:] <= 0, axis=1)
     if not ok.any():
         return None
-    i = np.flatnonzero(ok)[np.argmin(study.told_y[ok, 0])]
-    return np.array(study.told_x[i]), float(study.told_y[i, 0])
+    return int(np.flatnonzero(ok)[np.argmin(study.told_y[ok, 0])])
 
 
 def constraint_observations(algo: Algorithm, study: Study) -> np.ndarray:
@@ -184,16 +303,144 @@ def constraint_observations(algo: Algorithm, study: Study) -> np.ndarray:
     return np.array(study.told_y[:, 1:])
 
 
-def ask(algo: Algorithm, study: Study) -> tuple[np.ndarray, Study]:
-    """The next points ``(q, d)`` to evaluate and the study with its key advanced."""
+def _unit(points: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """``points`` ``(..., d)`` in the unit box of ``bounds`` (``ntkbo.optimize.near_observed``'s
+    scaling: a zero-width coordinate keeps width 1)."""
+    lo, hi = bounds[0].astype(np.float64), bounds[1].astype(np.float64)
+    return (np.asarray(points, np.float64) - lo) / np.where(hi > lo, hi - lo, 1.0)
+
+
+def _chebyshev(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``(n, m)`` Chebyshev distances between the rows of ``a`` ``(n, d)`` and ``b`` ``(m, d)``."""
+    return np.max(np.abs(a[:, None, :] - b[None, :, :]), axis=-1, initial=0.0)
+
+
+def _lies(study: Study, lie: str) -> np.ndarray:
+    """``(1 + K,)`` the fantasy observation of a pending point (module docstring): the objective's
+    mean, smallest or largest successful value, the constraints' means (0 with none)."""
+    if lie not in LIES:
+        raise ValueError(f"lie must be one of {LIES}, got {lie!r}")
+    told = np.asarray(study.told_y, np.float64)
+    out = np.zeros(told.shape[1])
+    ok = np.all(np.isfinite(told), axis=1)
+    if ok.any():
+        out[:] = told[ok].mean(axis=0)
+        if lie != "mean":
+            out[0] = told[ok, 0].min() if lie == "best" else told[ok, 0].max()
+    return out
+
+
+def _conditioned(algo: Algorithm, study: Study, points: np.ndarray, lie: str):
+    """A copy of the study's state told ``points`` ``(P, d)`` with the lie, one at a time."""
+    state = study.state
+    if not points.shape[0]:
+        return state
+    buf = _buffer(state)
+    dtype = np.dtype(buf.x.dtype)
+    need = int(buf.count) + points.shape[0]
+    if need > buf.capacity:
+        state = grow_state(state, D.next_capacity(need, MIN_CAPACITY))
+    bounds = _state_bounds(state).astype(dtype)
+    xs = np.clip(points.astype(dtype), bounds[0], bounds[1])
+    told = _lies(study, lie).astype(dtype)
+    k = int(getattr(algo, "n_constraints", 0))
+    y = jnp.asarray(told[None, :] if k else told[:1])
+    _, update = _jitted(algo)
+    for row in xs:
+        state = update(state, jnp.asarray(row[None, :]), y)
+    return state
+
+
+def _away_from(key, x: np.ndarray, avoid: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """``x`` ``(q, d)`` with each row within ``MIN_DISTANCE`` (unit box, Chebyshev) of a row of
+    ``avoid`` replaced by a uniform random point of the box that is not (module docstring)."""
+    if not avoid.shape[0]:
+        return x
+    close = np.any(_chebyshev(_unit(x, bounds), _unit(avoid, bounds)) <= MIN_DISTANCE, axis=1)
+    if not close.any():
+        return x
+    warnings.warn(
+        f"the algorithm suggested {int(close.sum())} point(s) within {MIN_DISTANCE} of the box's "
+        "width of a pending trial's point: replaced by uniform random points of the box",
+        UserWarning, stacklevel=3)
+    x = np.array(x)
+    lo, hi = bounds[0].astype(np.float64), bounds[1].astype(np.float64)
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key) if jax.dtypes.issubdtype(
+        key.dtype, jax.dtypes.prng_key) else key, np.uint32))
+    for i in np.flatnonzero(close):
+        while True:
+            z = (lo + rng.uniform(size=lo.shape) * (hi - lo)).astype(x.dtype)
+            if not np.any(_chebyshev(_unit(z[None], bounds), _unit(avoid, bounds))
+                          <= MIN_DISTANCE):
+                break
+        x[i] = z
+    return x
+
+
+def _suggest(algo: Algorithm, study: Study, lie: str) -> tuple[np.ndarray, Study]:
+    """The next rows ``(q, d)`` (a design point, or ``algo.suggest`` on the state conditioned on
+    the pending trials) and the study with its key or design counter advanced."""
+    if lie not in LIES:
+        raise ValueError(f"lie must be one of {LIES}, got {lie!r}")
     asked = int(study.asked)
     if asked < study.design.shape[0]:
         x = study.design[asked:asked + 1]
         return np.asarray(x), study._replace(asked=study.asked + 1)
     suggest, _ = _jitted(algo)
-    key, k_suggest, _ = jax.random.split(study.key, 3)
-    x, _ = suggest(k_suggest, study.state)
-    return np.asarray(x), study._replace(key=key)
+    key, k_suggest, k_spare = jax.random.split(study.key, 3)
+    t = _table(study)
+    pend = t.x[t.status == PENDING]
+    x, _ = suggest(k_suggest, _conditioned(algo, study, pend, lie))
+    x = _away_from(k_spare, np.asarray(x), pend, _state_bounds(study.state))
+    return x, study._replace(key=key)
+
+
+def _add_pending(study: Study, x: np.ndarray) -> tuple[np.ndarray, Study]:
+    """Registers the rows of ``x`` ``(q, d)`` as pending trials: their ids ``(q,)``, the study."""
+    t = _table(study)
+    ids = np.arange(t.x.shape[0], t.x.shape[0] + x.shape[0])
+    t = Trials(np.concatenate([t.x, np.asarray(x, np.float64)]),
+               np.concatenate([t.status, np.full(x.shape[0], PENDING, np.int8)]),
+               np.concatenate([t.row, np.full(x.shape[0], -1, np.int64)]))
+    return ids, study._replace(trials=t)
+
+
+def ask(algo: Algorithm, study: Study, *, lie: str = "mean") -> tuple[np.ndarray, Study]:
+    """The next points ``(q, d)`` to evaluate and the study with its key advanced; each row is a
+    new pending trial (ids: the last ``q`` of ``pending(study)``). While trials are pending the
+    suggestion is conditioned on them with the ``lie`` (module docstring, "Parallel workers")."""
+    x, study = _suggest(algo, study, lie)
+    _, study = _add_pending(study, x)
+    return x, study
+
+
+def ask_trial(algo: Algorithm, study: Study, *, lie: str = "mean"
+              ) -> tuple[int, np.ndarray, Study]:
+    """``(trial_id, x, study)``: one new pending trial, its point ``x`` ``(d,)`` and the study.
+    Conditioned on the pending trials as ``ask``; an algorithm that suggests ``q > 1`` points at
+    once gives its first (the next ``ask_trial`` conditions on it instead)."""
+    x, study = _suggest(algo, study, lie)
+    ids, study = _add_pending(study, x[:1])
+    return int(ids[0]), x[0], study
+
+
+def _check_trial(study: Study, trial, action: str) -> int:
+    """The id ``trial`` as an int, if it names a pending trial; otherwise ``ValueError``."""
+    t = _table(study)
+    tid = int(trial.id if isinstance(trial, Trial) else trial)
+    if not 0 <= tid < t.x.shape[0]:
+        raise ValueError(f"trial {tid!r}: no such trial in this study (ids 0 to "
+                         f"{t.x.shape[0] - 1}); nothing was recorded")
+    status = int(t.status[tid])
+    if status != PENDING:
+        what = "was abandoned" if status == ABANDONED else f"was already told ({STATUSES[status]})"
+        raise ValueError(f"trial {tid}: cannot {action} it, it {what}; nothing was recorded")
+    return tid
+
+
+def _is_trial_id(trial) -> bool:
+    return isinstance(trial, Trial) or (isinstance(trial, (int, np.integer))
+                                        and not isinstance(trial, (bool, np.bool_)))
 
 
 def _fits_dtype(name: str, v: np.ndarray, dtype) -> None:
@@ -208,11 +455,78 @@ def _fits_dtype(name: str, v: np.ndarray, dtype) -> None:
             "enable jax_enable_x64; nothing was recorded")
 
 
-def tell(algo: Algorithm, study: Study, x, y, c=None) -> Study:
-    """Adds observations ``y`` ``(q,)`` at ``x`` ``(q, d)`` and, for an algorithm with
-    ``n_constraints = K > 0``, the constraint values ``c`` ``(q, K)``; raises ``ValueError`` on bad
-    input and then leaves ``study`` unchanged. NaN or infinite ``y`` (or ``c``) values are failed
-    evaluations (module docstring)."""
+def tell(algo: Algorithm, study: Study, trial, y, c=None) -> Study:
+    """Tells observations; raises ``ValueError`` naming the argument on bad input and then leaves
+    ``study`` unchanged. NaN or infinite ``y`` (or ``c``) values are failed evaluations.
+
+    ``trial`` is either a trial id (an ``int`` from ``ask_trial``, or a ``Trial``): then ``y`` is
+    its one observation and ``c`` its ``(K,)`` constraint values, at the point asked; or points
+    ``x`` ``(q, d)`` (or ``(d,)``) with ``y`` ``(q,)`` and ``c`` ``(q, K)``: each row closes the
+    pending trial asked at it (module docstring, "Parallel workers") or is a new told trial.
+    ``c`` is required exactly when ``algo.n_constraints = K > 0``."""
+    if not _is_trial_id(trial):
+        return _tell(algo, study, trial, y, c, None)
+    tid = _check_trial(study, trial, "tell")
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"y must be a number: {err}") from None
+    if y.size != 1:
+        raise ValueError(f"y must be one value for trial {tid}, got shape {y.shape}; nothing "
+                         "was recorded")
+    if c is not None:
+        k = int(getattr(algo, "n_constraints", 0))
+        c = np.asarray(c, dtype=np.float64)
+        if k and c.size != k:
+            raise ValueError(f"c must hold the {k} constraint values of trial {tid} (shape "
+                             f"({k},)), got shape {c.shape}; nothing was recorded")
+        c = c.reshape(1, -1)
+    return _tell(algo, study, _table(study).x[tid][None], y.reshape(1), c, [tid])
+
+
+def fail(algo: Algorithm, study: Study, trial) -> Study:
+    """Records the pending ``trial`` as failed: ``tell`` of a NaN observation (and NaN
+    constraint values), so it is in ``observations``, marked by ``failed``, and no model fits it."""
+    tid = _check_trial(study, trial, "fail")
+    k = int(getattr(algo, "n_constraints", 0))
+    return tell(algo, study, tid, np.nan, np.full(k, np.nan) if k else None)
+
+
+def abandon(study: Study, trial) -> Study:
+    """Withdraws the pending ``trial`` (never evaluated): it leaves ``pending`` and no longer
+    conditions ``ask``; nothing is recorded in ``observations``. It cannot be told afterwards."""
+    tid = _check_trial(study, trial, "abandon")
+    t = _table(study)
+    status = t.status.copy()
+    status[tid] = ABANDONED
+    return study._replace(trials=t._replace(status=status))
+
+
+def _match_pending(study: Study, x: np.ndarray) -> list[int | None]:
+    """For each row of ``x`` ``(q, d)``, the pending trial it closes (module docstring, "Parallel
+    workers": the nearest within ``MIN_DISTANCE``, lowest id on ties, each trial once) or None."""
+    t = _table(study)
+    ids = np.flatnonzero(t.status == PENDING)
+    out: list[int | None] = []
+    if not ids.size:
+        return [None] * x.shape[0]
+    bounds = _state_bounds(study.state)
+    dist = _chebyshev(_unit(x, bounds), _unit(t.x[ids], bounds))
+    free = np.ones(ids.size, bool)
+    for row in dist:
+        cand = np.flatnonzero(free & (row <= MIN_DISTANCE))
+        if not cand.size:
+            out.append(None)
+            continue
+        j = cand[np.argmin(row[cand])]  # argmin takes the first (lowest id) on ties
+        free[j] = False
+        out.append(int(ids[j]))
+    return out
+
+
+def _tell(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) -> Study:
+    """``tell`` of points ``x`` ``(q, d)``: validates, updates the state and the record; ``ids``
+    gives each row's pending trial (``None`` entries: a new trial; ``None``: ``_match_pending``)."""
     buf = _buffer(study.state)
     d = buf.dim
     dtype = np.dtype(buf.x.dtype)
@@ -259,6 +573,8 @@ def tell(algo: Algorithm, study: Study, x, y, c=None) -> Study:
             f"x rows {np.flatnonzero(outside).tolist()} lie outside the bounds "
             f"{bounds.tolist()}; nothing was recorded")
     xs = np.clip(xs, bounds[0], bounds[1])
+    if ids is None:
+        ids = _match_pending(study, x)
     state = study.state
     need = int(buf.count) + x.shape[0]
     if need > buf.capacity:
@@ -267,14 +583,32 @@ def tell(algo: Algorithm, study: Study, x, y, c=None) -> Study:
     with np.errstate(over="ignore"):
         ys = told.astype(dtype)
     state = update(state, jnp.asarray(xs), jnp.asarray(ys if k else ys[:, 0]))
+    n = study.told_x.shape[0]
     return study._replace(state=state, told_x=np.concatenate([study.told_x, x]),
-                          told_y=np.concatenate([study.told_y, told]))
+                          told_y=np.concatenate([study.told_y, told]),
+                          trials=_record_told(_table(study), x, told, ids, n))
+
+
+def _record_told(t: Trials, x: np.ndarray, told: np.ndarray, ids: list[int | None],
+                 n: int) -> Trials:
+    """The table after told rows ``n, n + 1, ...`` (points ``x``, values ``told``) closed the
+    trials ``ids`` (``None``: a new trial at the point told)."""
+    done = np.where(np.all(np.isfinite(told), axis=1), COMPLETE, FAILED).astype(np.int8)
+    tx, status, row = t.x.copy(), t.status.copy(), t.row.copy()
+    new = [i for i, tid in enumerate(ids) if tid is None]
+    for i, tid in enumerate(ids):
+        if tid is not None:
+            status[tid], row[tid] = done[i], n + i
+    return Trials(np.concatenate([tx, x[new]]), np.concatenate([status, done[new]]),
+                  np.concatenate([row, n + np.asarray(new, np.int64)]))
 
 
 def save(path: str | os.PathLike, study: Study) -> None:
-    """Writes the study (state, key, design, the float64 record, the bounds, the algorithm's name
-    and config, the dtype and provenance) with ``flax.serialization`` msgpack; atomic rename."""
-    core = study._replace(told_x=None, told_y=None, algorithm=None)
+    """Writes the study (state, key, design, the float64 record, the trials, pending ones
+    included, the bounds, the algorithm's name and config, the dtype and provenance) with
+    ``flax.serialization`` msgpack; atomic rename."""
+    core = study._replace(told_x=None, told_y=None, algorithm=None, trials=None)
+    table = _table(study)
     payload = {
         "format": FORMAT_VERSION,
         # JSON text: the config's values are nested lists and dicts of any JSON type
@@ -287,6 +621,9 @@ def save(path: str | os.PathLike, study: Study) -> None:
         "told_x": np.asarray(study.told_x, np.float64),
         "told_y": np.asarray(study.told_y, np.float64),
         "study": serialization.to_state_dict(jax.tree_util.tree_map(np.asarray, core)),
+        "trials": {"x": np.asarray(table.x, np.float64),
+                   "status": np.asarray(table.status, np.int8),
+                   "row": np.asarray(table.row, np.int64)},
     }
     tmp = f"{os.fspath(path)}.tmp"
     with open(tmp, "wb") as fh:
@@ -363,9 +700,10 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
         raise ValueError(f"{path}: the saved study does not match: " + "; ".join(differ))
     template = start(algo, bounds, jax.random.PRNGKey(0), n_init=int(payload["n_init"]),
                      capacity=int(payload["capacity"]))
-    core = template._replace(told_x=None, told_y=None, algorithm=None)
+    core = template._replace(told_x=None, told_y=None, algorithm=None, trials=None)
     saved = dict(payload["study"])
-    saved.update(told_x=None, told_y=None, algorithm=None)  # kept apart in the payload
+    # kept apart in the payload (trials: absent from files written before them)
+    saved.update(told_x=None, told_y=None, algorithm=None, trials=None)
     mismatch = _state_mismatch(core, saved)
     if mismatch is not None:
         if "told_x" not in payload:
@@ -379,7 +717,8 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
             f"{getattr(algo, 'name', None)!r} ({mismatch}; saved by another version): the model "
             f"is rebuilt by telling the saved record again ({len(payload['told_x'])} values); "
             "its next suggestions may differ from the saved run's", UserWarning, stacklevel=2)
-        return _replay(algo, bounds, payload, template)
+        study = _replay(algo, bounds, payload, template)
+        return study._replace(trials=_saved_trials(path, payload, study))
     restored = serialization.from_state_dict(core, saved)
     study = jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
                                    core, restored)
@@ -401,4 +740,27 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
             bufs = _buffers(study.state)[1:1 + algo.n_constraints]
             told_y = np.concatenate([told_y] + [np.asarray(b.y[:n], np.float64)[:, None]
                                                 for b in bufs], axis=1)
-    return study._replace(told_x=told_x, told_y=told_y, algorithm=record(algo))
+    study = study._replace(told_x=told_x, told_y=told_y, algorithm=record(algo), trials=None)
+    return study._replace(trials=_saved_trials(path, payload, study))
+
+
+def _saved_trials(path, payload: dict, study: Study) -> Trials:
+    """The trial table of the file (one trial per told row if it has none), checked against the
+    study's record."""
+    if "trials" not in payload:
+        return _table(study._replace(trials=None))
+    d = study.told_x.shape[1]
+    saved = payload["trials"]
+    t = Trials(np.asarray(saved["x"], np.float64).reshape(-1, d),
+               np.asarray(saved["status"], np.int8).reshape(-1),
+               np.asarray(saved["row"], np.int64).reshape(-1))
+    n = study.told_x.shape[0]
+    rows = np.sort(t.row[t.row >= 0])
+    told = np.isin(t.status, (COMPLETE, FAILED))
+    if (t.status.shape != t.row.shape or t.status.shape[0] != t.x.shape[0]
+            or not np.array_equal(rows, np.arange(n)) or not np.array_equal(told, t.row >= 0)
+            or np.any((t.status < 0) | (t.status >= len(STATUSES)))):
+        raise ValueError(f"{path}: the saved trials do not match the saved record of {n} told "
+                         "points (a damaged file?)")
+    return t
+
