@@ -294,6 +294,78 @@ def _best_row(study: Study) -> int | None:
     return int(np.flatnonzero(ok)[np.argmin(study.told_y[ok, 0])])
 
 
+class Recommendation(NamedTuple):
+    """What ``recommend`` returns (points ``(d,)`` float64 as told, values in ``y``'s units).
+
+    Attributes:
+      trial, x, y: the trial, point and value of the best observation (``best``).
+      model_trial, model_x, model_mean: among the successful observed points, the one whose
+        posterior mean is smallest, and that mean (``None`` for a model without one).
+    """
+
+    trial: int
+    x: np.ndarray
+    y: float
+    model_trial: int | None
+    model_x: np.ndarray | None
+    model_mean: float | None
+
+
+def _kernel_model(algo: Algorithm, state):
+    """The ``ntkbo.algorithms.gp_bo`` kernel model ``algo.suggest`` closes over, if ``algo`` is
+    an unconstrained kernel model (``gp``, ``ntk_gp``: a state with ``params``, ``factor``,
+    ``data`` and ``bounds``); otherwise ``None``."""
+    from ntkbo.algorithms.gp_bo import _Model
+
+    if getattr(algo, "n_constraints", 0) or not all(
+            hasattr(state, f) for f in ("params", "factor", "data", "bounds")):
+        return None
+    fn = algo.suggest
+    cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
+                     getattr(fn, "__closure__", None) or ()))
+    try:
+        model = cells["model"].cell_contents
+    except (KeyError, ValueError):
+        return None
+    return model if isinstance(model, _Model) else None
+
+
+def recommend(algo: Algorithm, study: Study) -> Recommendation | None:
+    """The point to report at the end of a study; ``None`` before any successful evaluation.
+
+    Always the best observation (``best``: the smallest successful, feasible value). On a noisy
+    problem that is biased low (the luckiest draw wins), so for the GP and NTK-GP kernel models
+    of ``ntkbo.algorithms`` (``gp``, ``ntk_gp``, any acquisition but ``"cei"``) it also gives the
+    observed point whose posterior mean ``mu(x_i) = k(x_i, X) (K + lam I)^-1 y`` is smallest,
+    and that mean, mapped back to ``y``'s units (``ntkbo.gp.condition`` on the state's factor,
+    ``ntkbo.gp.mean`` with the model's kernel under the state's hyper-parameters). Every other
+    algorithm (network models, random search, constrained ones) has no posterior mean here:
+    ``model_trial``, ``model_x`` and ``model_mean`` are ``None``."""
+    i = _best_row(study)
+    if i is None:
+        return None
+    row_trial = np.full(study.told_x.shape[0], -1, np.int64)
+    t = _table(study)
+    row_trial[t.row[t.row >= 0]] = np.flatnonzero(t.row >= 0)
+    out = Recommendation(int(row_trial[i]), np.array(study.told_x[i]),
+                         float(study.told_y[i, 0]), None, None, None)
+    state = study.state
+    model = _kernel_model(algo, state)
+    if model is None or int(state.data.count) != study.told_x.shape[0]:
+        return out
+    from ntkbo import gp as G
+    from ntkbo.algorithms.observations import standardized_data
+
+    data, mean, std = standardized_data(state.data, state.bounds)
+    post = G.condition(state.factor, data)
+    mu = G.mean(lambda a, b: model.kernel(state.params, a, b), post, data.x)
+    mu = np.asarray(mean + std * mu, np.float64)[:study.told_x.shape[0]]
+    ok = np.asarray(D.mask(data))[:study.told_x.shape[0]] & ~failed(study)
+    j = int(np.flatnonzero(ok)[np.argmin(mu[ok])])
+    return out._replace(model_trial=int(row_trial[j]), model_x=np.array(study.told_x[j]),
+                        model_mean=float(mu[j]))
+
+
 def constraint_observations(algo: Algorithm, study: Study) -> np.ndarray:
     """The told constraint values ``(n, K)`` of a constrained algorithm (float64, as told)."""
     k = int(getattr(algo, "n_constraints", 0))

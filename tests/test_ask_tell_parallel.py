@@ -1,6 +1,6 @@
 """Ask/tell for parallel workers (``ntkbo.ask_tell``, "Parallel workers"): asks conditioned on the
-pending trials, trial ids, failed and abandoned trials, and pending trials saved and
-resumed.
+pending trials, trial ids, failed and abandoned trials, pending trials saved and resumed,
+and ``recommend``.
 
 Cost: compilation dominates, so each algorithm's study (three design points told, then four
 asks with no tell) is built once per module and shared; every tell and every conditioning
@@ -259,4 +259,41 @@ def test_failed_abandoned_and_bad_input_lose_nothing(tmp_path):
     back = AT.load(tmp_path / "r.msgpack", algo, BRANIN.bounds)
     assert [(t.id, t.status) for t in AT.trials(back)] == [(t.id, t.status)
                                                            for t in AT.trials(study)]
+
+
+def test_recommend_prefers_the_best_posterior_mean(gp_run):
+    """On replicated noisy observations (five points, three values each) the best observation
+    (-0.5, a lucky draw at a point of mean 0.67) and the best posterior mean (the point of mean
+    0) differ; ``recommend`` gives both, the posterior mean in ``y``'s units near the replicates'
+    mean 0 (0.25: the GP shrinks it toward the other points). Catches: the model's pick being the
+    best observation (mutation: ``j = i``), the largest mean (mutation: ``argmax``), or a mean
+    left standardised (mutation: dropping ``mean + std *``: about -1.1)."""
+    algo = gp_run.algo
+    points = BOUNDS[0] + (BOUNDS[1] - BOUNDS[0]) * np.array(
+        [[0.1, 0.1], [0.9, 0.9], [0.1, 0.9], [0.9, 0.1], [0.5, 0.5]])
+    values = [[0.0, 0.1, -0.1], [-0.5, 1.2, 1.3], [2.0, 2.1, 1.9], [3.0, 3.1, 2.9],
+              [1.0, 1.1, 0.9]]
+    study = AT.start(algo, BRANIN.bounds, jax.random.PRNGKey(3), n_init=0)
+    for rep in range(3):
+        for p, v in zip(points, values):
+            study = AT.tell(algo, study, p, [v[rep]])
+    rec = AT.recommend(algo, study)
+    assert rec.y == -0.5 and rec.trial == 1
+    np.testing.assert_array_equal(rec.x, points[1])
+    np.testing.assert_array_equal(rec.model_x, points[0])
+    assert rec.model_trial in (0, 5, 10)
+    assert abs(rec.model_mean) < 0.25
+
+
+def test_recommend_without_a_posterior_mean(network_run):
+    """A network model has no posterior mean here: ``recommend`` gives the best observation and
+    ``None`` for the model's pick; before any success, ``None``. Catches a missing fallback
+    (mutation: ``recommend`` going on when ``_kernel_model`` found no kernel model: an
+    AttributeError)."""
+    rec = AT.recommend(network_run.algo, network_run.told)
+    bx, by = AT.best(network_run.told)
+    assert rec.y == by and rec.model_x is None and rec.model_mean is None
+    np.testing.assert_array_equal(rec.x, bx)
+    assert AT.recommend(network_run.algo, network_run.told._replace(
+        told_y=np.full((N_INIT, 1), np.nan))) is None
 
