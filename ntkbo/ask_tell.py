@@ -79,14 +79,14 @@ Saving and loading with ``flax.serialization`` keeps the key, so a resumed study
 points an uninterrupted one would.
 
 **Save files** (format 3) record the algorithm's ``name`` and resolved ``config`` (``ntkbo.base``),
-the bounds, the dtype and the versions, device and git revision that wrote them, and the trials
-(pending ones included: a loaded study tells them by id). ``load`` refuses a different algorithm,
-a different option or different bounds with a ``ValueError`` naming each field that differs and
-both values (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same algorithm). A format-3 file
-written before trials were recorded loads with every told row a complete (or failed) trial and
-none pending. A file of an earlier format (1 or 2, no algorithm record) still loads, with a
-``UserWarning`` saying that its algorithm and options could not be checked; saving it again
-writes format 3.
+the bounds, the dtype and the versions, device and git revision that wrote them, the trials
+(pending ones included: a loaded study tells them by id) and the study's ``ntkbo.space.Space``, if
+it has one. ``load`` refuses a different algorithm, a different option or different bounds with a
+``ValueError`` naming each field that differs and both values (``gp_ucb`` and
+``gp(acquisition="ucb")`` are the same algorithm). A format-3 file written before trials were
+recorded loads with every told row a complete (or failed) trial and none pending. A file of an
+earlier format (1 or 2, no algorithm record) still loads, with a ``UserWarning`` saying that its
+algorithm and options could not be checked; saving it again writes format 3.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ from ntkbo.optimize import MIN_DISTANCE
 from ntkbo.validation import check_bounds, check_int
 
 #: The save format: 2 adds the float64 record and the bounds; 3 the algorithm's name and resolved
-#: config, the dtype and the provenance (and, optionally, the trials: a format-3 file without
-#: them loads as before). Files of formats 1 and 2 still load (with a warning).
+#: config, the dtype and the provenance (and, optionally, the trials and the space: a format-3
+#: file without them loads as before). Files of formats 1 and 2 still load (with a warning).
 FORMAT_VERSION = 3
 
 #: A trial's status, by its code in ``Trials.status``.
@@ -167,6 +167,8 @@ class Study(NamedTuple):
         started with (``record``; ``None`` for a study built by hand); ``save`` writes it.
       trials: the ``Trials`` table (``None``: every told row is a complete or failed trial and
         none is pending, as for a study built by hand).
+      space: the ``ntkbo.space.Space`` the study was started on (``ntkbo.space.start``), or
+        ``None``; ``save`` writes it.
     """
 
     state: Any
@@ -177,6 +179,7 @@ class Study(NamedTuple):
     told_y: Any
     algorithm: Any = None
     trials: Any = None
+    space: Any = None
 
 
 def record(algo: Algorithm) -> dict:
@@ -677,9 +680,11 @@ def _record_told(t: Trials, x: np.ndarray, told: np.ndarray, ids: list[int | Non
 
 def save(path: str | os.PathLike, study: Study) -> None:
     """Writes the study (state, key, design, the float64 record, the trials, pending ones
-    included, the bounds, the algorithm's name and config, the dtype and provenance) with
-    ``flax.serialization`` msgpack; atomic rename."""
-    core = study._replace(told_x=None, told_y=None, algorithm=None, trials=None)
+    included, the bounds, the algorithm's name and config, the dtype, provenance and the study's
+    ``Space``) with ``flax.serialization`` msgpack; atomic rename. A space whose categorical
+    choices JSON cannot hold (``ntkbo.space.Space.to_json``) is not written, with a
+    ``UserWarning``: pass it to ``ntkbo.space.load``."""
+    core = study._replace(told_x=None, told_y=None, algorithm=None, trials=None, space=None)
     table = _table(study)
     payload = {
         "format": FORMAT_VERSION,
@@ -697,6 +702,12 @@ def save(path: str | os.PathLike, study: Study) -> None:
                    "status": np.asarray(table.status, np.int8),
                    "row": np.asarray(table.row, np.int64)},
     }
+    if study.space is not None:
+        try:
+            payload["space"] = json.dumps(study.space.to_json())
+        except ValueError as err:
+            warnings.warn(f"{os.fspath(path)}: the study's space is not saved ({err}); pass it to "
+                          "ntkbo.space.load", UserWarning, stacklevel=2)
     tmp = f"{os.fspath(path)}.tmp"
     with open(tmp, "wb") as fh:
         fh.write(serialization.msgpack_serialize(payload))
@@ -772,10 +783,10 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
         raise ValueError(f"{path}: the saved study does not match: " + "; ".join(differ))
     template = start(algo, bounds, jax.random.PRNGKey(0), n_init=int(payload["n_init"]),
                      capacity=int(payload["capacity"]))
-    core = template._replace(told_x=None, told_y=None, algorithm=None, trials=None)
+    core = template._replace(told_x=None, told_y=None, algorithm=None, trials=None, space=None)
     saved = dict(payload["study"])
-    # kept apart in the payload (trials: absent from files written before them)
-    saved.update(told_x=None, told_y=None, algorithm=None, trials=None)
+    # kept apart in the payload (trials and space: absent from files written before them)
+    saved.update(told_x=None, told_y=None, algorithm=None, trials=None, space=None)
     mismatch = _state_mismatch(core, saved)
     if mismatch is not None:
         if "told_x" not in payload:
@@ -790,7 +801,8 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
             f"is rebuilt by telling the saved record again ({len(payload['told_x'])} values); "
             "its next suggestions may differ from the saved run's", UserWarning, stacklevel=2)
         study = _replay(algo, bounds, payload, template)
-        return study._replace(trials=_saved_trials(path, payload, study))
+        return study._replace(trials=_saved_trials(path, payload, study),
+                              space=_saved_space(path, payload))
     restored = serialization.from_state_dict(core, saved)
     study = jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
                                    core, restored)
@@ -813,7 +825,8 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
             told_y = np.concatenate([told_y] + [np.asarray(b.y[:n], np.float64)[:, None]
                                                 for b in bufs], axis=1)
     study = study._replace(told_x=told_x, told_y=told_y, algorithm=record(algo), trials=None)
-    return study._replace(trials=_saved_trials(path, payload, study))
+    return study._replace(trials=_saved_trials(path, payload, study),
+                          space=_saved_space(path, payload))
 
 
 def _saved_trials(path, payload: dict, study: Study) -> Trials:
@@ -836,3 +849,14 @@ def _saved_trials(path, payload: dict, study: Study) -> Trials:
                          "points (a damaged file?)")
     return t
 
+
+def _saved_space(path, payload: dict):
+    """The file's ``ntkbo.space.Space``, or ``None`` if it records none."""
+    if "space" not in payload:
+        return None
+    from ntkbo.space import Space
+
+    try:
+        return Space.from_json(json.loads(payload["space"]))
+    except (ValueError, TypeError, KeyError) as err:
+        raise ValueError(f"{path}: the saved space cannot be read ({err})") from None

@@ -16,6 +16,14 @@ box ``[0, 1]^D`` that every ntkbo algorithm optimises over, and back::
         study = ntkbo.space.tell(algo, study, space, params, scores, maximize=True)
     best_params, best_score = ntkbo.space.best(study, space, maximize=True)
 
+The study keeps its space (``study.space``; ``ntkbo.ask_tell.save`` writes it and ``load``
+restores it), so ``space`` may be left out of ``ask``, ``ask_trial`` and ``best``. Parallel
+workers use trial ids (``ntkbo.ask_tell``, "Parallel workers")::
+
+    trial, params, study = ntkbo.space.ask_trial(algo, study)   # one dict, conditioned on pending
+    study = ntkbo.space.tell(algo, study, trial, score, maximize=True)
+    study = ntkbo.ask_tell.fail(algo, study, other_trial)        # or ntkbo.ask_tell.abandon
+
 Encodings (``D`` = ``Space.dim``):
 
 - ``Float(low, high)``: one coordinate, ``u = (v - low) / (high - low)``; with ``log=True``,
@@ -31,12 +39,14 @@ Encodings (``D`` = ``Space.dim``):
 the integer's centre, the one-hot corner), so the surrogate learns where the objective was really
 evaluated, as BoTorch does for rounded parameters. ``maximize=True`` negates the scores (ntkbo
 minimises) and ``best`` reports them in the user's sign. A NaN score is a failed evaluation
-(``ntkbo.ask_tell``).
+(``ntkbo.ask_tell``). Telling parameter dicts closes the pending trial whose asked point decodes
+to the same parameters (the lowest id first); a dict asked nowhere is a new trial.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -132,6 +142,55 @@ class Space:
     def __repr__(self) -> str:
         return f"Space({list(self.params)!r})"
 
+    def _key(self) -> tuple:
+        return tuple((type(p).__name__, *p) for p in self.params)
+
+    def __eq__(self, other) -> bool:
+        """The same parameters, kinds and order (``Float("a", 0, 1)`` is not ``Int("a", 0, 1)``)."""
+        if not isinstance(other, Space):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def to_json(self) -> list[dict]:
+        """The parameters as JSON values, ``[{"type": "float" | "int" | "categorical", "name",
+        ...}]`` (``from_json`` rebuilds the space). ``ValueError`` naming the parameter if a
+        categorical choice is not a string, a finite number, a bool or ``None``."""
+        out = []
+        for p in self.params:
+            if isinstance(p, Categorical):
+                for c in p.choices:
+                    if not (c is None or isinstance(c, (str, bool, int, np.integer))
+                            or (isinstance(c, (float, np.floating)) and math.isfinite(c))):
+                        raise ValueError(f"parameter {p.name!r}: choice {c!r} cannot be written "
+                                         "as JSON (a string, finite number, bool or None)")
+                out.append({"type": "categorical", "name": p.name,
+                            "choices": [c.item() if isinstance(c, np.generic) else c
+                                        for c in p.choices]})
+            else:
+                out.append({"type": "int" if isinstance(p, Int) else "float", "name": p.name,
+                            "low": int(p.low) if isinstance(p, Int) else float(p.low),
+                            "high": int(p.high) if isinstance(p, Int) else float(p.high),
+                            "log": bool(p.log)})
+        return out
+
+    @classmethod
+    def from_json(cls, params: Sequence[dict]) -> "Space":
+        """The space ``to_json`` wrote (``ValueError`` for an unknown parameter type)."""
+        made = []
+        for p in params:
+            kind = p.get("type")
+            if kind == "categorical":
+                made.append(Categorical(p["name"], tuple(p["choices"])))
+            elif kind in ("int", "float"):
+                made.append((Int if kind == "int" else Float)(p["name"], p["low"], p["high"],
+                                                              bool(p["log"])))
+            else:
+                raise ValueError(f"unknown parameter type {kind!r} in {p!r}")
+        return cls(made)
+
     @property
     def names(self) -> list[str]:
         return [p.name for p in self.params]
@@ -198,21 +257,82 @@ class Space:
 
 
 def start(algo, space: Space, key, **kwargs) -> ask_tell.Study:
-    """``ntkbo.ask_tell.start`` on the space's unit box (``kwargs``: ``n_init``, ``capacity``)."""
-    return ask_tell.start(algo, space.bounds, key, **kwargs)
+    """``ntkbo.ask_tell.start`` on the space's unit box (``kwargs``: ``n_init``, ``capacity``); the
+    study keeps ``space``."""
+    return ask_tell.start(algo, space.bounds, key, **kwargs)._replace(space=space)
 
 
-def ask(algo, study: ask_tell.Study, space: Space) -> tuple[list[dict[str, Any]], ask_tell.Study]:
-    """The next ``q`` parameter dicts to evaluate, and the new study."""
-    x, study = ask_tell.ask(algo, study)
+def _space(study: ask_tell.Study, space: Space | None) -> Space:
+    """``space``, or the study's own; ``ValueError`` if neither or if they differ."""
+    own = getattr(study, "space", None)
+    if space is None:
+        if own is None:
+            raise ValueError("space: the study keeps no Space (started with ntkbo.ask_tell.start?);"
+                             " pass the space")
+        return own
+    if not isinstance(space, Space):
+        raise ValueError(f"space must be an ntkbo.space.Space, got {type(space).__name__}")
+    if own is not None and own != space:
+        raise ValueError(f"space {space!r} differs from the study's space {own!r}")
+    return space
+
+
+def ask(algo, study: ask_tell.Study, space: Space | None = None, *, lie: str = "mean"
+        ) -> tuple[list[dict[str, Any]], ask_tell.Study]:
+    """The next ``q`` parameter dicts to evaluate, and the new study (each a pending trial,
+    conditioned on the pending ones as ``ntkbo.ask_tell.ask``). ``space``: the study's if left
+    out."""
+    space = _space(study, space)
+    x, study = ask_tell.ask(algo, study, lie=lie)
     return [space.from_unit(row) for row in np.asarray(x)], study
 
 
-def tell(algo, study: ask_tell.Study, space: Space, params: Sequence[dict[str, Any]], scores,
-         *, maximize: bool = False, constraints=None) -> ask_tell.Study:
-    """Tells the scores of ``params`` (a list of ``q`` dicts, as ``ask`` returned them or any
-    others in the space); ``maximize=True`` for scores to maximise. NaN or inf scores are failed
-    evaluations. ``constraints``: ``(q, K)`` values ``c_k <= 0`` for a constrained algorithm."""
+def ask_trial(algo, study: ask_tell.Study, space: Space | None = None, *, lie: str = "mean"
+              ) -> tuple[int, dict[str, Any], ask_tell.Study]:
+    """``(trial_id, params, study)``: one new pending trial (``ntkbo.ask_tell.ask_trial``) and its
+    parameter dict. ``space``: the study's if left out."""
+    space = _space(study, space)
+    trial, x, study = ask_tell.ask_trial(algo, study, lie=lie)
+    return trial, space.from_unit(x), study
+
+
+def _canonical(space: Space, u: np.ndarray) -> np.ndarray:
+    return space.to_unit(space.from_unit(u))
+
+
+def tell(algo, study: ask_tell.Study, trial, *args, maximize: bool = False,
+         constraints=None) -> ask_tell.Study:
+    """Tells scores, in either form (``maximize=True`` for scores to maximise; NaN or inf scores
+    are failed evaluations; ``constraints``: the values ``c_k <= 0`` of a constrained algorithm):
+
+    - ``tell(algo, study, trial_id, score)``: the one score of the pending trial ``trial_id``
+      (``ask_trial``), ``constraints`` ``(K,)``; the model is told the canonical encoding of its
+      parameters;
+    - ``tell(algo, study, space, params, scores)``: a list of ``q`` dicts (as ``ask`` returned
+      them, or any others in the space) and their ``(q,)`` scores, ``constraints`` ``(q, K)``.
+      Each dict closes the pending trial whose point decodes to it (the lowest id first) or is a
+      new trial.
+
+    Raises ``ValueError`` naming the argument and leaves the study as it was on bad input."""
+    if ask_tell._is_trial_id(trial):
+        if len(args) != 1:
+            raise ValueError(f"tell(algo, study, trial_id, score): one score, got {len(args)} "
+                             "arguments after the trial id")
+        space = _space(study, None)
+        tid = ask_tell._check_trial(study, trial, "tell")
+        score = np.asarray(args[0], dtype=float)
+        if score.size != 1:
+            raise ValueError(f"score must be one value for trial {tid}, got shape {score.shape}; "
+                             "nothing was recorded")
+        y = -score.reshape(1) if maximize else score.reshape(1)
+        x = _canonical(space, ask_tell._table(study).x[tid])[None]
+        c = None if constraints is None else np.asarray(constraints, float).reshape(1, -1)
+        return ask_tell._tell(algo, study, x, y, c, [tid])
+    if len(args) != 2:
+        raise ValueError(f"tell(algo, study, space, params, scores): got {1 + len(args)} "
+                         "arguments after the study")
+    space = _space(study, trial)
+    params, scores = args
     params = list(params)
     scores = np.asarray(scores, dtype=float).reshape(-1)
     if scores.shape[0] != len(params):
@@ -220,16 +340,39 @@ def tell(algo, study: ask_tell.Study, space: Space, params: Sequence[dict[str, A
                          f"scores for {len(params)} dicts")
     x = np.stack([space.to_unit(p) for p in params])
     y = -scores if maximize else scores
-    if constraints is None:
-        return ask_tell.tell(algo, study, x, y)
-    return ask_tell.tell(algo, study, x, y, constraints)
+    table = ask_tell._table(study)
+    open_ = np.flatnonzero(table.status == ask_tell.PENDING)
+    canon = [_canonical(space, table.x[i]) for i in open_]
+    ids: list[int | None] = []
+    for row in x:
+        hit = next((j for j, u in enumerate(canon)
+                    if open_[j] not in ids and np.array_equal(u, row)), None)
+        ids.append(None if hit is None else int(open_[hit]))
+    return ask_tell._tell(algo, study, x, y, constraints, ids)
 
 
-def best(study: ask_tell.Study, space: Space, *, maximize: bool = False):
+def best(study: ask_tell.Study, space: Space | None = None, *, maximize: bool = False):
     """``(params, score)`` of the best told evaluation in the user's sign, or ``None`` when no
-    evaluation succeeded (``ntkbo.ask_tell.best``)."""
+    evaluation succeeded (``ntkbo.ask_tell.best``). ``space``: the study's if left out."""
+    space = _space(study, space)
     found = ask_tell.best(study)
     if found is None:
         return None
     x, y = found
     return space.from_unit(x), (-y if maximize else y)
+
+
+def load(path: str | os.PathLike, algo, space: Space | None = None) -> ask_tell.Study:
+    """``ntkbo.ask_tell.load`` of a study started on a space: the saved space, or ``space``,
+    which must then equal the saved one if the file has one (``ValueError`` naming both)."""
+    from flax import serialization
+
+    with open(path, "rb") as fh:
+        payload = serialization.msgpack_restore(fh.read())
+    saved = ask_tell._saved_space(path, payload)
+    if space is None and saved is None:
+        raise ValueError(f"{path}: the file records no space; pass space")
+    if space is not None and saved is not None and space != saved:
+        raise ValueError(f"{path}: space {space!r} differs from the saved space {saved!r}")
+    space = space if space is not None else saved
+    return ask_tell.load(path, algo, space.bounds)._replace(space=space)

@@ -1,6 +1,6 @@
 """Ask/tell for parallel workers (``ntkbo.ask_tell``, "Parallel workers"): asks conditioned on the
 pending trials, trial ids, failed and abandoned trials, pending trials saved and resumed,
-and ``recommend``.
+``recommend``, and ``ntkbo.space`` studies that keep their space.
 
 Cost: compilation dominates, so each algorithm's study (three design points told, then four
 asks with no tell) is built once per module and shared; every tell and every conditioning
@@ -19,6 +19,7 @@ import pytest
 import ntkbo
 from ntkbo import ask_tell as AT
 from ntkbo import data as D
+from ntkbo import space as S
 from ntkbo.base import Algorithm
 
 BRANIN = ntkbo.benchmarks.get("branin")
@@ -297,3 +298,49 @@ def test_recommend_without_a_posterior_mean(network_run):
     assert AT.recommend(network_run.algo, network_run.told._replace(
         told_y=np.full((N_INIT, 1), np.nan))) is None
 
+
+SPACE = S.Space([
+    S.Float("lr", 1e-5, 1e-1, log=True),
+    S.Int("layers", 1, 8),
+    S.Categorical("act", ("relu", "tanh", "gelu")),
+])
+
+
+def test_space_round_trips_as_json():
+    """``Space.from_json(to_json())`` is the same space; a Float and an Int of the same fields
+    are not (catches ``__eq__`` comparing the NamedTuples' fields only, as tuples compare); a
+    choice JSON cannot hold is refused naming the parameter."""
+    assert S.Space.from_json(SPACE.to_json()) == SPACE
+    assert S.Space([S.Float("a", 0, 1)]) != S.Space([S.Int("a", 0, 1)])
+    with pytest.raises(ValueError, match="parameter 'f': choice"):
+        S.Space([S.Categorical("f", (len, abs))]).to_json()
+
+
+def test_space_study_keeps_its_space_and_pending_trials(tmp_path):
+    """A space study saved with a pending trial loads with its space (no space passed) and the
+    trial still pending; telling it by id records the canonical encoding and the score's sign.
+    Telling a parameter dict closes the pending trial it was asked as. Catches: the space not
+    saved (mutation: ``save`` leaving out ``"space"``: ``load`` raises "records no space");
+    ``maximize`` ignored for trial ids (mutation: ``y = score``: best is then -0.3)."""
+    algo = ntkbo.algorithms.random_search()
+    study = S.start(algo, SPACE, jax.random.PRNGKey(4), n_init=1)
+    t0, p0, study = S.ask_trial(algo, study)
+    t1, p1, study = S.ask_trial(algo, study)
+    [p2], study = S.ask(algo, study)
+    AT.save(tmp_path / "s.msgpack", study)
+    back = S.load(tmp_path / "s.msgpack", algo)
+    assert back.space == SPACE
+    assert [t.id for t in AT.pending(back)] == [t0, t1, 2]
+    back = S.tell(algo, back, t1, 0.3, maximize=True)
+    back = S.tell(algo, back, SPACE, [p2], [0.1], maximize=True)  # closes trial 2 by value
+    assert [t.id for t in AT.pending(back)] == [t0]
+    x, y = AT.observations(back)
+    np.testing.assert_array_equal(x, np.stack([SPACE.to_unit(p1), SPACE.to_unit(p2)]))
+    np.testing.assert_array_equal(y, [-0.3, -0.1])
+    best_params, best_score = S.best(back, maximize=True)
+    assert best_score == 0.3 and best_params["lr"] == pytest.approx(p1["lr"], rel=1e-12)
+    assert {k: best_params[k] for k in ("layers", "act")} == {k: p1[k] for k in ("layers", "act")}
+    with pytest.raises(ValueError, match="differs from the saved space"):
+        S.load(tmp_path / "s.msgpack", algo, S.Space([S.Float("lr", 0.0, 1.0)]))
+    with pytest.raises(ValueError, match="trial 1: .*already told"):
+        S.tell(algo, back, t1, 0.3)
