@@ -1,0 +1,47 @@
+"""The tutorials (docs/tutorials/NN-name.md): every ```python block of a page runs, in order, in
+one namespace, in a temporary working directory (some pages write files), at the small scale the
+pages are written at.
+
+Mutation this catches: rename an API name a page uses (``ntkbo.ask_tell.ask_trial`` ->
+``ask_one`` in 03-ask-tell.md, or ``result.best_x`` -> ``result.bestx`` in 01-jax-objective.md)
+and that page's test fails with "docs/tutorials/<page> python block <i> raised AttributeError".
+A page added to docs/tutorials/ but left out of mkdocs.yml's nav fails
+``test_nav_lists_every_tutorial``.
+"""
+
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TUTORIALS = sorted((ROOT / "docs" / "tutorials").glob("[0-9][0-9]-*.md"))
+
+
+def python_blocks(path: pathlib.Path) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", path.read_text(encoding="utf-8"),
+                      re.DOTALL | re.MULTILINE)
+
+
+def test_tutorials_exist():
+    assert TUTORIALS
+    assert all(python_blocks(p) for p in TUTORIALS), "a tutorial page without a python block"
+
+
+@pytest.mark.parametrize("page", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_python_blocks_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": f"tutorial_{page.stem.replace('-', '_')}"}
+    for i, source in enumerate(python_blocks(page), 1):
+        try:
+            exec(compile(source, f"{page.name} python block {i}", "exec"), namespace)
+        except Exception as e:
+            raise AssertionError(f"docs/tutorials/{page.name} python block {i} raised "
+                                 f"{type(e).__name__}: {e}\n{source}") from e
+
+
+def test_nav_lists_every_tutorial():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    listed = set(re.findall(r"tutorials/([0-9][0-9]-[\w-]+\.md)", nav))
+    missing = sorted({p.name for p in TUTORIALS} - listed)
+    assert not missing, f"mkdocs.yml's nav does not list {missing}"
