@@ -14,6 +14,7 @@ import pathlib
 import re
 
 import pytest
+from markdown_blocks import blocks, run_python_blocks
 
 import ntkbo
 
@@ -21,9 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-def python_blocks(path: pathlib.Path) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", path.read_text(encoding="utf-8"),
-                      re.DOTALL | re.MULTILINE)
+python_blocks = blocks
 
 
 GUIDE = sorted((DOCS / "guide").glob("*.md"))
@@ -36,13 +35,7 @@ def test_guide_has_pages():
 @pytest.mark.parametrize("page", GUIDE, ids=lambda p: p.name)
 def test_guide_python_blocks_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": f"docs_{page.stem}"}
-    for i, source in enumerate(python_blocks(page), 1):
-        try:
-            exec(compile(source, f"{page.name} python block {i}", "exec"), namespace)
-        except Exception as e:
-            raise AssertionError(f"docs/guide/{page.name} python block {i} raised "
-                                 f"{type(e).__name__}: {e}\n{source}") from e
+    run_python_blocks(page, f"docs/guide/{page.name}", {"__name__": f"docs_{page.stem}"})
 
 
 def test_index_python_blocks_are_the_readmes():

@@ -7,7 +7,9 @@ failure; checked by renaming ``ntkbo.best_so_far`` in a block, which fails it.
 """
 
 import pathlib
-import re
+
+import markdown_blocks
+from markdown_blocks import run_python_blocks
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -15,21 +17,14 @@ README = ROOT / "README.md"
 
 def blocks(lang: str) -> list[str]:
     """The bodies of README.md's fenced blocks of ``lang``, in order."""
-    return re.findall(rf"^```{lang}\n(.*?)^```", README.read_text(encoding="utf-8"),
-                      re.DOTALL | re.MULTILINE)
+    return markdown_blocks.blocks(README, lang)
 
 
 def test_readme_python_blocks_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the ask/tell block writes study.msgpack
     code = blocks("python")
     assert len(code) >= 3, "README.md lost its python examples"
-    namespace = {"__name__": "readme"}
-    for i, source in enumerate(code, 1):
-        try:
-            exec(compile(source, f"README.md python block {i}", "exec"), namespace)
-        except Exception as e:
-            raise AssertionError(f"README.md python block {i} raised "
-                                 f"{type(e).__name__}: {e}\n{source}") from e
+    run_python_blocks(README, "README.md", {"__name__": "readme"})
 
 
 def test_readme_test_command_is_ci():

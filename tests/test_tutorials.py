@@ -17,14 +17,13 @@ import pathlib
 import re
 
 import pytest
+from markdown_blocks import blocks, run_python_blocks
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "docs" / "tutorials").glob("[0-9][0-9]-*.md"))
 
 
-def python_blocks(path: pathlib.Path) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", path.read_text(encoding="utf-8"),
-                      re.DOTALL | re.MULTILINE)
+python_blocks = blocks
 
 
 def test_tutorials_exist():
@@ -35,13 +34,8 @@ def test_tutorials_exist():
 @pytest.mark.parametrize("page", TUTORIALS, ids=lambda p: p.name)
 def test_tutorial_python_blocks_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": f"tutorial_{page.stem.replace('-', '_')}"}
-    for i, source in enumerate(python_blocks(page), 1):
-        try:
-            exec(compile(source, f"{page.name} python block {i}", "exec"), namespace)
-        except Exception as e:
-            raise AssertionError(f"docs/tutorials/{page.name} python block {i} raised "
-                                 f"{type(e).__name__}: {e}\n{source}") from e
+    run_python_blocks(page, f"docs/tutorials/{page.name}",
+                      {"__name__": f"tutorial_{page.stem.replace('-', '_')}"})
 
 
 def test_nav_lists_every_tutorial():
