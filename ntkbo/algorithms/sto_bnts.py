@@ -47,7 +47,7 @@ unchanged by ``beta``) and, with ``perturb_targets``, ``beta^2`` times the poste
 **Training** (``optimizer``). The paper trains "by gradient descent till convergence" (Algorithm 1
 line 6); only the point it converges to matters. Plain GD needs about ``kappa log(1/tol)`` steps,
 ``kappa = (lambda_max + lam) / (lambda_min + lam)`` of the Gram matrix, which is 10^3-10^4
-already at ``N = 8`` (digest section 2.6.4), so:
+already at ``N = 8``, so:
 
 * ``"linearized"`` (default; ntkbo's choice, not the paper's): the minimiser of (1) for ``f~``
   *linearised at* ``theta_0``, ``f~(z; theta_0) + <grad f~(z; theta_0), theta - theta_0>``, in
