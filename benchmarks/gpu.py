@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import math
 import os
@@ -125,13 +126,10 @@ def now_utc() -> str:
 
 
 def fmt_s(seconds) -> str:
-    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+    """``speed.py``'s ``fmt_time``, with NaN (a cell not measured) as ``-`` too."""
+    if isinstance(seconds, float) and math.isnan(seconds):
         return "-"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} us"
-    if seconds < 1.0:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds:.3g} s"
+    return _load_speed().fmt_time(seconds)
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -612,7 +610,9 @@ def part_seeds(p: Part) -> None:
             p.log(f"  failed: {short(e, 200)}")
 
 
+@functools.lru_cache(maxsize=None)
 def _load_speed():
+    """``benchmarks/speed.py`` as a module (it imports jax only inside its functions)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("ntkbo_bench_speed",
