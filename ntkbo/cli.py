@@ -144,10 +144,10 @@ ALGORITHMS = {
                      "GO-UCB with the paper's joint optimistic step, Liu and Wang 2023"),
     "sto_bnts": ("neural network", "STO-BNTS, Dai et al. 2022 (NeurIPS)"),
     "sto_bnts_linear": ("linear-model", "STO-BNTS-Linear, Dai et al. 2022 (NeurIPS)"),
-    "neural_greedy": ("neural network", "Neural Greedy (SimpleSMB), Paria et al., about 2022"),
-    "simple_smb": ("neural network", "Neural Greedy with SimpleSMB, Paria et al., about 2022"),
+    "neural_greedy": ("neural network", "Neural Greedy (SimpleSMB), Paria et al., 'Be Greedy'"),
+    "simple_smb": ("neural network", "Neural Greedy with SimpleSMB, Paria et al., 'Be Greedy'"),
     "posterior_smb": ("neural network",
-                      "Neural Greedy with PosteriorSMB, Paria et al., about 2022"),
+                      "Neural Greedy with PosteriorSMB, Paria et al., 'Be Greedy'"),
     "neural_ucb": ("neural network", "NeuralUCB, Zhou et al. 2020 (ICML)"),
     "neural_ts": ("neural network", "NeuralTS, Zhang et al. 2021 (ICLR)"),
     "neural_linear": ("linear-model", "neural-linear BO: DNGO, Snoek et al. 2015, by default "
