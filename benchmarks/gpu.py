@@ -84,8 +84,8 @@ if ROOT not in sys.path:
 
 PARTS = ("environment", "correctness", "seeds", "step", "botorch", "theory")
 #: Share of the time left that each part gets when it starts (relative to the parts still to run).
-WEIGHTS = {"environment": 0.02, "correctness": 0.22, "seeds": 0.28, "step": 0.2, "botorch": 0.08,
-           "theory": 0.2}
+WEIGHTS = {"environment": 0.02, "correctness": 0.2, "seeds": 0.36, "step": 0.2, "botorch": 0.08,
+           "theory": 0.14}
 #: At tiny scale (CI on 2 CPU cores) compilation dominates and the measurements are cheap.
 TINY_WEIGHTS = {"environment": 0.05, "correctness": 0.35, "seeds": 0.15, "step": 0.12,
                 "botorch": 0.03, "theory": 0.3}
