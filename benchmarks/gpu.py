@@ -351,7 +351,7 @@ def run_pytest(p: Part, timeout: float) -> dict:
     if not files:
         row.update(status="failed", message="none of the test files exist")
         return row
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files,
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files,
            "-k", cfg["pytest_k"]]
     workers = 0
     if p.args.scale == "gpu" and (os.cpu_count() or 1) >= 8:

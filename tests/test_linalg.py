@@ -31,8 +31,17 @@ def _spd(rng, n, batch=()):
     return x @ np.swapaxes(x, -1, -2) + n * np.eye(n)
 
 
+GPU_SOLVER_CALL = re.compile(r'custom_call @(cu\w+)\(.*?num_batch_dims = "(\d+)"')
+
+
+def _lowered(fn, *args, platform="cpu"):
+    # Lowered for the named platform whatever the backend here: the CPU rule is checked on a GPU
+    # machine too, and the GPU branch on CPU (lowering needs no device).
+    return jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,)).as_text()
+
+
 def _lapack_calls(fn, *args):
-    return LAPACK_CALL.findall(jax.jit(fn).lower(*args).as_text())
+    return LAPACK_CALL.findall(_lowered(fn, *args))
 
 
 def test_values_equal_jax_bit_for_bit():
@@ -108,6 +117,18 @@ def test_vmapped_calls_are_unbatched():
     for fn, *args in programs:
         calls = _lapack_calls(fn, *args)
         assert calls and all(n == "0" for _, n in calls), calls
+
+
+def test_gpu_keeps_the_batched_kernels():
+    # Lowered for CUDA, the rule leaves vmapped factorisations to cuSOLVER's batched kernels, as
+    # jax's own functions do: num_batch_dims "2" for a doubly vmapped call. Mutation checked:
+    # sending the CUDA branch of linalg._on_cpu_one_at_a_time through lax.map as on CPU leaves no
+    # batched call (the calls sit in a loop with num_batch_dims "0").
+    rng = np.random.default_rng(3)
+    a = _spd(rng, 4, (2, 3))
+    for fn in (linalg.cholesky, linalg.eigh):
+        calls = GPU_SOLVER_CALL.findall(_lowered(jax.vmap(jax.vmap(fn)), a, platform="cuda"))
+        assert calls and all(n == "2" for _, n in calls), calls
 
 
 def test_library_calls_no_jax_linalg_directly():
