@@ -24,6 +24,7 @@ from ntkbo.algorithms.neural_bo import (
     init_u,
     neural_bo,
     nu_repo,
+    nu_schedule,
     paper_W_std,
     posterior,
     thompson_select,
@@ -268,9 +269,10 @@ def test_minimize_default(default_algo):
     assert info["acq_value"].shape == (rounds, 1) and info["train_loss"].shape == (rounds, 2)
     assert np.all(info["train_ok"]) and np.all(np.isfinite(info["std"]))
     assert np.all(info["train_loss"][:, 1] < info["train_loss"][:, 0])
-    # the constant default nu, as the factory's signature gives it (0.3 since the dev-suite tuning)
-    np.testing.assert_array_equal(
-        info["nu"], inspect.signature(ntkbo.algorithms.neural_bo).parameters["nu"].default)
+    # the default nu is "by_dimension": 1.0 on this 2-D problem. Mutation caught (checked): the
+    # rule's threshold compared with d + 1 or its values swapped gives 0.3 here.
+    assert inspect.signature(ntkbo.algorithms.neural_bo).parameters["nu"].default == "by_dimension"
+    np.testing.assert_array_equal(info["nu"], 1.0)
     # train_r2 (issue 15 item 4): numpy's R^2 of the final network on the standardised targets
     # of the 20 observations, from the state's parameters; the buffer has 12 padding rows, so
     # mutations caught (each checked): the padding rows counted (ybar and both sums change); the
@@ -337,6 +339,16 @@ def test_variants_run(name):
         np.testing.assert_allclose(info["nu"], nu_repo(4 + 2 * q), rtol=1e-12)
         assert not jnp.allclose(state.params0["params"]["Dense_0"]["kernel"],
                                 state.params["params"]["Dense_0"]["kernel"])
+
+
+def test_nu_by_dimension_is_the_rule():
+    # nu = 1 up to d = 6 and 0.3 above, whatever t (the rule committed before its reporting run).
+    # Mutations caught (checked): "<" for "<=" (d = 6 gives 0.3), the two values swapped.
+    fn = nu_schedule("by_dimension")
+    got = [float(fn(jnp.asarray(t), d)) for d in (1, 2, 6, 7, 20) for t in (1, 50)]
+    assert got == [1.0] * 6 + [0.3] * 4
+    with pytest.raises(ValueError, match="nu"):
+        nu_schedule("by_dim")
 
 
 def test_vmap_over_keys_equals_separate_runs(default_algo):

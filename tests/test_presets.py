@@ -207,7 +207,7 @@ def test_preset_differences_are_where_the_records_differ():
             # the problem's options (PINN-BO's pde) are not defaults: leave them out of both
             assert {k: v for k, v in got.items() if k not in need} == \
                 {k: v for k, v in expect.items() if k not in need}, (name, preset)
-    assert A.preset_differences("neural_bo", "paper") == {"nu": (0.3, 1.0),
+    assert A.preset_differences("neural_bo", "paper") == {"nu": ("by_dimension", 1.0),
                                                           "warm_start": (True, False)}
     # The papers' GP baselines are ARD squared-exponential GPs (gp_bo's _PAPER_GP comment): with
     # gp's default ard="auto" the preset must set ARD itself. Mutation caught (checked):
