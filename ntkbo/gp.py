@@ -15,8 +15,8 @@ Two posteriors:
       mean(x)    = m + k(x, X) (K + lam I)^-1 (y - m)
       cov(x, x') = k(x, x') - k(x, X) (K + lam I)^-1 k(X, x')
 
-  NeuralBO's uncertainty ``lam g^T U^-1 g / m`` is this variance under the empirical NTK at theta_0
-  (seed-000 digest, section 3.3), and neural-tangents calls it ``get="ntkgp"``.
+  NeuralBO's uncertainty ``lam g^T U^-1 g / m`` (Phan-Trong et al. 2023, Algorithm 1, line 3) is,
+  in dual form, this variance under the empirical NTK at theta_0; neural-tangents' ``get="ntkgp"``.
 
 * ``gd_ensemble``: the distribution over random initialisations of infinitely wide networks trained
   by full-batch gradient descent on the MSE loss ``(1/2N) sum_i (f(x_i) - y_i)^2`` for time ``t``
@@ -54,7 +54,7 @@ from ntkbo.lapack_threads import configure_from_environment
 
 # Every kernel model factorises through this module: pin the LAPACK library jax's Cholesky and
 # triangular solves call to one thread unless the user chose otherwise (ntkbo.lapack_threads; its
-# default threads made BO steps 7-25x slower on 2 cores, the "capacity-512 cliff" of issue 16).
+# default threads made BO steps 7-25x slower on 2 cores once the buffer reached 512 rows).
 configure_from_environment()
 
 Array = jax.Array

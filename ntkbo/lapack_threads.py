@@ -5,7 +5,7 @@ On CPU, jax's Cholesky and triangular solves are custom calls into LAPACK throug
 starts one thread per core, next to XLA's own thread pool, which is already running the rest of the
 program on every core. Every LAPACK call inside a compiled BO step then wakes threads that compete
 with XLA's busy workers, and a BO step makes many small calls (the acquisition optimiser's gradient
-steps solve with the Cholesky factor twice per step). Measured on 2 cores (issue 16): one ntk_gp
+steps solve with the Cholesky factor twice per step). Measured on 2 cores (2026-11-23): one ntk_gp
 ``suggest`` at capacity 512, three seeds vmapped, 2.9 s with OpenBLAS's default threads and 0.4 s
 with one; a whole 300-evaluation Ackley-10 run 99 s against 10.6 s for one seed and 426 s against
 64 s for three vmapped seeds (the "capacity-512 cliff"); a vmapped posterior-variance gradient step

@@ -16,7 +16,7 @@ evaluation also observes the constraint values (noisy if ``problem.constraint_no
 algorithm with ``algo.n_constraints == K`` receives them as ``y`` of shape ``(q, 1 + K)`` (objective
 first, see ``ntkbo.base``); one with ``n_constraints == 0`` receives the objective only. The
 ``Result`` records the constraint values, the feasibility of every point and the metric of
-Neural-CBO (seed-001 digest section 1.6, thesis Def. 4.2.1 and Fig. 4.1): the best positive regret
+Neural-CBO (Phan-Trong's thesis, Section 4.2, Def. 4.2.1 and Fig. 4.1): the best positive regret
 plus violation up to evaluation ``t``,
 
     min_{s <= t} ( [f(x_s) - f*]^+ + sum_k [c_k(x_s)]^+ ),
@@ -271,7 +271,7 @@ def _best(x, y, f, c_obs):
 
 def regret_plus_violation(f, c, optimum):
     """Per evaluation ``[f - f*]^+ + sum_k [c_k]^+`` (``(..., n)`` from ``f`` ``(..., n)`` and ``c``
-    ``(..., n, K)``); ``NaN`` if ``optimum`` is ``None``. Seed-001 digest section 1.6. A failed
+    ``(..., n, K)``); ``NaN`` if ``optimum`` is ``None``. Phan-Trong's thesis, Def. 4.2.1. A failed
     evaluation (non-finite ``f`` or ``c``) found nothing: ``+inf``, so the running minimum skips it."""
     f = jnp.asarray(f)
     if optimum is None:

@@ -11,22 +11,10 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
 2. Evaluation of all candidates in one call (or in chunks of ``chunk_size``); non-finite
    acquisition values are treated as ``-inf``.
 3. Refinement of the ``num_restarts`` best candidates, ``jax.vmap``-ed over starts, for
-   ``num_steps`` steps in the unit box ``u = (x - lower) / (upper - lower)``:
-
-   - ``"pgd"`` (default): projected normalised gradient ascent, ``u <- clip(u + eta g / max|g|)``
-     with ``g`` the gradient with the components blocked by an active bound zeroed and ``eta``
-     starting at ``step_size``; a step is taken only if it increases the value (then
-     ``eta *= 1.5``, else ``eta /= 2``). Monotone, invariant to the scale of the acquisition (EI
-     values of 1e-30 are refined like UCB values of 1e3) and the cheapest to compile.
-   - ``"adam"``: optax Adam on ``-acq`` with a cosine-decayed learning rate from ``step_size``
-     (a fraction of the box width per step) to ``step_size / 1000``; iterates projected on the box.
-     It needs more steps than the others for the same accuracy (~200 on a Rastrigin basin).
-   - ``"lbfgs"``: ``optax.lbfgs`` (zoom line search) on ``u -> -acq(clip(u))``; the clip makes the
-     objective flat outside the box and the returned point is projected. The most accurate on
-     smooth acquisitions and the most expensive to compile.
-   - ``"none"``: no refinement (pure candidate search, as NeuralBO's official code).
-
-   Each start keeps its best iterate, so refinement never returns a lower value than its start.
+   ``num_steps`` steps in the unit box ``u = (x - lower) / (upper - lower)`` by ``method``
+   (``"pgd"``, the default: monotone projected normalised gradient ascent; ``"adam"``;
+   ``"lbfgs"``; ``"none"``: no refinement, pure candidate search as NeuralBO's official code; see
+   :func:`maximize_acquisition`'s ``method``). Each start keeps its best iterate, so refinement never returns a lower value than its start.
 4. The result is the best of the refined starts and the candidates: refinement never lowers the
    acquisition value below the best candidate.
 5. If ``observed`` points are given (the evaluated inputs) and the result lies within
@@ -40,9 +28,9 @@ Gradient refinement needs ``acq_fn`` to be differentiable and *row-wise*: row ``
 depends only on row ``i`` of the input (true of EI, LogEI, PI, UCB and the posterior mean of any
 pointwise surrogate). Thompson draws made over the batch are not row-wise (an independent draw per
 row, or a joint sample over the rows): use ``method="none"`` for them, as NeuralBO's paper draws
-do (seed digest §7.2). A draw that is a fixed function of ``x`` (a pathwise draw, NeuralBO's
-``thompson="pathwise"``) is row-wise and can be refined. :func:`maximize_over_candidates` runs
-stages 2-4 on candidates the caller made.
+do (Algorithm 1, line 4: an independent ``N(h(x), nu^2 sigma^2(x))`` per candidate). A draw that
+is a fixed function of ``x`` (a pathwise draw, NeuralBO's ``thompson="pathwise"``) is row-wise and
+can be refined. :func:`maximize_over_candidates` runs stages 2-4 on candidates the caller made.
 
 Everything is pure and ``jax.jit``-able; ``num_*``, ``method``, ``sampler`` and ``chunk_size`` are
 static Python values (close over them, e.g. ``jax.jit(lambda k: maximize_acquisition(k, acq, b))``),
@@ -353,7 +341,22 @@ def maximize_acquisition(
         perturb_scale: perturbation std as a fraction of the box width, per dimension.
         num_steps: refinement steps per start (static; L-BFGS steps include a line search).
         step_size: initial step as a fraction of the box width (``"adam"``, ``"pgd"``).
-        method: ``"pgd"``, ``"adam"``, ``"lbfgs"`` or ``"none"`` (static).
+        method: the refinement of stage 3 (static), in ``u = (x - lower) / (upper - lower)``:
+
+            - ``"pgd"`` (default): projected normalised gradient ascent,
+              ``u <- clip(u + eta g / max|g|)`` with ``g`` the gradient with the components
+              blocked by an active bound zeroed and ``eta`` starting at ``step_size``; a step is
+              taken only if it increases the value (then ``eta *= 1.5``, else ``eta /= 2``).
+              Monotone, invariant to the scale of the acquisition (EI values of 1e-30 are
+              refined like UCB values of 1e3) and the cheapest to compile.
+            - ``"adam"``: optax Adam on ``-acq`` with a cosine-decayed learning rate from
+              ``step_size`` (a fraction of the box width per step) to ``step_size / 1000``;
+              iterates projected on the box. It needs more steps than the others for the same
+              accuracy (~200 on a Rastrigin basin).
+            - ``"lbfgs"``: ``optax.lbfgs`` (zoom line search) on ``u -> -acq(clip(u))``; the clip
+              makes the objective flat outside the box and the returned point is projected. The
+              most accurate on smooth acquisitions and the most expensive to compile.
+            - ``"none"``: no refinement (pure candidate search, as NeuralBO's official code).
         sampler: ``"sobol"`` (Kronecker when ``d > qmc.SOBOL_MAX_DIM``), ``"kronecker"`` or
             ``"uniform"`` (static).
         chunk_size: evaluate candidates in chunks of this many rows (static; bounds memory).

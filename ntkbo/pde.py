@@ -1,11 +1,11 @@
 """The ``Pde`` type: a linear differential operator ``N`` with its source term ``g``.
 
-PINN-BO (seed-001 digest section 2.1) uses a known equation ``N[f](x) = g(x)`` obeyed by the
-objective ``f``; both the problems that carry such an equation (``ntkbo.benchmarks.pde`` builds the
-operators, ``Problem.pde`` attaches them) and the algorithm that uses it
-(``ntkbo.algorithms.pinn_bo``) need the type. It lives here, beside neither, so that importing the
-algorithms does not load the problems package (issue 19 item 7). ``ntkbo.benchmarks.problem.Pde``
-is this same class, re-exported for existing code.
+PINN-BO (Phan-Trong et al. 2024; Phan-Trong's thesis, Section 5.1) uses a known equation
+``N[f](x) = g(x)`` obeyed by the objective ``f``; both the problems that carry such an equation
+(``ntkbo.benchmarks.pde`` builds the operators, ``Problem.pde`` attaches them) and the algorithm
+that uses it (``ntkbo.algorithms.pinn_bo``) need the type. It lives here, beside neither, so that
+importing the algorithms does not load the problems package. ``ntkbo.benchmarks.problem.Pde`` is
+this same class, re-exported for existing code.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["Pde"]
 
 class Pde(NamedTuple):
     """A known differential equation ``N[f](x) = g(x)`` obeyed by a problem's objective (PINN-BO,
-    seed-001 digest section 2.1), with ``N`` linear in ``f`` and ``g`` cheap to evaluate.
+    Phan-Trong's thesis, Section 5.1), with ``N`` linear in ``f`` and ``g`` cheap to evaluate.
 
     Attributes:
       operator: ``operator(f)`` maps a scalar function ``f: (d,) -> ()`` to the function

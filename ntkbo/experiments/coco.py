@@ -11,7 +11,7 @@ initial design of ``ntkbo.loop.default_n_init`` = ``min(budget, max(2, d + 1))``
 ``ntkbo.minimize``, then ``algo.suggest``, buffers grown by doubling). The command line turns on
 ``jax_enable_x64`` (targets go down to 1e-8; ``--float32`` keeps float32). The budget of a
 problem in dimension ``d`` is ``budget_multiplier * d`` evaluations (NeuralBO's study: 20 d,
-seed-000 digest section 6.3); a batch (``q > 1``) that would overrun it is cut.
+Phan-Trong et al. 2023, Figure 2); a batch (``q > 1``) that would overrun it is cut.
 
 Keys: the problem ``(function f, dimension d, instance i)`` runs with
 

@@ -83,7 +83,7 @@ def seed_mesh(devices: Sequence | None = None):
     return Mesh(np.asarray(devices), (AXIS,))
 
 
-_PROGRAMS: dict = {}  # (cell digest, device ids) -> (algo, problem, fn); see ``program``
+_PROGRAMS: dict = {}  # (``cell.digest``, device ids) -> (algo, problem, fn); see ``program``
 
 
 def program(cell: Cell, mesh):

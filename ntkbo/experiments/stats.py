@@ -5,7 +5,8 @@ one value per seed:
 
 - ``welch``: one-sided Welch t-test (statistic, Welch-Satterthwaite df, p-value), NeuralBO's Table 2;
 - ``welch_against``: every algorithm against a reference, ``H0: mu_alg <= mu_ref`` vs
-  ``Ha: mu_alg > mu_ref`` (the reference is better), as NeuralBO's Table 2 reads (seed-000 digest 6.2);
+  ``Ha: mu_alg > mu_ref`` (the reference is better), as NeuralBO's Table 2 reads (Phan-Trong et
+  al. 2023, Section 7.1);
 - ``bh_adjust``: Benjamini-Hochberg adjusted p-values (step-up, monotone, capped at 1);
 - ``ks_normal``: Kolmogorov-Smirnov normality test of a sample against the normal with the sample's
   own mean and sd (ddof=1), NeuralBO's Table 1; the p-value is the exact two-sided Kolmogorov
@@ -421,8 +422,9 @@ def table2_rows(samples_by_problem: dict, reference: str, q: float = 0.05,
                 alternative: str = "greater") -> list:
     """NeuralBO's Table 2 over a family of problems: every (problem, algorithm != reference) Welch
     test (``alternative`` as ``welch_against``), with Benjamini-Hochberg adjusted p-values over the
-    whole family (the digest's reading: all tests of the table are one family). Returns rows ``(problem, label, WelchResult, p_adj,
-    rejected)`` where ``rejected`` is ``p_adj <= q`` (the table's T/F)."""
+    whole family (our reading of the paper: all tests of the table are one family). Returns rows
+    ``(problem, label, WelchResult, p_adj, rejected)`` where ``rejected`` is ``p_adj <= q`` (the
+    table's T/F)."""
     rows = []
     for prob, samples in samples_by_problem.items():
         if reference not in samples:

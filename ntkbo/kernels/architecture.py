@@ -14,8 +14,9 @@ with fan-in ``N`` (the layer's input width):
 
 ``W_std`` and ``b_std`` are either one value for every Dense layer or a sequence of ``depth + 1``
 values, input layer first and readout last (e.g. the NeuralBO paper's experimental network is
-``W_std=(sqrt(d), 1.0)`` with ``b_std=None``, seed-000 digest section 3.4). ``b_std=None`` (or a
-``None`` entry) means that layer has no bias.
+``W_std=(sqrt(d), 1.0)`` with ``b_std=None``: Section 7's ``sqrt(m) W_2 relu(W_1 x)`` with every
+weight ``N(0, 1/m)``, whose NTK ``<g(x), g(x')> / m`` is this network's ``"ntk"`` kernel).
+``b_std=None`` (or a ``None`` entry) means that layer has no bias.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def as_kernel(kernel_fn: KernelFn, get: str = "ntk") -> Callable[..., Array]:
       kernel_fn: ``kernel_fn(x1, x2, get)``, e.g. ``ntkbo.kernels.mlp(...)[2]`` or the third element
         of a ``neural_tangents.stax.serial(...)`` triple.
       get: ``"ntk"`` (the kernel of gradient-descent-trained wide networks and of NeuralBO's
-        uncertainty, seed-000 digest section 3.3) or ``"nngp"`` (the Bayesian-network prior).
+        uncertainty, NeuralBO's Algorithm 1, line 3) or ``"nngp"`` (the Bayesian-network prior).
 
     Returns:
       ``k(x1, x2=None)`` with ``x1 (n1, d)``, ``x2 (n2, d)`` (``None``: ``x2 = x1``) returning an

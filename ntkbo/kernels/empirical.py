@@ -5,8 +5,9 @@ For a network ``f(x; theta)`` with scalar output (``apply_fn(params, x) -> (n, 1
     g(x; theta)        = d f(x; theta) / d theta                  (p,)  gradient features
     Theta(x1, x2)      = sum_theta df(x1)/dtheta df(x2)/dtheta    = g(x1) . g(x2)
 
-(Jacot et al. 2018, eq. (2); Lee et al. 2019, eq. (2)). NeuralBO (seed-000 digest, section 3.3) and
-NeuralUCB/NeuralTS use ``g(x; theta_0) / sqrt(m)``; dividing by ``m`` is left to them.
+(Jacot et al. 2018, eq. (2); Lee et al. 2019, eq. (2)). NeuralBO (Phan-Trong et al. 2023,
+Algorithm 1) and NeuralUCB/NeuralTS use ``g(x; theta_0) / sqrt(m)``; dividing by ``m`` is left to
+them.
 
 ``grad_features(apply_fn)(x, params)`` returns ``G (n, p)`` with rows ``g(x_i)`` flattened exactly as
 ``jax.flatten_util.ravel_pytree(params)`` flattens ``params``: leaves in ``jax.tree_util.tree_leaves``
