@@ -19,7 +19,7 @@ the papers' real-world tasks (robot pushing, rover, Lunar Lander, tuning: host p
 # The package imports only the ``Problem`` type eagerly; the problems themselves (the registry,
 # its functions, suites and host tasks) load on first use (PEP 562 ``__getattr__``). The drivers'
 # ``violation`` therefore imports ``problem.py`` alone, not the problems; the algorithms need none
-# of this package (PINN-BO's ``Pde`` type lives in the neutral ``ntkbo.pde``; issue 19 item 7).
+# of this package (PINN-BO's ``Pde`` type lives in the neutral ``ntkbo.pde``).
 import importlib
 
 from ntkbo.benchmarks.problem import Problem, relative_noise_std, uniform

@@ -1,4 +1,4 @@
-r"""Benchmarks with black-box constraints ``c_k(x) <= 0`` (Neural-CBO, seed-001 digest sections 1.8-1.9).
+r"""Benchmarks with black-box constraints ``c_k(x) <= 0`` (Neural-CBO, thesis Section 4.3).
 
 Each problem is an objective ``f`` (a function of one point ``x`` ``(d,)`` to a scalar) and a
 constraint function ``c`` mapping ``x`` to ``(K,)`` values; **a point is feasible iff every
@@ -19,13 +19,13 @@ name                        d    K   constrained optimum ``f*`` (minimiser)
 
 The synthetic constraints are those of the authors' code (``utils/objectives.py``; the thesis says
 they are in a supplement that does not exist). The two engineering problems follow the formulas
-printed in the thesis (sections 4.3.3-4.3.4), which are those of Kumar et al. (2020), "A test-suite of
-non-convex constrained optimization problems from the real-world", with:
+printed in the thesis (sections 4.3.3-4.3.4), which are those of Kumar et al. (2020), "A
+test-suite of non-convex constrained optimization problems from the real-world", with:
 
 - Speed reducer: the printed ``c_9 = -x_1 / x_2 - 12`` is a sign error (it can never be positive);
   the standard ``c_9 = x_1 / x_2 - 12`` is used. Bounds are Kumar et al.'s, with
   ``x_5 in [7.3, 8.3]``; the authors' code uses ``x_5 >= 7.8``, where the optimum is 2996.30 and
-  their reported ``best_feasible_y = 2994.4`` cannot be reached (digest section 1.8). With the
+  their reported ``best_feasible_y = 2994.4`` cannot be reached there. With the
   thesis's coefficients (``7.477``, ``16.91e6``) the optimum is exactly the published 2994.4244658
   (checked in the tests by solving the active constraints).
 - Gas transmission: the thesis formula and Kumar et al.'s bounds; the authors' code runs a rescaled,

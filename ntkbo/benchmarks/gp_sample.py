@@ -1,4 +1,5 @@
-"""A fixed sample path of a Gaussian process: STO-BNTS's synthetic objective (seed-003 digest §3.2).
+"""A fixed sample path of a Gaussian process: STO-BNTS's synthetic objective (Dai et al. 2022,
+arXiv:2210.06850, Section 5.1 and App. F.1).
 
 The paper draws ``f`` from a zero-mean GP with the squared-exponential kernel
 
@@ -25,7 +26,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-#: The paper's grid size and length scale (seed-003 §3.2).
+#: The paper's grid size and length scale (Dai et al. 2022, Section 5.1 and App. F.1).
 GRID_SIZE = 1000
 LENGTHSCALE = 0.1
 

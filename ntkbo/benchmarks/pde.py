@@ -1,10 +1,11 @@
-r"""PINN-BO's physics benchmarks: objectives with a known PDE ``N[f] = g`` (seed-001 digest 2.5, 7).
+r"""PINN-BO's physics benchmarks: objectives with a known PDE ``N[f] = g`` (thesis Section 5.4.1).
 
 Every operator here is built by automatic differentiation of the function it is applied to
 (``jax.grad``, ``jax.jvp``): ``OP(f)`` maps a scalar function ``f: (d,) -> ()`` to ``x -> N[f](x)``.
-The right-hand sides ``g`` are written in closed form (the corrected forms of the digest's errata,
-section 7), so that the tests ``N[f_true](x) - g(x) = 0`` compare two independent computations.
-All operators are linear in ``f`` (the setting of PINN-BO's theory, seed-001 section 2.4).
+The right-hand sides ``g`` are written in closed form (where the thesis misprints an equation,
+the form of the authors' code, checked symbolically; see the table), so that the tests
+``N[f_true](x) - g(x) = 0`` compare two independent computations.
+All operators are linear in ``f`` (the setting of PINN-BO's theory, thesis Section 5.3).
 
 =================  =====================================  ==========================================
 problem            operator ``N[f]``                      right-hand side ``g``
@@ -17,7 +18,7 @@ Rastrigin          ``1/2 x . grad f - f``                 ``10 sum_i [cos(2 pi x
                                                           erratum, the 1/2 is the code's)
 Michalewicz        ``sum_i h_i d_i f - f``,               ``0`` (the thesis prints ``2 x_i (2m-1)``
                    ``h_i = [cot x_i + (4 m i x_i / pi)    in ``h_i``: erratum; this is the code's
-                   / tan(i x_i^2 / pi)]^-1``, m = 10      form, seed-001 section 2.5)
+                   / tan(i x_i^2 / pi)]^-1``, m = 10      form, thesis Section 5.4.1)
 Cosine Mixture     ``grad f`` (a system of ``d``          ``2 x - (pi / 2) sin(5 pi x)`` per
 (PINN-BO sign)     equations, as the code enforces)      coordinate
 Euler beam (1)     ``(EI(x) f''(x))''``,                  ``e^x`` (``q(x)`` of the code; the thesis
@@ -27,7 +28,7 @@ Heat (2)           ``d_11 f + d_22 f`` (Laplace)          ``0``
 
 The Michalewicz ``h_i`` is ``t_i / d_i t_i`` for the term ``t_i`` of coordinate ``i``, so it is
 singular where ``d_i t_i = 0``; the equation holds wherever it is defined (almost everywhere).
-The beam's ``EI`` is singular where ``rho = w'' = 0`` (digest section 2.5).
+The beam's ``EI`` is singular where ``rho = w'' = 0`` (thesis Section 5.4.3.2).
 
 Registered in ``ntkbo.benchmarks.registry`` as ``"dropwave_pde"``, ``"styblinski_tang_pde"``,
 ``"rastrigin_pde"``, ``"michalewicz_pde"``, ``"cosine_mixture_pde"`` (the same functions and boxes as
@@ -110,7 +111,7 @@ def euler_operator(f):
 
 
 def michalewicz_h(x: Array, m: int = 10) -> Array:
-    """``h_i = [cot x_i + (4 m i x_i / pi) / tan(i x_i^2 / pi)]^-1`` ``(d,)`` (digest 2.5, code form)."""
+    """``h_i = [cot x_i + (4 m i x_i / pi) / tan(i x_i^2 / pi)]^-1`` ``(d,)`` (the code's form)."""
     i = jnp.arange(1, x.shape[-1] + 1, dtype=x.dtype)
     return 1.0 / (1.0 / jnp.tan(x) + (4.0 * m * i * x / math.pi) / jnp.tan(i * x**2 / math.pi))
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ntkbo.pde import Pde  # re-exported: the type lives in the neutral ntkbo.pde (issue 19 item 7)
+from ntkbo.pde import Pde  # re-exported; it lives in ntkbo.pde, so algorithms need no benchmarks
 
 Array = jax.Array
 
@@ -146,7 +146,7 @@ def _observed(fn: Callable) -> Callable:
 
 def violation(c: Array) -> Array:
     """Total violation ``sum_k [c_k]^+`` over the last axis of constraint values ``c`` ``(..., K)``
-    (0 for feasible rows and for ``K = 0``); seed-001 digest section 1.6 (Def. 4.2.1)."""
+    (0 for feasible rows and for ``K = 0``); Phan-Trong's thesis, Def. 4.2.1."""
     return jnp.sum(jnp.maximum(jnp.asarray(c), 0.0), axis=-1)
 
 
@@ -171,7 +171,7 @@ def relative_noise_std(
 
     This is the rule of the NeuralBO and PINN-BO code (``Objective.noise_std_estimate``:
     ``0.1 * torch.std`` of ``f`` over 10,000 uniform points, i.e. a noise *variance* of 1% of the
-    variance of ``f``; seed-000 digest section 4.2, seed-001 digest section 2.5). Neural-CBO uses
+    variance of ``f``). Neural-CBO uses
     ``scale=0.05``. The papers' text says "variance 1% of the function range"; the code's rule is
     the concrete one. The standard deviation is the unbiased one (``ddof=1``), as ``torch.std``.
 

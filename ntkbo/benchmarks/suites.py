@@ -2,7 +2,7 @@
 
 ``suite("dev")`` is the public development suite: 14 problems from d = 2 to d = 20, built from the
 registry's synthetic families, each with its optimum moved off the box centre so that no method
-profits from a prior centred on the box (issue 15). Every problem keeps its family's standard box
+profits from a prior centred on the box. Every problem keeps its family's standard box
 ``[l, u]`` and evaluates the family's function ``f`` at transformed points, as COCO/BBOB does:
 
     g(x) = f(c + Q (x - c - s)),        c = (l + u) / 2,

@@ -494,7 +494,7 @@ def beam_deflection(x: Array) -> Array:
     ``w(x) = sin(20 x) e^{2x} + sin(4 pi e^{2x}) + 0.4 x^3 + 0.2 x^2 + 6`` on ``[0, 1]``,
     minimised. This is the closed-form manufactured solution the code (``objectives.
     BeamDeflection``) uses as the black box; it solves ``(EI(x) w'')'' = e^x`` with
-    ``EI = e^x / w''``. The minimum (about ``0.057604`` at ``x ~ 0.88370``, seed-001 digest) is
+    ``EI = e^x / w''``. The minimum (about ``0.057604`` at ``x ~ 0.88370``) is
     computed numerically by ``get``. The PDE operator is not part of this ``Problem`` yet.
     """
     x = _as_float(x)

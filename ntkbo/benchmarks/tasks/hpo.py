@@ -5,14 +5,14 @@ perceptron), ``hgb`` (histogram gradient-boosted trees), ``dataset`` in ``breast
 2 classes), ``wine`` (178 x 13, 3 classes), ``digits`` (1797 x 64, 10 classes) and ``diabetes``
 (442 x 10, regression); and the constrained ``hpo_mlp_digits_size``.
 
-Papers: GO-UCB (seed-002 digest section 6.3) tunes RF (7 hyper-parameters), MLP (8) and gradient
-boosting (11) on UCI breast cancer, Australian and (Pima) diabetes, maximising accuracy, every
-hyper-parameter encoded in ``[0, 10]``. STO-BNTS (seed-003 section 3.3) tunes a random forest on
-Pima diabetes and XGBoost/CNN on MNIST, minimising validation error. Substitutes, stated: the
-bundled datasets replace the UCI/Kaggle/Keras ones (sklearn's ``diabetes`` is a regression
-dataset, not Pima's classification one; ``digits`` stands in for MNIST); gradient boosting is
-scikit-learn's ``HistGradientBoosting*`` with a 7-D space (below) instead of GO-UCB's 11-D
-``GradientBoostingClassifier`` space.
+Papers: GO-UCB (Liu and Wang 2023, Section 6.2 and App. D.2) tunes RF (7 hyper-parameters), MLP (8)
+and gradient boosting (11) on UCI breast cancer, Australian and (Pima) diabetes, maximising
+accuracy, every hyper-parameter encoded in ``[0, 10]``. STO-BNTS (Dai et al. 2022, Section 5.2)
+tunes a random forest on Pima diabetes and XGBoost/CNN on MNIST, minimising validation error.
+Substitutes, stated: the bundled datasets replace the UCI/Kaggle/Keras ones (sklearn's ``diabetes``
+is a regression dataset, not Pima's classification one; ``digits`` stands in for MNIST); gradient
+boosting is scikit-learn's ``HistGradientBoosting*`` with a 7-D space (below) instead of GO-UCB's
+11-D ``GradientBoostingClassifier`` space.
 
 Encoding (GO-UCB's): the box is ``[0, 10]^d``; with ``u = x_i / 10``, a choice among ``k`` values
 (categories, booleans, integers ``a..b`` with ``k = b - a + 1``) takes value number
@@ -26,21 +26,9 @@ Value (**minimised**): the cross-validated error, ``1 - mean accuracy`` (classif
 ``random_state=0`` and ``n_jobs=1``: the same ``x`` gives the same value. The MLPs see
 standardised features (a ``StandardScaler`` fitted on each training fold).
 
-Spaces:
+Spaces: ``space(model, regression)`` (its docstring lists them).
 
-- ``rf`` (GO-UCB's 7): ``n_estimators`` int [20, 200]; ``criterion`` {gini, entropy, log_loss}
-  (regression: {squared_error, absolute_error, poisson}); ``max_depth`` int [1, 10];
-  ``min_samples_split`` int [2, 10]; ``min_samples_leaf`` int [1, 10]; ``max_features``
-  {sqrt, log2}; ``bootstrap`` {True, False}.
-- ``mlp`` (GO-UCB's 8; adam, one hidden layer of 100): ``activation``
-  {identity, logistic, tanh, relu}; ``alpha`` log [1e-6, 1e-2]; ``learning_rate_init`` log
-  [1e-6, 1e-2]; ``max_iter`` int [100, 300]; ``shuffle`` {True, False}; ``beta_1``, ``beta_2``
-  [0, 0.999] (GO-UCB: (0, 1)); ``n_iter_no_change`` int [1, 10].
-- ``hgb`` (7): ``learning_rate`` log [1e-3, 1]; ``max_iter`` int [20, 200]; ``max_leaf_nodes`` int
-  [2, 64]; ``max_depth`` int [1, 10]; ``min_samples_leaf`` int [1, 50]; ``l2_regularization``
-  [0, 10]; ``max_features`` [0.1, 1]; no early stopping.
-
-``hpo_mlp_digits_size`` (constrained, Neural-CBO-style: seed-001 chapter 4 handles black-box
+``hpo_mlp_digits_size`` (constrained, Neural-CBO-style: thesis chapter 4 handles black-box
 constraints ``c(x) <= 0``; its own real task, constrained sensitive samples on MNIST, is a different
 problem). Minimise the 5-fold error of an adam/relu MLP (``max_iter=50``) on ``digits`` over
 ``x in [0, 10]^4``: first hidden width int [8, 128], second hidden width int [0, 128] (0: one
@@ -49,8 +37,7 @@ model-size budget, deterministic unlike latency: ``c(x) = n_params(x) / 10000 - 
 ``n_params`` counts the weights and biases (``64 h1 + h1 + 10 h1 + 10`` for one layer,
 ``64 h1 + h1 + h1 h2 + h2 + 10 h2 + 10`` for two).
 
-Evaluation costs (measured on this machine, one core, default 5 folds; they vary with ``x``):
-see ``COSTS`` below, the median and maximum over 8 random points of the box.
+Evaluation costs: ``COSTS`` (median and maximum over 8 random points, one core, 5 folds).
 """
 
 from __future__ import annotations
@@ -108,7 +95,20 @@ def _choice(name, *values):
 
 
 def space(model: str, regression: bool) -> tuple[Param, ...]:
-    """The search space of ``model`` (module docstring)."""
+    """The search space of ``model``, ``x in [0, 10]^k`` decoded as the module docstring says:
+
+    - ``rf`` (GO-UCB's 7): ``n_estimators`` int [20, 200]; ``criterion`` {gini, entropy, log_loss}
+      (regression: {squared_error, absolute_error, poisson}); ``max_depth`` int [1, 10];
+      ``min_samples_split`` int [2, 10]; ``min_samples_leaf`` int [1, 10]; ``max_features``
+      {sqrt, log2}; ``bootstrap`` {True, False}.
+    - ``mlp`` (GO-UCB's 8; adam, one hidden layer of 100): ``activation``
+      {identity, logistic, tanh, relu}; ``alpha`` log [1e-6, 1e-2]; ``learning_rate_init`` log
+      [1e-6, 1e-2]; ``max_iter`` int [100, 300]; ``shuffle`` {True, False}; ``beta_1``, ``beta_2``
+      [0, 0.999] (GO-UCB: (0, 1)); ``n_iter_no_change`` int [1, 10].
+    - ``hgb`` (7): ``learning_rate`` log [1e-3, 1]; ``max_iter`` int [20, 200];
+      ``max_leaf_nodes`` int [2, 64]; ``max_depth`` int [1, 10]; ``min_samples_leaf`` int
+      [1, 50]; ``l2_regularization`` [0, 10]; ``max_features`` [0.1, 1]; no early stopping.
+    """
     if model == "rf":
         crit = (("squared_error", "absolute_error", "poisson") if regression
                 else ("gini", "entropy", "log_loss"))

@@ -2,7 +2,7 @@
 
 The controller is gymnasium's (and OpenAI Gym's) ``heuristic`` for the discrete lander with its 12
 constants made parameters, the parameterisation of TuRBO (Eriksson et al. 2019) used by STO-BNTS
-(seed-003 digest sections 1 (item 9) and 3.4). With the state ``s`` (``s[0], s[1]`` position,
+(Dai et al. 2022, arXiv:2210.06850, Section 5.3). With the state ``s`` (``s[0], s[1]`` position,
 ``s[2], s[3]`` velocity, ``s[4]`` angle, ``s[5]`` angular velocity, ``s[6], s[7]`` leg contacts)::
 
     angle_targ = clip(s[0] w0 + s[2] w1, -w2, w2)

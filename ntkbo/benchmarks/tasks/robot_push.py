@@ -5,8 +5,8 @@ Re-implemented from the task definitions of Wang & Jegelka (2017, "Max-value ent
 code ``zi-w/Max-value-Entropy-Search``: ``generate_simudata3.py``, ``generate_simudata4.py``,
 ``push_world.py``) and Wang et al. (2018, "Batched large-scale Bayesian optimization in
 high-dimensional spaces", code ``zi-w/Ensemble-Bayesian-Optimization``: ``push_function.py``,
-``push_utils.py``). NeuralBO (seed-000 digest section 6.6) and STO-BNTS (seed-003 section 3.4) use
-the 14-D task.
+``push_utils.py``). NeuralBO (Phan-Trong et al. 2023, Figure 5) and STO-BNTS (Dai et al. 2022,
+Section 5.3) use the 14-D task.
 
 The world (all three tasks): Box2D, no gravity, time step 1/100 s, 10 velocity and 10 position
 iterations; a static 1000 x 1000 table; every moving body is tied to the table by a friction joint
@@ -17,29 +17,9 @@ and friction 0.1, moved by the controller of the original code: each step, a tor
 
 **Sign: ntkbo minimises.** The papers maximise a reward; ``fn`` returns the negated reward.
 
-``robot_push14``, ``x = (rx, ry, vx, vy, s, a, rx2, ry2, vx2, vy2, s2, a2, w, w2)``: robot ``i``
-starts at ``(rx, ry)`` with angle ``a``, targets velocity ``(vx, vy)`` and angular velocity ``w``
-for ``int(10 s)`` steps. Hands are 2 x 0.6 boxes (half-sizes (1, 0.3)). Objects (friction 0.01,
-density 0.05): a 1 x 1 box starting at ``s1 = (0, 2)`` with goal ``g1 = (4, 3.5)``, a circle of
-radius 1 starting at ``s2 = (0, -2)`` with goal ``g2 = (-4, 3.5)``. Reward (maximised in the
-papers) ``f_max - |g1 - o1| - |g2 - o2|``, ``o_i`` the objects' final positions and
-``f_max = |g1 - s1| + |g2 - s2| = 4.2720 + 6.8007 = 11.0727``; ``fn = -reward`` (so ``fn = 0``
-when no object moves; the optimum is about ``-f_max``, both objects on their goals). Box:
-lower ``[-5,-5,-10,-10,2,0,-5,-5,-10,-10,2,0,-5,-5]``, upper
-``[5,5,10,10,30,2pi,5,5,10,10,30,2pi,5,5]``.
-
-``robot_push3``, ``x = (rx, ry, s)``, box ``[-5,-5,1] .. [5,5,30]``: one hand (half-sizes
-(0.3, 1)) at ``(rx, ry)`` with angle ``arctan(ry / rx)`` (``pi/2`` at ``rx = 0``: the limit; a box
-rotated by ``pi`` is the same box, so ``arctan`` and ``arctan2`` agree) pushes at speed 5 towards
-a circular object (radius 1, friction 0.01, density 0.05) at the origin for ``int(10 s)`` steps.
-``robot_push4``, ``x = (rx, ry, s, a)``, box ``[-5,-5,1,0] .. [5,5,30,2pi]``: the same with the
-hand's angle ``a`` and speed 10. The MES code minimises the distance ``|g - o|`` of the object to
-the goal ``g`` (its maximised form is ``5 - |g - o|``); ``fn = |g - o| - 5`` (the negated reward),
-so the optimum is ``-5``. The MES code draws ``g`` uniformly in ``[-5, 5]^2`` per experiment; here
-it is the option ``goal``, default ``(4.0, 3.5)`` (the 14-D task's first goal; any fixed choice
-makes the task deterministic). At ``rx = ry = 0`` the hand sits on the object and the push
-direction is undefined (``0/0`` in the original code): the evaluation fails with a ``TaskError``
-naming the point (the centre of both boxes is such a point).
+Tasks: ``push14`` (``robot_push14``, 14-D, two hands pushing a box and a circle to two goals) and
+``push3`` / ``push4`` (3-D / 4-D, one hand pushing a circle to ``goal``); their docstrings give
+the parameterisation, the reward and the box.
 
 Noise: the original code adds ``N(0, sd^2)`` to each target velocity component (``sd = 0.1`` in
 the 3-/4-D code, ``0.01`` in the 14-D code). Here that is the option ``velocity_noise`` (default
@@ -153,7 +133,19 @@ def push14_positions(x, velocity_noise: float = 0.0, noise_seed: Optional[int] =
 
 
 def push14(x, velocity_noise: float = 0.0, noise_seed: Optional[int] = None) -> float:
-    """``robot_push14`` at ``x`` ``(14,)``: the negated reward ``|g1 - o1| + |g2 - o2| - f_max``."""
+    """``robot_push14`` at ``x`` ``(14,)``: the negated reward ``|g1 - o1| + |g2 - o2| - f_max``.
+
+    ``robot_push14``, ``x = (rx, ry, vx, vy, s, a, rx2, ry2, vx2, vy2, s2, a2, w, w2)``: robot ``i``
+    starts at ``(rx, ry)`` with angle ``a``, targets velocity ``(vx, vy)`` and angular velocity
+    ``w`` for ``int(10 s)`` steps. Hands are 2 x 0.6 boxes (half-sizes (1, 0.3)). Objects (friction
+    0.01, density 0.05): a 1 x 1 box starting at ``s1 = (0, 2)`` with goal ``g1 = (4, 3.5)``, a
+    circle of radius 1 starting at ``s2 = (0, -2)`` with goal ``g2 = (-4, 3.5)``. Reward (maximised
+    in the papers) ``f_max - |g1 - o1| - |g2 - o2|``, ``o_i`` the objects' final positions and
+    ``f_max = |g1 - s1| + |g2 - s2| = 4.2720 + 6.8007 = 11.0727``; ``fn = -reward`` (so ``fn = 0``
+    when no object moves; the optimum is about ``-f_max``, both objects on their goals). Box: lower
+    ``[-5,-5,-10,-10,2,0,-5,-5,-10,-10,2,0,-5,-5]``, upper
+    ``[5,5,10,10,30,2pi,5,5,10,10,30,2pi,5,5]``.
+    """
     o1, o2 = push14_positions(x, velocity_noise, noise_seed)
     reward = F_MAX - math.dist(GOAL1, o1) - math.dist(GOAL2, o2)
     return -reward
@@ -208,7 +200,22 @@ def push4_position(x, velocity_noise: float = 0.0, noise_seed: Optional[int] = N
 
 def push3(x, goal: Sequence[float] = DEFAULT_GOAL, velocity_noise: float = 0.0,
           noise_seed: Optional[int] = None) -> float:
-    """``robot_push3`` at ``x`` ``(3,)``: ``|g - o| - 5``, the negated reward ``5 - |g - o|``."""
+    """``robot_push3`` at ``x`` ``(3,)``: ``|g - o| - 5``, the negated reward ``5 - |g - o|``.
+
+    ``robot_push3``, ``x = (rx, ry, s)``, box ``[-5,-5,1] .. [5,5,30]``: one hand (half-sizes (0.3,
+    1)) at ``(rx, ry)`` with angle ``arctan(ry / rx)`` (``pi/2`` at ``rx = 0``: the limit; a box
+    rotated by ``pi`` is the same box, so ``arctan`` and ``arctan2`` agree) pushes at speed 5
+    towards a circular object (radius 1, friction 0.01, density 0.05) at the origin for
+    ``int(10 s)`` steps. ``robot_push4``, ``x = (rx, ry, s, a)``, box
+    ``[-5,-5,1,0] .. [5,5,30,2pi]``: the same with the hand's angle ``a`` and speed 10. The MES code
+    minimises the distance ``|g - o|`` of the object to the goal ``g`` (its maximised form is
+    ``5 - |g - o|``); ``fn = |g - o| - 5`` (the negated reward), so the optimum is ``-5``. The MES
+    code draws ``g`` uniformly in ``[-5, 5]^2`` per experiment; here it is the option ``goal``,
+    default ``(4.0, 3.5)`` (the 14-D task's first goal; any fixed choice makes the task
+    deterministic). At ``rx = ry = 0`` the hand sits on the object and the push direction is
+    undefined (``0/0`` in the original code): the evaluation fails with a ``TaskError`` naming the
+    point (the centre of both boxes is such a point).
+    """
     return math.dist(goal, push3_position(x, velocity_noise, noise_seed)) - REWARD_OFFSET
 
 
