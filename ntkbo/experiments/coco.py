@@ -25,14 +25,8 @@ that cocoex's ``bbob`` logger writes into its ``.dat`` file for each run (printe
 significant digits; BBOB's ``f_opt`` are multiples of 0.01, so the value read is the double
 cocoex subtracts; the tests check ntkbo's runtimes against cocopp's reading of cocoex's log).
 
-What ntkbo records, besides cocoex's folder: ``DIR/ntkbo_runs.npz`` (``read_runs``), per dimension
-``d``: ``d{d}_function``, ``d{d}_instance`` ``(n,)``, ``d{d}_x`` ``(n, B, d)`` every evaluated
-point, ``d{d}_f`` ``(n, B)`` cocoex's value there, ``d{d}_fopt`` ``(n,)``, ``d{d}_gap`` ``(n, B)``
-``f - f_opt``, ``d{d}_wall`` ``(n,)`` seconds, ``d{d}_key`` ``(n, 2)`` the raw keys, and ``meta``
-(a JSON string: algorithm, resolved options, seed, budget multiplier, versions, command, and
-``complete``). A long run rewrites the file about every minute, marked incomplete, so a killed run
-keeps the problems it finished (the report says so); it cannot be resumed: cocoex's observer starts
-a new folder, so a new run needs a new ``--out``.
+What ntkbo records, besides cocoex's folder: ``DIR/ntkbo_runs.npz`` (``read_runs`` lists the
+arrays), rewritten about every minute so that a killed run keeps the problems it finished.
 
 The report (``report``; ``ntkbo coco-report DIR [DIR ...]``) is computed from those records only:
 the runtime of a (run, target) pair is the first evaluation ``n`` (1-based) at which
@@ -352,7 +346,17 @@ def key_data(key):
 
 def read_runs(folder: str) -> dict:
     """The record ``run`` wrote: ``{"meta": dict, "dims": {d: {"function", "instance", "x", "f",
-    "fopt", "gap", "wall", "key"}}}`` (numpy arrays)."""
+    "fopt", "gap", "wall", "key"}}}`` (numpy arrays).
+
+    The file ``DIR/ntkbo_runs.npz`` holds, per dimension ``d``: ``d{d}_function``, ``d{d}_instance``
+    ``(n,)``, ``d{d}_x`` ``(n, B, d)`` every evaluated point, ``d{d}_f`` ``(n, B)`` cocoex's value
+    there, ``d{d}_fopt`` ``(n,)``, ``d{d}_gap`` ``(n, B)`` ``f - f_opt``, ``d{d}_wall`` ``(n,)``
+    seconds, ``d{d}_key`` ``(n, 2)`` the raw keys, and ``meta`` (a JSON string: algorithm, resolved
+    options, seed, budget multiplier, versions, command, and ``complete``). A long run rewrites the
+    file about every minute, marked incomplete, so a killed run keeps the problems it finished (the
+    report says so); it cannot be resumed: cocoex's observer starts a new folder, so a new run needs
+    a new ``--out``.
+    """
     path = os.path.join(folder, RUNS_FILE)
     if not os.path.exists(path):
         raise ValueError(f"{folder!r} holds no {RUNS_FILE}: not a folder written by `ntkbo coco`")

@@ -17,23 +17,11 @@ one call); the host calls it until every seed has run; the keys are padded to a 
 ``n_devices * block`` and the padding is dropped. ``default_block`` picks 1 on CPU devices, where
 vmapped seeds gain nothing; the block used is in each cell's meta.
 
-Identical values on any number of devices, for a fixed block: ``vmap`` adds a batch axis that no
-operation reduces over, and a device runs the same per-device program (``block`` seeds) whatever the
-number of devices, so each seed gets the same arithmetic up to XLA's compilation. Measured
-(``tests/test_experiments.py``, a 2 x 2 x 8-seed spec, one seed per device and call):
-
-- random search: 4 forced CPU devices and 1 device give byte-identical cells;
-- the NTK-GP: NOT byte-identical. XLA's program compiled for 4 partitions differs from the
-  1-partition one in the last bit of a few values (3 of 96 coordinates on Branin, 6e-16 relative;
-  on Ackley the multi-start acquisition ascent amplifies it: 7 of 96 at up to 1e-8). Not threads
-  (the same with ``--xla_cpu_multi_thread_eigen=false``), not the process (a 1-device mesh in a
-  4-device process is byte-identical to a 1-device process), not the batch shape (one seed per
-  device in both); the cause inside XLA is not found yet;
-- the block matters: a batch of 1 differs from batches of 2 or 8 (which agree byte for byte) in
-  the last bits (about 3e-14; XLA lowers size-1 batch dimensions differently);
-- separate processes on 1 device each (``jax.distributed``, two processes) give byte-identical
-  cells to one process.
-
+Values on any number of devices, for a fixed block: ``vmap`` adds a batch axis that no operation
+reduces over, and a device runs the same per-device program whatever the number of devices, so
+each seed gets the same arithmetic up to XLA's compilation: random search is byte-identical on 4
+devices and on 1, the NTK-GP differs in the last bits (a 4-partition compile), and a block of 1
+differs from larger blocks in the last bits (docs/decisions.md, 2026-11-23, has the measurements).
 Compare runs made with the same compile flags (``jax_enable_x64``,
 ``jax_disable_most_optimizations``, ``XLA_FLAGS``) and block.
 
@@ -90,7 +78,7 @@ def program(cell: Cell, mesh):
     """``(algo, problem, fn)`` of a cell: ``fn(problem, keys)`` runs ``minimize`` for every key of
     ``keys`` ``(m, 2)``, split along ``mesh``'s seed axis (``m`` a multiple of the mesh size; each
     device vmaps over its ``m / n`` keys), the problem replicated; it returns the ``FIELDS`` of
-    ``Result`` with a leading seed axis. Cached per (cell digest, devices), so a cell run twice in
+    ``Result`` with a leading seed axis. Cached per (``cell.digest``, devices), so a cell run twice in
     one process compiles once (per distinct ``m``); ``run`` drops the entry once the cell is
     written (``release_programs``)."""
     key = (cell.digest, tuple(int(d.id) for d in mesh.devices.flat))
@@ -108,7 +96,7 @@ def release_programs(cell: Cell, mesh) -> None:
     Why: XLA:CPU keeps each executable's machine code in its own memory mappings, about 1,000 per
     compiled GP cell (measured with ``/proc/self/maps``: 652 at start, 14,425 after 14 NTK-GP-EI
     cells of the dev suite, 626 after each cell with this release), and a cell's programs are not
-    reused by the next cell (another digest). Linux allows 65,530 mappings per process by default
+    reused by the next cell (another ``digest``). Linux allows 65,530 mappings per process by default
     (``vm.max_map_count``), so a long study used to die after some 60 cells: LLVM reported
     "Cannot allocate memory" and the process segfaulted (a 42-cell GP tuning run, 2026-11-24).
     Recompiling what a later cell shares costs little; with the persistent cache on it is a read.
@@ -297,7 +285,7 @@ def _caps(recorded):
 
 def check_compatible(out: str, spec: Spec, scale: str, cells: list[Cell]) -> None:
     """``ValueError`` if ``out`` holds results of a different experiment: another scale, a cell
-    whose digest differs (the message names the cell and its first differing field), or a cell
+    whose ``digest`` differs (the message names the cell and its first differing field), or a cell
     file of a cell this spec does not have. New cells (added algorithms or problems) are allowed."""
     by_id = {c.cell_id: c for c in cells}
     old = store.read_spec(out)

@@ -1,49 +1,10 @@
 """A declarative experiment: algorithms x problems x dimensions x seeds, at a named scale.
 
-A ``Spec`` is a frozen dataclass, built in Python or read from TOML (``Spec.from_toml``)::
+A ``Spec`` is a frozen dataclass, built in Python or read from TOML (``Spec.from_toml``, whose
+docstring shows every key of the file).
 
-    name = "neuralbo_synthetic"
-    budget = 2000              # evaluations per run, initial design included
-    n_init = 20                # optional; default ntkbo.loop.default_n_init(problem, budget)
-    reference = "random"       # optional; label the report tests against
-                               # (default: the algorithm named "random_search", if any)
-    seeds = { count = 10, offset = 0 }   # or: seeds = 10
-
-    [[algorithms]]
-    label = "neural_bo"        # optional, default: name; unique; [A-Za-z0-9][A-Za-z0-9_.-]*
-    name = "neural_bo"         # ntkbo.algorithms.get(name, **options)
-    options = { width = 500, depth = 1 }
-
-    [[problems]]
-    label = "ackley"           # optional, default: name
-    name = "ackley"            # ntkbo.benchmarks.get(name, dim=..., noise_std=..., **options)
-    dims = [10, 20, 50, 100]   # omit for a fixed-dimension problem (branin, hartmann6, ...)
-    noise_std = 0.0            # default 0
-    options = { noise = "relative" }     # any other keyword of ntkbo.benchmarks.get
-    budget = 1000              # optional: this problem's budget (default: the spec's)
-    n_init = 50                # optional: this problem's initial design (default: the spec's)
-
-    [scales.cpu]               # optional: overrides the built-in preset of that name
-    budget = 200               # cap on the budget
-    seeds = 5                  # cap on the seed count
-    max_dim = 10               # cap on every listed dimension
-    n_init = 10                # optional: the initial design's size at this scale
-
-    exclude = ["gp_ts"]        # optional: algorithm or problem labels not run at this scale
-
-    [scales.cpu.options.neural_bo]   # optional: options merged into that algorithm's at this scale
-    width = 100
-
-Scales (``SCALES``) shrink a spec without editing it: ``full`` runs it as written, ``cpu`` and
-``smoke`` cap the budget, the seed count and the listed dimensions (a dimension above ``max_dim``
-becomes ``max_dim``; duplicates are dropped; fixed-dimension problems are left alone). A
-``[scales.NAME]`` table replaces the fields it gives of the built-in preset ``NAME`` (or defines a
-new scale). A scale's ``n_init`` replaces every problem's initial-design size, and its ``options``
-tables (keyed by algorithm label) are merged into those algorithms' options: for settings that
-the full protocol uses and a CPU cannot afford (a width-5000 network), stated in the spec and
-recorded, resolved, in every cell. A scale's ``exclude`` lists algorithms or problems it does not
-run (a variant or a task whose evaluations do not fit the machine), so its report says by omission
-what the full study has.
+Scales (``SCALES``, the ``Scale`` class) shrink a spec without editing it: ``full`` runs it as
+written, ``cpu`` and ``smoke`` cap the budget, the seed count and the listed dimensions.
 
 Seeds (the paired design): seed ``i`` (``0 <= i < count``) of every cell runs with key
 ``jax.random.PRNGKey(offset + i)``, the same for every algorithm and problem, so algorithms on a
@@ -52,8 +13,8 @@ compared seed by seed. A capped seed count keeps the first seeds.
 
 ``Spec.resolve(scale) -> list[Cell]`` expands the grid into cells sorted by ``cell_id``
 (``<algorithm label>__<problem label>__d<dim>``), each with a ``digest`` (SHA-256 of its fully
-resolved definition, ``Cell.definition()``): two runs of one cell id with the same digest are the
-same experiment.
+resolved definition, ``Cell.definition()``): two runs of one cell id with the same ``digest`` are
+the same experiment.
 """
 
 from __future__ import annotations
@@ -74,7 +35,19 @@ _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 @dataclasses.dataclass(frozen=True)
 class Scale:
-    """Caps applied by ``Spec.resolve`` (``None``: no cap)."""
+    """Caps applied by ``Spec.resolve`` (``None``: no cap).
+
+    Scales (``SCALES``) shrink a spec without editing it: ``full`` runs it as written, ``cpu`` and
+    ``smoke`` cap the budget, the seed count and the listed dimensions (a dimension above
+    ``max_dim`` becomes ``max_dim``; duplicates are dropped; fixed-dimension problems are left
+    alone). A ``[scales.NAME]`` table replaces the fields it gives of the built-in preset ``NAME``
+    (or defines a new scale). A scale's ``n_init`` replaces every problem's initial-design size, and
+    its ``options`` tables (keyed by algorithm label) are merged into those algorithms' options: for
+    settings that the full protocol uses and a CPU cannot afford (a width-5000 network), stated in
+    the spec and recorded, resolved, in every cell. A scale's ``exclude`` lists algorithms or
+    problems it does not run (a variant or a task whose evaluations do not fit the machine), so its
+    report says by omission what the full study has.
+    """
 
     budget: int | None = None
     seeds: int | None = None
@@ -160,7 +133,7 @@ class Cell:
     digest: str
 
     def definition(self) -> dict:
-        """The JSON-able definition the digest is taken of."""
+        """The JSON-able definition the ``digest`` is taken of."""
         return _definition(self.algorithm, self.problem, self.dim, self.budget, self.n_init,
                            self.seeds, self.seed_offset, self.dtype, self.options)
 
@@ -311,7 +284,40 @@ class Spec:
 
     @classmethod
     def from_toml(cls, path: str) -> "Spec":
-        """Reads a TOML spec file (module docstring)."""
+        """Reads a TOML spec file; every key (the optional ones marked)::
+
+            name = "neuralbo_synthetic"
+            budget = 2000              # evaluations per run, initial design included
+            n_init = 20                # optional; default ntkbo.loop.default_n_init(problem, budget)
+            reference = "random"       # optional; label the report tests against
+                                       # (default: the algorithm named "random_search", if any)
+            seeds = { count = 10, offset = 0 }   # or: seeds = 10
+
+            [[algorithms]]
+            label = "neural_bo"        # optional, default: name; unique; [A-Za-z0-9][A-Za-z0-9_.-]*
+            name = "neural_bo"         # ntkbo.algorithms.get(name, **options)
+            options = { width = 500, depth = 1 }
+
+            [[problems]]
+            label = "ackley"           # optional, default: name
+            name = "ackley"            # ntkbo.benchmarks.get(name, dim=..., noise_std=..., **options)
+            dims = [10, 20, 50, 100]   # omit for a fixed-dimension problem (branin, hartmann6, ...)
+            noise_std = 0.0            # default 0
+            options = { noise = "relative" }     # any other keyword of ntkbo.benchmarks.get
+            budget = 1000              # optional: this problem's budget (default: the spec's)
+            n_init = 50                # optional: this problem's initial design (default: the spec's)
+
+            [scales.cpu]               # optional: overrides the built-in preset of that name
+            budget = 200               # cap on the budget
+            seeds = 5                  # cap on the seed count
+            max_dim = 10               # cap on every listed dimension
+            n_init = 10                # optional: the initial design's size at this scale
+
+            exclude = ["gp_ts"]        # optional: algorithm or problem labels not run at this scale
+
+            [scales.cpu.options.neural_bo]   # optional: merged into that algorithm's options
+            width = 100
+        """
         with open(path, "rb") as fh:
             try:
                 d = tomllib.load(fh)

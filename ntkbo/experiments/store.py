@@ -6,10 +6,7 @@ An experiment's output folder ``DIR`` holds::
     DIR/cells/<cell_id>.npz  one file per finished cell (``write_cell`` / ``read_cell``)
     DIR/log.jsonl            one JSON line per event: a cell started / finished (``append_log``)
 
-A cell file is written to a temporary file in ``DIR/cells``, flushed, ``fsync``-ed and renamed over
-its final name with ``os.replace`` (atomic on POSIX), and the folder is ``fsync``-ed after: a reader
-(or a run restarted after a crash) sees either no file or the whole file, never a partial one.
-Temporary files left by a killed writer end in ``.tmp`` and are ignored by ``list_cells``.
+Cell files are written atomically (``write_cell``): no reader sees one in part, even after a crash.
 
 Schema 1 (``S`` seeds, ``B`` budget, ``d`` dimension, ``K`` constraints, ``K = 0`` unconstrained):
 
@@ -141,6 +138,10 @@ def _check_arrays(arrays: dict) -> dict:
 
 def write_cell(out: str, cell, arrays: dict, meta: dict) -> str:
     """Writes ``out/cells/<cell_id>.npz`` atomically; returns its path.
+
+    The file is written to a temporary file in ``out/cells``, flushed, ``fsync``-ed and renamed over
+    its final name with ``os.replace`` (atomic on POSIX), and the folder is ``fsync``-ed after.
+    Temporary files left by a killed writer end in ``.tmp`` and are ignored by ``list_cells``.
 
     Args:
       out: the experiment folder.
