@@ -31,19 +31,6 @@ They compute in the floating dtype of their inputs (float32 inputs stay float32)
 to ``|z| <= sqrt(finfo.max) / 4`` (3e153 in float64, 5e18 in float32), so that ``z**2`` stays
 finite: beyond it LogEI and log-PI saturate at a huge finite negative value instead of ``-inf``.
 
-Numerics of ``h``. For ``z >= -4`` ``h`` is evaluated directly (the cancellation in
-``z Phi(z) + phi(z)`` loses at most ~20 ulps there). For ``z < -4`` with ``x = -z``,
-``h(z) = phi(x) (1 - x R(x))`` with the Mills ratio ``R(x) = Phi(-x) / phi(x)``; the continued
-fraction ``R(x) = 1 / (x + 1 / K(x))``, ``K(x) = x + 2 / (x + 3 / (x + ...))`` (Laplace) gives
-``1 - x R(x) = 1 / (1 + x K(x))`` without cancellation, so
-
-    log h(z) = -x^2 / 2 - log(2 pi) / 2 - log1p(x K(x)),
-    log Phi(z) = -x^2 / 2 - log(2 pi) / 2 + log K(x) - log1p(x K(x)).
-
-This is the LogEI of Ament et al. (2023), who use ``erfcx`` (not available in jax 0.5.3) for the
-same Mills ratio; 32 terms of the fraction are accurate to ~1 ulp for ``x >= 4``, and unlike the
-``erfcx`` form there is no cancellation for large ``x`` (``z = -1e6`` is as accurate as ``z = -5``).
-
 References:
     Jones, Schonlau and Welch (1998). Efficient global optimization of expensive black-box
     functions. (EI.)
@@ -219,9 +206,23 @@ def log_expected_improvement(mu, sigma, best, xi=0.0) -> Array:
     """Logarithm of the expected improvement (LogEI, Ament et al. 2023), stable everywhere.
 
     ``log EI = log(sigma) + log h(z)``; for ``z > 1`` it is ``log(u) + log1p(h(-z) / z)``; for
-    ``z < -4`` ``log h`` uses the continued fraction of the module docstring, so it stays finite and
+    ``z < -4`` ``log h`` uses the continued fraction below, so it stays finite and
     accurate where EI underflows (e.g. ``log h(-40) ~ -805.6``). With ``sigma == 0`` it is
     ``log(max(u, 0))`` (``-inf`` for ``u <= 0``, with zero gradient).
+
+    Numerics of ``h``. For ``z >= -4`` ``h`` is evaluated directly (the cancellation in
+    ``z Phi(z) + phi(z)`` loses at most ~20 ulps there). For ``z < -4`` with ``x = -z``,
+    ``h(z) = phi(x) (1 - x R(x))`` with the Mills ratio ``R(x) = Phi(-x) / phi(x)``; the continued
+    fraction ``R(x) = 1 / (x + 1 / K(x))``, ``K(x) = x + 2 / (x + 3 / (x + ...))`` (Laplace) gives
+    ``1 - x R(x) = 1 / (1 + x K(x))`` without cancellation, so::
+
+        log h(z) = -x^2 / 2 - log(2 pi) / 2 - log1p(x K(x)),
+        log Phi(z) = -x^2 / 2 - log(2 pi) / 2 + log K(x) - log1p(x K(x)).
+
+    This is the LogEI of Ament et al. (2023), who use ``erfcx`` (not available in jax 0.5.3) for the
+    same Mills ratio; 32 terms of the fraction are accurate to ~1 ulp for ``x >= 4``, and unlike the
+    ``erfcx`` form there is no cancellation for large ``x`` (``z = -1e6`` is as accurate as
+    ``z = -5``).
 
     Args:
         mu, sigma, best, xi: as in :func:`expected_improvement`, broadcastable.

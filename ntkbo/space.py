@@ -24,16 +24,8 @@ workers use trial ids (``ntkbo.ask_tell``, "Parallel workers")::
     study = ntkbo.space.tell(algo, study, trial, score, maximize=True)
     study = ntkbo.ask_tell.fail(algo, study, other_trial)        # or ntkbo.ask_tell.abandon
 
-Encodings (``D`` = ``Space.dim``):
-
-- ``Float(low, high)``: one coordinate, ``u = (v - low) / (high - low)``; with ``log=True``,
-  ``u = (log v - log low) / (log high - log low)`` (``low > 0``).
-- ``Int(low, high)``: one coordinate; the interval ``[low - 1/2, high + 1/2]`` is mapped to
-  ``[0, 1]`` and decoded by rounding, so every integer owns an equal share of the coordinate; with
-  ``log=True`` the same on ``[log(low - 1/2), log(high + 1/2)]`` (``low >= 1``), so each integer's
-  share shrinks like ``1/v``.
-- ``Categorical(choices)``: ``k`` coordinates, one per choice, decoded by the largest (the first on
-  ties): a one-hot encoding, so no order is imposed on the choices.
+Encodings: ``Float`` and ``Int`` take one coordinate each (optionally on a log scale),
+``Categorical`` one per choice (one-hot); the ``Space`` class gives the maps.
 
 ``tell`` tells the model the *canonical* encoding of the decoded parameters (``to_unit(from_unit(u))``:
 the integer's centre, the one-hot corner), so the surrogate learns where the objective was really
@@ -115,6 +107,17 @@ def _int_edges(p: Int) -> tuple[float, float]:
 
 class Space:
     """An ordered set of named parameters and its unit-box encoding (module docstring).
+
+    Encodings (``D`` = ``Space.dim``):
+
+    - ``Float(low, high)``: one coordinate, ``u = (v - low) / (high - low)``; with ``log=True``,
+      ``u = (log v - log low) / (log high - log low)`` (``low > 0``).
+    - ``Int(low, high)``: one coordinate; the interval ``[low - 1/2, high + 1/2]`` is mapped to
+      ``[0, 1]`` and decoded by rounding, so every integer owns an equal share of the coordinate;
+      with ``log=True`` the same on ``[log(low - 1/2), log(high + 1/2)]`` (``low >= 1``), so each
+      integer's share shrinks like ``1/v``.
+    - ``Categorical(choices)``: ``k`` coordinates, one per choice, decoded by the largest (the first
+      on ties): a one-hot encoding, so no order is imposed on the choices.
 
     Attributes:
       params: the parameters, in order.

@@ -8,19 +8,12 @@ Every activation ``phi`` of a fully-connected network has, in the infinite-width
     Tdot(q12, q11, q22)  = E[phi'(u) phi'(v)]    NTK multiplier: ntk' = ntk * Tdot
 
 (Jacot et al. 2018, Theorem 1; Lee et al. 2019, eqs. (4)-(5)). This module holds the closed forms
-of ``T`` and ``Tdot`` for the activations neural-tangents implements in closed form, written as the
-same sequence of floating-point operations as neural-tangents 0.6.5 (``stax/elementwise.py``)
-so that ``ntkbo.kernels`` agrees with ``neural_tangents.stax`` to rounding, including its clipping
-of ``q11 q22 - q12**2`` at zero (``x = x'``, ``x = -x'``) and its ``pi/2`` fill for the angle of
-two zero vectors.
+of ``T`` and ``Tdot`` for the activations neural-tangents implements in closed form, agreeing
+with ``neural_tangents.stax`` 0.6.5 to rounding (:class:`Activation` says how).
 
-Specifying an activation (anywhere ntkbo takes ``activation=``):
-
-* a name: ``"relu"``;
-* a ``(name, params)`` pair: ``("leaky_relu", {"alpha": 0.1})``;
-* an :class:`Activation` built by ``make_activation("leaky_relu", alpha=0.1)``.
-
-Available names and parameters (the activation applied by the finite network):
+Anywhere ntkbo takes ``activation=``, give a name (``"relu"``), a ``(name, params)`` pair
+(``("leaky_relu", {"alpha": 0.1})``) or an :class:`Activation` (``make_activation``). The names,
+the activation ``phi`` that the finite network applies, and the parameters:
 
 =================  =========================================  ===========================================
 name               phi(x)                                     parameters (default)
@@ -311,6 +304,11 @@ class Activation:
 
     Build it with :func:`make_activation` or :func:`as_activation`. It is a static (non-pytree)
     value, so it can be a field of a flax module or a ``jit`` static argument.
+
+    The duals ``T`` and ``Tdot`` are written as the same sequence of floating-point operations as
+    neural-tangents 0.6.5 (``stax/elementwise.py``), so that ``ntkbo.kernels`` agrees with
+    ``neural_tangents.stax`` to rounding, including its clipping of ``q11 q22 - q12**2`` at zero
+    (``x = x'``, ``x = -x'``) and its ``pi/2`` fill for the angle of two zero vectors.
 
     Attributes:
       name: one of :data:`ACTIVATIONS`.
