@@ -18,75 +18,26 @@ id (0, 1, 2, ... in the order asked), *pending* until it is told, failed or aban
     study = ntkbo.ask_tell.fail(algo, study, t1)             # or tell(..., t1, nan); or abandon
 
 An ``ask`` while trials are pending conditions on them (*constant liar*, Ginsbourger et al. 2010):
-each pending point is added to a copy of the algorithm's state with a fantasy observation, the lie
-(``lie="mean"``, the default: the mean of the successful observations; ``"best"``: the smallest;
-``"worst"``: the largest; constraint values, if any, always lie at their mean; 0 while nothing
-succeeded), by ``algo.update`` one point at a time, and ``algo.suggest`` runs on that copy. The
-study's own state never sees a lie. What that amounts to depends on the model:
+each pending point gets a fantasy observation, the ``lie``, on a copy of the state, and no row
+asked lies within ``ntkbo.optimize.MIN_DISTANCE`` of a pending point (``ask`` has the details).
 
-- GP and NTK-GP models (``gp``, ``ntk_gp``): the pending point becomes a training point, so the
-  posterior variance there collapses to the noise level and the acquisition drops around it;
-  the posterior mean is pulled to the lie. With the posterior mean as the lie this would be
-  exactly the *kriging believer* rule of ``gp(q > 1)``; the mean of the observations is a
-  constant lie instead (CL-mean), mildly pessimistic near a predicted minimum, which pushes the
-  next point further away. ``gp`` with ``fit=True`` also refits its hyper-parameters on the copy
-  when its refit schedule says so (the kriging believer keeps them fixed).
-- Network models (``neural_bo``, ``neural_ucb``, ...): the copy's update retrains the network on
-  the lies too (once per pending point), and the uncertainty terms built from the observed points
-  (gradient features, the NTK Gram matrix) shrink at the pending points.
-- ``random_search`` ignores its state: pending points change nothing.
-
-The model-based algorithms of ``ntkbo.algorithms`` never suggest an observed point (within
-``ntkbo.optimize.MIN_DISTANCE`` of the box's width, ``ntkbo.optimize.near_observed``), so they
-avoid the pending ones on the copy. ``ask`` guarantees it for any algorithm: a suggested row
-within that distance of a pending point is replaced by a uniform random point of the box that is
-not, with a ``UserWarning``. The conditioning costs one ``algo.update`` per pending point per ask
-(compiled once: the same ``(1, d)`` update as ``tell``'s of one point). ``tell`` may take a trial
-id (its point is the one asked) or, as before, points: a point told by value closes the pending
-trial asked within ``MIN_DISTANCE`` of the box's width of it (the nearest, the lowest id on ties),
-and a point asked nowhere is recorded as a new, already told trial. A trial asked and never told
-stays pending, and conditions every later ask, until it is told, failed or abandoned.
-
-Every input is validated here, outside ``jit``: points must have shape ``(q, d)``, be finite and
-lie in the bounds, and there must be one observation per point.
+**Validation** happens here, outside ``jit``: points ``(q, d)``, finite and in the bounds, one
+observation per point; a rejected ``tell`` raises ``ValueError`` naming the argument and leaves
+the study as it was. The study keeps the exact record of what was told in float64, while the
+algorithm's buffers (grown by doubling) hold the state's dtype (``tell`` says what that implies).
 
 **Failed evaluations** (Optuna's failed trials): a NaN or infinite observation (or constraint
-value) is accepted and recorded as failed: ``observations`` returns it, ``failed`` marks it, and
-no model is fit to it and no best point is chosen among failures (``ntkbo.data``). An evaluation
-that crashed can be told as ``y = nan`` (``fail`` does that for a trial id). An *abandoned* trial
-(``abandon``) was never evaluated: it leaves the pending list and nothing is recorded for it.
+value) is recorded as failed (``failed`` marks it) and no model fits it; ``fail`` tells a trial as
+failed, ``abandon`` drops a trial that was never evaluated.
 
-**Precision**: the study keeps the exact record of what was told, in float64 (``observations``,
-``constraint_observations``; ``save`` writes it), while the algorithm's buffers hold the values in
-the state's dtype (float32 unless ``jax_enable_x64`` is on). Validation happens in that dtype: a
-finite value that overflows it (``1e39`` in float32) is refused with an error instead of becoming
-``inf``; a point that is inside the box once rounded to the dtype is accepted (and clipped to the
-box); observations that the dtype cannot tell apart (``1e8 + 0.4`` and ``1e8 + 3`` in float32) stay
-distinct in the record, though the model sees them rounded (enable ``jax_enable_x64`` to model them
-apart).
+Black-box constraints ``c_k(x) <= 0``: an algorithm with ``algo.n_constraints = K > 0`` (e.g.
+``neural_cbo``) needs ``tell(algo, study, x, y, c)``, ``c`` ``(q, K)``; with ``K = 0``, no ``c``.
 
-Black-box constraints ``c_k(x) <= 0`` (feasible iff every ``c_k(x) <= 0``): an algorithm with
-``algo.n_constraints = K > 0`` (e.g. ``neural_cbo``) needs the constraint values at every point,
-``tell(algo, study, x, y, c)`` with ``c`` of shape ``(q, K)``; ``constraint_observations``
-reads them back. An algorithm with ``n_constraints = 0`` does not model constraints and refuses
-``c`` (rather than silently dropping it). A rejected ``tell`` (bad shapes, an unknown trial id,
-a trial told twice or abandoned) raises ``ValueError`` naming the argument and leaves the study
-as it was, so nothing already observed is lost. The buffers grow by doubling when full.
-
-The first ``n_init`` points asked are a scrambled Sobol design drawn from the study's key, exactly the
-initial design of ``ntkbo.minimize`` with the same key; after that ``ask`` calls ``algo.suggest``.
-Saving and loading with ``flax.serialization`` keeps the key, so a resumed study asks exactly the
-points an uninterrupted one would.
-
-**Save files** (format 3) record the algorithm's ``name`` and resolved ``config`` (``ntkbo.base``),
-the bounds, the dtype and the versions, device and git revision that wrote them, the trials
-(pending ones included: a loaded study tells them by id) and the study's ``ntkbo.space.Space``, if
-it has one. ``load`` refuses a different algorithm, a different option or different bounds with a
-``ValueError`` naming each field that differs and both values (``gp_ucb`` and
-``gp(acquisition="ucb")`` are the same algorithm). A format-3 file written before trials were
-recorded loads with every told row a complete (or failed) trial and none pending. A file of an
-earlier format (1 or 2, no algorithm record) still loads, with a ``UserWarning`` saying that its
-algorithm and options could not be checked; saving it again writes format 3.
+The first ``n_init`` points asked are a scrambled Sobol design drawn from the study's key, the
+initial design of ``ntkbo.minimize`` with the same key; then ``ask`` calls ``algo.suggest``.
+``save`` (format 3: the algorithm and its options, the bounds, the trials, the ``Space``) keeps
+the key, so a resumed study asks the points an uninterrupted one would; ``load`` refuses a file
+of another algorithm, option or box.
 """
 
 from __future__ import annotations
@@ -116,7 +67,7 @@ FORMAT_VERSION = 3
 #: A trial's status, by its code in ``Trials.status``.
 STATUSES = ("pending", "complete", "failed", "abandoned")
 PENDING, COMPLETE, FAILED, ABANDONED = range(4)
-#: The lies ``ask`` can give pending points (module docstring, "Parallel workers").
+#: The lies ``ask`` can give pending points (``ask`` describes them).
 LIES = ("mean", "best", "worst")
 
 
@@ -160,7 +111,7 @@ class Study(NamedTuple):
       key: the key the next ``ask`` splits.
       design: ``(n_init, d)`` the initial design, asked first.
       asked: how many design points have been asked (int32 scalar).
-      told_x: ``(n, d)`` float64 numpy, every point told, as told (module docstring, "Precision").
+      told_x: ``(n, d)`` float64 numpy, every point told, as told (``tell``, on precision).
       told_y: ``(n, 1 + K)`` float64 numpy, the observations (then the ``K`` constraint values)
         told, NaN or inf for a failed evaluation.
       algorithm: ``{"name", "config", "reproducible"}``, the record of the algorithm the study was
@@ -391,7 +342,7 @@ def _chebyshev(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _lies(study: Study, lie: str) -> np.ndarray:
-    """``(1 + K,)`` the fantasy observation of a pending point (module docstring): the objective's
+    """``(1 + K,)`` the fantasy observation of a pending point (``ask``): the objective's
     mean, smallest or largest successful value, the constraints' means (0 with none)."""
     if lie not in LIES:
         raise ValueError(f"lie must be one of {LIES}, got {lie!r}")
@@ -428,7 +379,7 @@ def _conditioned(algo: Algorithm, study: Study, points: np.ndarray, lie: str):
 
 def _away_from(key, x: np.ndarray, avoid: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """``x`` ``(q, d)`` with each row within ``MIN_DISTANCE`` (unit box, Chebyshev) of a row of
-    ``avoid`` replaced by a uniform random point of the box that is not (module docstring)."""
+    ``avoid`` replaced by a uniform random point of the box that is not (``ask``)."""
     if not avoid.shape[0]:
         return x
     close = np.any(_chebyshev(_unit(x, bounds), _unit(avoid, bounds)) <= MIN_DISTANCE, axis=1)
@@ -483,7 +434,39 @@ def _add_pending(study: Study, x: np.ndarray) -> tuple[np.ndarray, Study]:
 def ask(algo: Algorithm, study: Study, *, lie: str = "mean") -> tuple[np.ndarray, Study]:
     """The next points ``(q, d)`` to evaluate and the study with its key advanced; each row is a
     new pending trial (ids: the last ``q`` of ``pending(study)``). While trials are pending the
-    suggestion is conditioned on them with the ``lie`` (module docstring, "Parallel workers")."""
+    suggestion is conditioned on them with the ``lie``.
+
+    An ``ask`` while trials are pending conditions on them (*constant liar*, Ginsbourger et al.
+    2010): each pending point is added to a copy of the algorithm's state with a fantasy
+    observation, the lie (``lie="mean"``, the default: the mean of the successful observations;
+    ``"best"``: the smallest; ``"worst"``: the largest; constraint values, if any, always lie at
+    their mean; 0 while nothing succeeded), by ``algo.update`` one point at a time, and
+    ``algo.suggest`` runs on that copy. The study's own state never sees a lie. What that amounts to
+    depends on the model:
+
+    - GP and NTK-GP models (``gp``, ``ntk_gp``): the pending point becomes a training point, so the
+      posterior variance there collapses to the noise level and the acquisition drops around it;
+      the posterior mean is pulled to the lie. With the posterior mean as the lie this would be
+      exactly the *kriging believer* rule of ``gp(q > 1)``; the mean of the observations is a
+      constant lie instead (CL-mean), mildly pessimistic near a predicted minimum, which pushes the
+      next point further away. ``gp`` with ``fit=True`` also refits its hyper-parameters on the copy
+      when its refit schedule says so (the kriging believer keeps them fixed).
+    - Network models (``neural_bo``, ``neural_ucb``, ...): the copy's update retrains the network on
+      the lies too (once per pending point), and the uncertainty terms built from the observed
+      points (gradient features, the NTK Gram matrix) shrink at the pending points.
+    - ``random_search`` ignores its state: pending points change nothing.
+
+    The model-based algorithms of ``ntkbo.algorithms`` never suggest an observed point (within
+    ``ntkbo.optimize.MIN_DISTANCE`` of the box's width, ``ntkbo.optimize.near_observed``), so they
+    avoid the pending ones on the copy. ``ask`` guarantees it for any algorithm: a suggested row
+    within that distance of a pending point is replaced by a uniform random point of the box that is
+    not, with a ``UserWarning``. The conditioning costs one ``algo.update`` per pending point per
+    ask (compiled once: the same ``(1, d)`` update as ``tell``'s of one point). ``tell`` may take a
+    trial id (its point is the one asked) or, as before, points: a point told by value closes the
+    pending trial asked within ``MIN_DISTANCE`` of the box's width of it (the nearest, the lowest id
+    on ties), and a point asked nowhere is recorded as a new, already told trial. A trial asked and
+    never told stays pending, and conditions every later ask, until it is told, failed or abandoned.
+    """
     x, study = _suggest(algo, study, lie)
     _, study = _add_pending(study, x)
     return x, study
@@ -537,8 +520,18 @@ def tell(algo: Algorithm, study: Study, trial, y, c=None) -> Study:
     ``trial`` is either a trial id (an ``int`` from ``ask_trial``, or a ``Trial``): then ``y`` is
     its one observation and ``c`` its ``(K,)`` constraint values, at the point asked; or points
     ``x`` ``(q, d)`` (or ``(d,)``) with ``y`` ``(q,)`` and ``c`` ``(q, K)``: each row closes the
-    pending trial asked at it (module docstring, "Parallel workers") or is a new told trial.
-    ``c`` is required exactly when ``algo.n_constraints = K > 0``."""
+    pending trial asked at it (``ask`` says which) or is a new told trial.
+    ``c`` is required exactly when ``algo.n_constraints = K > 0``.
+
+    **Precision**: the study keeps the exact record of what was told, in float64 (``observations``,
+    ``constraint_observations``; ``save`` writes it), while the algorithm's buffers hold the values
+    in the state's dtype (float32 unless ``jax_enable_x64`` is on). Validation happens in that
+    dtype: a finite value that overflows it (``1e39`` in float32) is refused with an error instead
+    of becoming ``inf``; a point that is inside the box once rounded to the dtype is accepted (and
+    clipped to the box); observations that the dtype cannot tell apart (``1e8 + 0.4`` and
+    ``1e8 + 3`` in float32) stay distinct in the record, though the model sees them rounded (enable
+    ``jax_enable_x64`` to model them apart).
+    """
     if not _is_trial_id(trial):
         return _tell(algo, study, trial, y, c, None)
     tid = _check_trial(study, trial, "tell")
@@ -578,8 +571,7 @@ def abandon(study: Study, trial) -> Study:
 
 
 def _match_pending(study: Study, x: np.ndarray) -> list[int | None]:
-    """For each row of ``x`` ``(q, d)``, the pending trial it closes (module docstring, "Parallel
-    workers": the nearest within ``MIN_DISTANCE``, lowest id on ties, each trial once) or None."""
+    """For each row of ``x`` ``(q, d)``, the pending trial it closes (``ask``: the nearest within ``MIN_DISTANCE``, lowest id on ties, each trial once) or None."""
     t = _table(study)
     ids = np.flatnonzero(t.status == PENDING)
     out: list[int | None] = []
@@ -750,7 +742,19 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     of this algorithm whose layout changed between ntkbo versions (the file's record matches)
     is rebuilt by telling the float64 record again, with a ``UserWarning``: nothing observed is
     lost, the next suggestions may differ. A file of format 1 or 2 (no algorithm record) loads
-    with a ``UserWarning`` (module docstring)."""
+    with a ``UserWarning``.
+
+    **Save files** (format 3) record the algorithm's ``name`` and resolved ``config``
+    (``ntkbo.base``), the bounds, the dtype and the versions, device and git revision that wrote
+    them, the trials (pending ones included: a loaded study tells them by id) and the study's
+    ``ntkbo.space.Space``, if it has one. ``load`` refuses a different algorithm, a different option
+    or different bounds with a ``ValueError`` naming each field that differs and both values
+    (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same algorithm). A format-3 file written
+    before trials were recorded loads with every told row a complete (or failed) trial and none
+    pending. A file of an earlier format (1 or 2, no algorithm record) still loads, with a
+    ``UserWarning`` saying that its algorithm and options could not be checked; saving it again
+    writes format 3.
+    """
     bounds = check_bounds(bounds)
     with open(path, "rb") as fh:
         payload = serialization.msgpack_restore(fh.read())
