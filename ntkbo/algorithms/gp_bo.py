@@ -5,77 +5,39 @@ the valid observations (``observations.standardized_data``), an exact posterior 
 an acquisition maximised by ``ntkbo.optimize``. They differ in the kernel and in which
 hyper-parameters are fitted:
 
-* ``gp``: RBF (default), Matern-5/2, -3/2 or -1/2 kernel with a signal variance; one lengthscale
-  per dimension (ARD, ``ard=True``), one for all dimensions (``ard=False``) or, by default, at each
-  fit the one of the two with the lower BIC (``ard="auto"``, ``select_by_bic``); lengthscales
-  ``ell``, signal and noise fitted by maximum a posteriori, the log marginal likelihood (Rasmussen
-  and Williams 2006, eq. 2.30) plus the log priors, as BoTorch's ``SingleTaskGP`` (>= 0.12) does.
-  The priors scale with the dimension (Hvarfner, Hellsten and Nardi 2024, "Vanilla Bayesian
-  optimization performs great in high dimensions", BoTorch's
-  ``get_covar_module_with_dim_scaled_prior`` and ``get_gaussian_likelihood_with_lognormal_prior``)::
+* ``gp``: a stationary kernel (RBF by default) with ARD or shared lengthscales ``ell``; ``ell``,
+  signal and noise fitted by maximum a posteriori, the log marginal likelihood (Rasmussen and
+  Williams 2006, eq. 2.30) plus the dimension-scaled log priors of Hvarfner, Hellsten and Nardi
+  (2024, "Vanilla Bayesian optimization performs great in high dimensions"), as BoTorch's
+  ``SingleTaskGP`` (>= 0.12), each prior a density of the hyper-parameter's value::
 
       ell_i ~ LogNormal(sqrt(2) + log(d) / 2, sqrt(3)),   ell_i >= 0.025,
       noise ~ LogNormal(-4, 1),                           noise >= 1e-4 (standardised units),
       signal ~ LogNormal(0, 1).
 
-  The priors are densities of the hyper-parameters' values, as GPyTorch evaluates them in
-  BoTorch's MAP: each pulls towards its mode ``exp(loc - scale^2)`` (lengthscales 0.92 at
-  d = 20, noise 6.7e-3), not its median ``exp(loc)`` (18 and 1.8e-2), which a density of
-  ``log ell`` would pull towards (ntkbo before 2026-11-24; found by ``benchmarks/
-  botorch_reference.py``: that fit left most lengthscales near 18 where BoTorch's stay below 4).
-  The fit starts from the prior medians and BoTorch's initial values, the prior modes.
 * ``ntk_gp``: the exact infinite-width NTK of an MLP (``ntkbo.kernels.mlp``) or any
   neural-tangents ``kernel_fn``, on inputs mapped to the sphere or ``[-1, 1]^d``; the signal scale
   and the noise ``lam`` are fixed by default (as in the papers), optionally fitted by the same MAP.
 
-**Fitting** (``fit_hyperparameters``): ``optax.lbfgs`` (backtracking line search) on the negative
-log posterior of the unconstrained (log) hyper-parameters, ``num_fit_steps`` iterations from each of
-the starts, run side by side (``jax.vmap``): the previous round's values (the warm start; the prior
-medians at the first fit) and, while ``n <= refit_until``, the model's restarts (for ``gp`` the prior
-modes, BoTorch's initial values); the iterate of the lowest loss wins. Past ``refit_until`` the warm
-start alone (half the cost of a refit at large ``n``). ``fit_method="adam"`` is the former fit:
-Adam steps from the warm start only.
+**Refit schedule** (``refit_due``): the hyper-parameters are refitted (``fit_hyperparameters``)
+after every update while the number of observations ``n <= refit_until`` (default 100), then only
+when ``n`` crosses a point of the grid ``ceil(refit_until * refit_ratio^k)``, ``k = 1, 2, ...``
+(default ratio 1.1: a refit per 10% more data). Between refits the Cholesky factor of the state
+(``KernelBOState``) is extended by the new rows, ``O(n^2 q)`` instead of ``O(n^3)``.
 
-**Refit schedule** (``refit_due``): the hyper-parameters are refitted after every update while the
-number of observations ``n <= refit_until`` (default 100), then only when ``n`` crosses a point of
-the geometric grid ``ceil(refit_until * refit_ratio^k)``, ``k = 1, 2, ...`` (default ratio 1.1: a
-refit per 10% more data, 7 refits from n = 1000 to 2000). ``refit_ratio=1`` refits every round.
-Between refits the model keeps its hyper-parameters. Inside ``jax.vmap`` (many seeds) the choice
-becomes a select, so a vmapped run pays for the fit every round; a single run does not. When the
-buffer holds at most ``refit_until`` rows (``capacity <= refit_until``, e.g. every run of budget
-60 or 100 at the default) every update refits with the restarts, which is known when tracing:
-the update then traces that fit alone, not the switch over the three choices, so a vmapped run
-does not also pay for a warm-start-only fit that is never kept.
+**Sign convention**: ntkbo minimises ``f``; the acquisitions of ``ntkbo.acquisition`` are maximised:
+EI of the improvement below the best observation (maximised through its logarithm by default,
+LogEI of Ament et al. 2023: the same maximiser, with gradients where EI underflows to 0), UCB as
+the negated lower confidence bound ``-(mu - sqrt(beta) sigma)``, TS as the negated sample.
 
-**Incremental algebra**: the state keeps the Cholesky factor of the Gram matrix of the valid
-observations (inputs in the unit cube; outputs do not enter it) under the current hyper-parameters
-(``KernelBOState.factor``). ``update`` extends it by the new rows (``ntkbo.gp.factor_append``,
-``O(n^2 q)``) and refactors it (``O(n^3)``) only when a refit changed the hyper-parameters;
-``suggest`` re-standardises the outputs and solves for them (``ntkbo.gp.condition``, ``O(n^2)``).
-``ntk_gp`` with its default fixed hyper-parameters never refactors. Inside ``jax.vmap`` a refit
-round is a select, so a vmapped ``gp`` pays for both branches.
-
-**Acquisition**: ``"ei"`` is maximised through its logarithm by default (``log_ei=True``; LogEI of
-Ament et al. 2023, ``ntkbo.acquisition.log_expected_improvement``): the same maximiser as EI, but the
-candidate ranking and the gradients survive where EI underflows to 0 far from the incumbent;
-``info["acq_value"]`` stays EI. ``"logei"`` reports the log. The maximiser (``ntkbo.optimize``)
-starts from scrambled Sobol candidates plus the best observed points and their perturbations, then
-refines the best ``num_restarts`` by projected gradient ascent.
+**Batches** (``q > 1``): Thompson sampling draws ``q`` independent joint posterior samples (parallel
+Thompson sampling, Kandasamy et al. 2018) over one candidate set, draw ``j`` taking its best
+candidate not taken by draws ``< j``; the other acquisitions use the *kriging believer* rule
+(Ginsbourger et al. 2010): after each point the posterior is conditioned on its own posterior mean,
+the hyper-parameters fixed (``ntkbo.gp.append``), and the acquisition is maximised again.
 
 Presets: ``get("gp_ei", preset="paper")`` (and ``gp_ucb``, ``gp_ts``, ``gp_pi``) is the papers'
-GP baseline (:data:`PRESETS_BY_NAME`: squared-exponential kernel, refitted every round, EI).
-
-Sign convention: ntkbo minimises ``f``; the acquisitions of ``ntkbo.acquisition`` are maximised (EI of
-improvement below the best observation, UCB as the negated lower confidence bound ``-(mu - sqrt(beta)
-sigma)``, TS as the negated sample).
-
-Batches (``q > 1``): Thompson sampling draws ``q`` independent joint posterior samples (parallel
-Thompson sampling, Kandasamy et al. 2018) over one candidate set, draw ``j`` taking its best
-candidate not already taken by draws ``< j`` so that a batch never repeats a point; the other
-acquisitions use the *kriging believer* rule (Ginsbourger et al. 2010): after each point the
-posterior is conditioned on its own posterior mean as a fantasy observation, with the
-hyper-parameters fixed (the factor extended by one row, ``ntkbo.gp.append``), and the acquisition is
-maximised again.
+GP baseline (:data:`PRESETS_BY_NAME`: squared-exponential ARD kernel, refitted every round, EI).
 """
 
 from __future__ import annotations
@@ -117,14 +79,14 @@ _GRID_MAX = 1 << 16
 #: is open, and ``ntk_gp`` (no paper runs it as a baseline) have none.
 #:
 #: * ``"paper"``: the squared-exponential kernel of NeuralBO's, STO-BNTS's and the Neural Greedy
-#:   paper's baselines (seed-000 digest 6.1, seed-003 3.6, seed-004 6.2; the thesis's Neural-BO
-#:   chapter, seed-001 3.2), ARD (``"rbf"``), its hyper-parameters fitted to the data after every
-#:   observation (seed-004: "refit from the data"; ``refit_ratio=1``), EI itself (GPyOpt,
-#:   BoTorch's and GPflow's EI of the time; LogEI is of 2023).
+#:   paper's baselines (NeuralBO, Section 7; STO-BNTS, Section 5; Be Greedy, App. F.1; the
+#:   thesis's Neural-BO chapter, Section 3.5), ARD (``"rbf"``), its hyper-parameters fitted to the
+#:   data after every observation (Be Greedy, App. F.1: "refit from the data"; ``refit_ratio=1``),
+#:   EI itself (GPyOpt, BoTorch's and GPflow's EI of the time; LogEI is of 2023).
 #:
-#: Not in the preset: the thesis's PINN-BO chapter (seed-001 2.5) used a Matern kernel
-#: (``get("gp_ei", kernel="matern52", ard=True)``); GO-UCB's baselines used library defaults it does
-#: not state (seed-002 6.1); UCB's ``beta``, which no paper states (STO-BNTS's code: ``mean + 1.0
+#: Not in the preset: the thesis's PINN-BO chapter (Section 5.4.1) used a Matern kernel
+#: (``get("gp_ei", kernel="matern52", ard=True)``); GO-UCB's baselines used library defaults it
+#: does not state (Liu and Wang 2023, Section 6); UCB's ``beta``, which no paper states (STO-BNTS's code: ``mean + 1.0
 #: std``, i.e. ``beta=1``). Not expressible: the libraries' fits (GPflow's plain maximum likelihood,
 #: the GPyTorch priors of BoTorch before 0.12, GPy's refits every 20 iterations with 10 restarts in
 #: STO-BNTS's code), for which ntkbo's MAP with dimension-scaled priors and L-BFGS stands; their
@@ -136,7 +98,13 @@ PRESETS_BY_NAME = {name: {"paper": _PAPER_GP} for name in ("gp_ei", "gp_ucb", "g
 class KernelBOState(NamedTuple):
     """``data``: raw observations; ``bounds`` ``(2, d)``; ``params``: unconstrained hyper-parameters;
     ``factor``: the Cholesky factor of the valid observations' Gram matrix in the unit cube under
-    ``params`` (``ntkbo.gp.Factor``; module docstring, "Incremental algebra")."""
+    ``params`` (``ntkbo.gp.Factor``).
+
+    ``update`` extends ``factor`` by the new rows (``ntkbo.gp.factor_append``, ``O(n^2 q)``) and
+    refactors it (``O(n^3)``) only when a refit changed the hyper-parameters; ``suggest``
+    re-standardises the outputs and solves for them (``ntkbo.gp.condition``, ``O(n^2)``). Outputs do
+    not enter the factor. ``ntk_gp`` with its default fixed hyper-parameters never refactors.
+    Inside ``jax.vmap`` a refit round is a select, so a vmapped ``gp`` pays for both branches."""
 
     data: D.Data
     bounds: Array
@@ -192,7 +160,14 @@ def _masked(params, anchor, mask_tree):
 
 def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, jitter=None,
                         restarts: bool = True) -> tuple[Any, Array]:
-    """MAP hyper-parameters by L-BFGS from several starts (module docstring, "Fitting").
+    """MAP hyper-parameters by L-BFGS from several starts.
+
+    ``optax.lbfgs`` (backtracking line search) on the negative log posterior of the unconstrained
+    (log) hyper-parameters, ``num_steps`` iterations from each start, the starts run side by side
+    (``jax.vmap``): the previous round's values (the warm start; the prior medians at the first
+    fit) and, with ``restarts``, the model's restarts (for ``gp`` the prior modes, BoTorch's
+    initial values). ``kernel_bo`` passes ``restarts`` while ``n <= refit_until`` and the warm start
+    alone past it (half the cost of a refit at large ``n``). ``fit_adam`` is the former fit.
 
     Args:
       model: the kernel model; params: the current (warm-start) unconstrained hyper-parameters;
@@ -337,7 +312,13 @@ def refit_grid(refit_until: int, refit_ratio: float) -> np.ndarray:
 def refit_due(n_old, n_new, refit_until: int, refit_ratio: float) -> Array:
     """Whether an update from ``n_old`` to ``n_new`` observations refits (module docstring):
     always if ``refit_ratio == 1`` or ``n_new <= refit_until``; else iff some grid size ``g`` of
-    ``refit_grid`` has ``n_old < g <= n_new``. ``n_old``, ``n_new`` may be traced ints."""
+    ``refit_grid`` has ``n_old < g <= n_new``. ``n_old``, ``n_new`` may be traced ints.
+
+    Inside ``jax.vmap`` (many seeds) the choice becomes a select, so a vmapped run pays for the fit
+    every round; a single run does not. When the buffer holds at most ``refit_until`` rows
+    (``capacity <= refit_until``, e.g. every run of budget 60 or 100 at the default) every update
+    refits with the restarts, which is known when tracing: the update then traces that fit alone,
+    not the switch over the three choices."""
     if refit_ratio == 1.0:
         return jnp.ones((), bool)
     grid = jnp.asarray(refit_grid(refit_until, refit_ratio), jnp.int32)
@@ -367,7 +348,9 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
               num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
               n_constraints: int = 0, fit_method: str = "lbfgs", refit_until: int = 100,
               refit_ratio: float = 1.1, log_ei: bool = True) -> Algorithm:
-    """The shared kernel-model algorithm (see the module docstring)."""
+    """The shared kernel-model algorithm (see the module docstring). The acquisition maximiser
+    (``ntkbo.optimize``) starts from scrambled Sobol candidates plus the best observed points and
+    their perturbations, then refines the best ``num_restarts`` by projected gradient ascent."""
     check_choice("acquisition", acquisition, ACQUISITIONS)
     check_choice("fit_method", fit_method, FIT_METHODS)
     check_int("q", q, 1)
@@ -621,7 +604,10 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
 
     Hyper-parameters by MAP with the dimension-scaled priors of Hvarfner et al. 2024, L-BFGS from
     the warm start and the prior modes, refitted on a schedule; EI maximised through LogEI (module
-    docstring).
+    docstring). The defaults depart from the papers' GP baselines (a squared-exponential ARD kernel
+    refitted every round, EI itself): ``preset="paper"`` of ``gp_ei`` and its siblings restores
+    those (:data:`PRESETS_BY_NAME`). The defaults were chosen on the development suite
+    (docs/decisions.md, 2026-11-25).
 
     Args:
       kernel: ``"rbf"`` (default), ``"matern52"``, ``"matern32"`` or ``"matern12"`` (Rasmussen
@@ -641,44 +627,20 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
         (standardised units). ``signal=1.0`` with ``kernel="rbf"`` is BoTorch's ``SingleTaskGP``
         since 0.12 exactly: an RBF kernel without an outputscale (``gpytorch_modules.py``,
         "a dimension-agnostic RBF kernel without outputscale").
-      ard: one lengthscale per input dimension (``True``: BoTorch's and the papers'; the
-        default before 2026-11-25, with ``kernel="matern52"``); ``False``: one lengthscale
-        shared by all dimensions (isotropic), under the same dimension-scaled prior (its
-        ``log(d) / 2`` shift keeps ``r^2 = |z - z'|^2 / ell^2`` of order one either way);
-        ``"auto"``: at every fit both, keeping the one with the lower Bayesian information
-        criterion ``-2 log p(y | X, theta) + k log n`` (``select_by_bic``; ``k = d + 2``
-        against 3 hyper-parameters), so the shared lengthscale is used while the
-        data cannot support ``d`` of them (L-BFGS fits only; the default). Two fits per refit;
-        at n = 2000 this default's refit took 66.6 s, ARD Matern-5/2's 65 s in an earlier run
-        (README, speed table; the kernels differ too, so this is not the second fit's cost).
-
-    How the default was chosen (2026-11-25; the dev suite's tuning keys ``PRNGKey(0..7)``,
-    14 problems, budget 60; rule fixed before each run: a variant replaces the default iff its
-    mean normalised regret is lower): ``ard=False`` 0.241 against the default's 0.261
-    (``benchmarks/results/tuning-gp_ei-iso``); then, isotropic, ``kernel="rbf"`` 0.220,
-    ``"matern32"`` 0.229, ``"matern12"`` 0.266 (``benchmarks/results/tuning-gp_ei-kernel``).
-    The rule picked ``kernel="rbf", ard=False``, and that default failed CI's fresh-key cell on
-    Branin (``tests/test_beats_random.py``: mean best 0.638 against random search's 2.10, Welch
-    p = 0.053 > 0.05). On Branin's tuning keys the isotropic models leave a seed far from the
-    optimum (1.94 with RBF, 0.785 with Matern-5/2) where ARD Matern-5/2's eight are within
-    0.006 of it: one lengthscale cannot follow Branin's two scales. The mean over 14 problems
-    weighs these low-dimensional failures at almost nothing, so the rule did not see them; ARD
-    Matern-5/2 stayed the default then. Then ``ard="auto"`` (same keys and protocol; rule
-    fixed before the run, in the README): Matern-5/2 0.226, RBF 0.217 (0.345 and 0.329 over the
-    nine problems with d >= 10, NTK-GP-EI's 0.345 on these keys). By the rule ``kernel="rbf",
-    ard="auto"`` was selected and, as the README declared before any reporting-key number, made
-    the default once CI's reporting-key cells passed with it (the README's "Defaults on the
-    development suite" has its reporting-key row). The former default is ``kernel="matern52",
-    ard=True``.
+      ard: ``True``: one lengthscale per input dimension (BoTorch's and the papers');
+        ``False``: one lengthscale shared by all dimensions (isotropic), under the same
+        dimension-scaled prior (its ``log(d) / 2`` shift keeps ``r^2 = |z - z'|^2 / ell^2`` of
+        order one either way); ``"auto"`` (default; L-BFGS fits only): at every fit both, keeping
+        the one with the lower Bayesian information criterion ``-2 log p(y | X, theta) + k log n``
+        (``select_by_bic``; ``k = d + 2`` against 3 hyper-parameters), so the shared lengthscale is
+        used while the data cannot support ``d`` of them. Two fits per refit.
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
         optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
         ``n_constraints`` (``K`` for ``acquisition="cei"``); defaults ``GP_OPTIMIZER_DEFAULTS``
-        (``num_restarts=10, num_steps=100``, tuned on the dev suite; ``ntk_gp``'s ``4, 30``
-        before).
+        (``num_restarts=10, num_steps=100``, tuned on the dev suite).
 
-    The former behaviour (before the L-BFGS fit): ``kernel="matern52", ard=True,
-    fit_method="adam", num_fit_steps=50, refit_ratio=1, log_ei=False, num_restarts=4,
-    num_steps=30`` (the priors' floors and starts are BoTorch's now).
+    Returns:
+      The ``ntkbo.Algorithm``.
     """
     if kernel not in STATIONARY:
         raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
@@ -715,20 +677,49 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
     default ``ntkbo.kernels.mlp(depth, width=1, activation, W_std, b_std)``, ``width`` being
     irrelevant to the ``"ntk"``-parameterised limit), and noise variance ``lam`` on standardised
     outputs. ``fit=True`` fits ``signal`` and ``lam`` by maximum a posteriori (L-BFGS from the warm
-    start, on ``gp``'s refit schedule) with weak log-normal priors centred on the given values.
+    start, on ``gp``'s refit schedule) with weak log-normal priors centred on the given values. The
+    posterior is NeuralBO's uncertainty in the infinite-width limit (Phan-Trong et al. 2023,
+    Algorithm 1, line 3, with the exact NTK in place of the empirical one).
 
     The input map ``e`` (``input_map``): ``"sphere"`` (default) is ``to_sphere``, the unit sphere of
     ``R^(d+1)`` with the box centre at the pole, the input domain of the NTK theory; there the NTK
     is a dot-product (zonal) kernel, the same prior variance everywhere. ``"centered"`` is
     ``2 z - 1``, the cube ``[-1, 1]^d``: a ReLU NTK's prior variance then grows with the distance
     from the centre (``Theta(x, x) ~ |x|^2``), so the model extrapolates linearly toward the
-    corners. Measured (8 seeds, EI, defaults otherwise; tests/test_beats_random.py's protocol):
-    mean best value on Branin (budget 40) 0.425 with ``"sphere"`` against 1.68 with
-    ``"centered"`` and 1.02 for random search.
+    corners (on Branin it did worse than random search; docs/decisions.md, 2026-11-22).
 
-    Args: as ``gp`` (``fit_method``, ``num_fit_steps``, ``refit_until``, ``refit_ratio``,
-      ``log_ei`` included), plus the architecture (``depth``, ``activation``, ``W_std``, ``b_std``),
-      ``lam``, ``signal`` and ``input_map`` (``"sphere"`` or ``"centered"``).
+    Args:
+      kernel_fn: an ntkbo or neural-tangents ``kernel_fn(x1, x2, get)`` whose ``"ntk"`` kernel is
+        used; ``None`` (default): ``ntkbo.kernels.mlp(depth, 1, activation, W_std, b_std)``.
+      acquisition: ``"ucb"`` (default), ``"ei"``, ``"logei"``, ``"pi"``, ``"ts"``, ``"mean"`` or
+        ``"cei"``, as for ``gp``.
+      depth: hidden layers of the default MLP kernel (ignored with ``kernel_fn``).
+      activation: the default MLP's activation, any ``activation=`` of ``ntkbo.kernels``.
+      W_std: the default MLP's weight scale (``"ntk"`` parameterisation; ``sqrt(2)``: He scaling).
+      b_std: the default MLP's bias scale; ``None``: no biases.
+      lam: noise variance of the GP on standardised outputs (the regulariser ``lambda`` of the
+        papers).
+      signal: the kernel's scale factor (standardised units).
+      beta: UCB exploration, the acquisition is ``-(mu - sqrt(beta) sigma)`` (Srinivas et al. 2010).
+      xi: EI/PI margin.
+      q: points per round (see the module docstring for the batch rule).
+      fit: fit ``signal`` and ``lam`` by MAP under log-normal priors centred on the given values
+        (default ``False``: both fixed, as in the papers).
+      fit_method: ``"lbfgs"`` (``num_fit_steps`` iterations per start) or ``"adam"``
+        (``num_fit_steps`` Adam steps of ``fit_learning_rate``).
+      num_fit_steps: iterations (L-BFGS) or steps (Adam) per fit.
+      fit_learning_rate: Adam's learning rate (``fit_method="adam"`` only).
+      refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
+        after every update. Used only with ``fit=True``.
+      log_ei: maximise ``"ei"`` through its logarithm (LogEI); ``False``: EI itself.
+      input_map: ``"sphere"`` (default) or ``"centered"``, the map ``e`` above.
+      **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
+        optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
+        ``n_constraints`` (``K`` for ``acquisition="cei"``); defaults
+        ``OPTIMIZER_DEFAULTS``.
+
+    Returns:
+      The ``ntkbo.Algorithm``.
     """
     from ntkbo.kernels import as_kernel, mlp
 
