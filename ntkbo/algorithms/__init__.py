@@ -19,7 +19,7 @@ settings, ``PRESETS_BY_NAME`` (registry name -> presets; :func:`presets`). ``get
 **options)`` (and the factory attributes, ``neural_bo(preset="paper", width=100)``) builds the
 factory with the preset's options, the ``options`` given overriding them. The record holds the
 resolved options, not the preset's name, so ``neural_bo(preset="paper")`` and
-``neural_bo(**PRESETS["paper"])`` are the same algorithm, and an experiment cell's digest follows
+``neural_bo(**PRESETS["paper"])`` are the same algorithm, and an experiment cell's ``digest`` follows
 the options a preset stands for.
 """
 
@@ -85,7 +85,7 @@ _KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_t
 
 #: Options a factory gained after experiment cells were stored, with the value those cells ran
 #: with (``resolved_options``): an option at that value is left out of the hashed options, so
-#: the stored cells keep their digests and stay resumable; any other value appears. Frozen, as
+#: the stored cells keep their ``digest`` and stay resumable; any other value appears. Frozen, as
 #: ``_KWARGS_BASELINE``. ``gp``'s ``ard`` (2026-11-25): every earlier cell ran ARD.
 #: ``neural_bo``'s pathwise draws and their refinement (2026-11-26): every earlier cell ran the
 #: paper's independent draws, which do not read the refinement options.
@@ -269,7 +269,7 @@ def resolved_options(name: str, preset=None, **options) -> dict:
     values every cell stored before 2026-11-24 ran with unless it listed them: absent means that
     value. ``gp``'s ``num_restarts=10, num_steps=100`` are therefore in its options, and a GP cell
     stored under the former ``4, 30`` no longer passes for a current one (its resume is refused,
-    naming ``num_restarts``), while every other stored cell keeps its digest. Likewise an option
+    naming ``num_restarts``), while every other stored cell keeps its ``digest``. Likewise an option
     added to a factory's signature after cells were stored is left out at the value they ran
     with (``_ADDED_BASELINE``: ``gp``'s ``ard=True``). The ``Algorithm``'s ``config`` lists every
     option."""

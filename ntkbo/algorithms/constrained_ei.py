@@ -1,6 +1,6 @@
 r"""Constrained expected improvement (cEI; Gardner et al. 2014, Gelbart et al. 2014) on the kernel
-models of ``ntkbo.algorithms.gp_bo``: the Neural-CBO thesis's cEI baseline (seed-001 digest
-sections 1.8, 4.7). Built by ``gp(acquisition="cei", n_constraints=K)`` and
+models of ``ntkbo.algorithms.gp_bo``: the Neural-CBO thesis's cEI baseline (Phan-Trong's thesis,
+Sections 2.4 and 4.3). Built by ``gp(acquisition="cei", n_constraints=K)`` and
 ``ntk_gp(acquisition="cei", n_constraints=K)``.
 
 The objective and each of the ``K`` constraints get an *independent* GP of the same kind (kernel,
@@ -13,7 +13,7 @@ constraints are all ``<= 0``, the acquisition, maximised through its logarithm, 
     cEI(x) = EI(x; best) * prod_k P[c_k(x) <= 0],   P[c_k(x) <= 0] = Phi(-mu_k(x) / s_k(x)),
 
 (``ntkbo.acquisition.constrained_expected_improvement``). While no point has been observed feasible
-EI is undefined (no incumbent; digest section 4.7), and the acquisition is the probability of
+EI is undefined (no incumbent), and the acquisition is the probability of
 feasibility alone, as Gardner et al. prescribe. Sign convention: minimisation, ``c_k <= 0`` feasible.
 ``update`` takes ``y`` of shape ``(q, 1 + K)`` (``ntkbo.base``); one point per round (``q = 1``).
 """
