@@ -1,7 +1,9 @@
-r"""NeuralBO (Phan-Trong, Tran-The and Gupta, Neurocomputing 2023): Thompson sampling with a neural
-network mean and the empirical-NTK uncertainty at initialisation (seed-000 digest, sections 2-4, 7).
+r"""NeuralBO (Phan-Trong, Tran-The and Gupta, "NeuralBO: A black-box optimization algorithm using
+deep neural networks", Neurocomputing 559, 126776, 2023): Thompson sampling with a neural network
+mean and the empirical-NTK uncertainty at initialisation.
 
-The algorithm (Algorithm 1 with TrainNN, Algorithm 2), in ntkbo's conventions::
+The algorithm (Algorithm 1 with TrainNN, Algorithm 2), in ntkbo's parameterisation, where the
+paper's factors of ``m`` are absorbed (``paper_W_std``)::
 
     theta_0 ~ init                                   once, in ``init``; kept in the state
     g(x)     = d h(x; theta) / d theta  at theta_0   static gradient features ("static")
@@ -13,191 +15,27 @@ The algorithm (Algorithm 1 with TrainNN, Algorithm 2), in ntkbo's conventions::
     theta_t  = TrainNN: J full-batch GD steps from theta_0 on                (Alg. 2)
                L(theta) = 1/2 sum_i (h(x_i; theta) - y_i)^2 + 1/2 lam ||theta - theta_0||^2
 
-**Sign convention.** The paper maximises ``f``; ntkbo minimises it. The network ``h`` models the
-(standardised) observations of ``f`` itself, the Thompson draw ``f~`` is a draw of ``f``, and the
-point returned is its *minimiser*, i.e. the maximiser of the acquisition
-``-f~ = -(h + nu sigma eps)`` (``ntkbo.acquisition.thompson_independent``). This is the paper's
-algorithm run on ``-f`` (the Gaussian draw is symmetric, so maximising a draw for ``-f`` and
-minimising a draw for ``f`` are the same rule).
+**Sign convention.** The paper maximises ``f``; ntkbo minimises it. ``h`` models the standardised
+observations of ``f``, ``f~`` is a draw of ``f``, and the point returned is its minimiser, the
+maximiser of the acquisition ``-f~ = -(h + nu sigma eps)`` (``thompson_select``): the paper's
+algorithm run on ``-f`` (the Gaussian draw is symmetric).
 
-**Parameterisation: the paper's ``m`` factors disappear.** The paper's network is
-``h(x) = sqrt(m) W_L phi(... phi(W_1 x))`` with every entry of ``W_l`` drawn from ``N(0, 1/m)`` in
-the experiments (section 7), no biases. ntkbo's flax MLP (``ntkbo.kernels.mlp``) is in NTK
-parameterisation, ``z = (W_std / sqrt(fan_in)) x @ W^``, ``W^ ~ N(0, 1)``. Write ``W^ = sqrt(m) W``
-for every layer. Because ReLU is positively homogeneous, the two networks are the *same function*
-of ``W^`` when ``W_std = (sqrt(d), 1, ..., 1)`` (the product of the scale factors
-``sqrt(d) / (sqrt(d) m^{(L-1)/2})`` equals the paper's ``sqrt(m) m^{-L/2}``; digest section 3.4:
-neural-tangents' ``stax.serial(Dense(m, W_std=sqrt(d)), Relu(), Dense(1, W_std=1))``). This is
-``W_std="paper"``, the default. Let ``g = d h / d W^`` be the gradient w.r.t. ntkbo's parameters and
-``g_W = d h / d W`` the paper's. By the chain rule
+**Options.** ``uncertainty``: ``"dual"`` (default; the GP posterior variance with the empirical NTK
+as kernel and noise ``lam``), ``"primal"`` (the paper's ``p x p`` matrix ``U``) or ``"diag"`` (the
+authors' code's ``diag(U)``); ``posterior`` gives the forms. ``features``: ``g`` at ``theta_0``
+(``"static"``, the paper) or at ``theta_t`` (``"dynamic"``, NeuralTS and the authors' code).
+``thompson``: ``"independent"`` (the paper's per-point draw over a candidate set,
+``thompson_select``) or ``"pathwise"`` (one joint draw with the same marginals, refined over the
+box, ``pathwise_direction``). ``q > 1``: ``q`` independent draws, one point each.
 
-    g = (d h / d W) (d W / d W^) = g_W / sqrt(m),
-
-so every ``m`` of the paper is absorbed:
-
-* the paper's features ``g_W / sqrt(m)`` are the plain gradient ``g``;
-* ``U_t = lam I + sum g_W g_W^T / m = lam I + sum g g^T`` and
-  ``sigma^2 = lam g_W^T U^-1 g_W / m = lam g^T U^-1 g``;
-* the penalty ``1/2 m lam ||W - W_0||^2 = 1/2 lam ||W^ - W^_0||^2``;
-* the empirical NTK ``k(x, x') = g(x) . g(x')`` (the paper's ``<g_W, g_W'>/m``) converges as
-  ``m -> inf`` to ntkbo's analytic NTK ``ntkbo.kernels.mlp(depth, m, W_std=(sqrt(d), 1, ...))[2]``;
-  for one hidden layer, with ``t`` the angle between ``x`` and ``x'``,
-  ``K(x, x') = (x . x') (pi - t) / (2 pi) + |x| |x'| (sin t + (pi - t) cos t) / (2 pi)``, and
-  ``K(x, x) = |x|^2``;
-* a GD step ``eta`` on ``W`` is a step ``eta m`` on ``W^``: the theory's
-  ``eta = (m lam + m L T)^-1`` is ``(lam + L T)^-1`` here.
-
-**The uncertainty, three ways** (``uncertainty=``). All are ``lam g^T U^-1 g`` or its approximation:
-
-* ``"dual"`` (default): the GP posterior variance with the empirical NTK (at the feature parameters)
-  as kernel and noise variance ``lam`` (digest section 3.3), on the masked buffer with the masking
-  and jitter of ``ntkbo.gp`` (``dual_factor``, ``variance_dual``). With static features the state
-  keeps the Cholesky factor of the buffer's Gram matrix (an ``ntkbo.gp.Factor`` in ``u``) and
-  ``update`` extends it by the new rows (``extend_dual_factor``, ``O(C w + C^2)`` per
-  observation); with dynamic features the Gram matrix changes with ``theta_t`` and is factored
-  anew at each suggest, ``O(C^2 w + C^3)``. The empirical NTK is never formed from the ``(n, p)``
-  gradient features: for the MLP it factors by layer (``ntkbo.kernels.structured``, eq. (1)
-  there), ``w = sum_l (fan_in_l + out_l)`` numbers per point instead of ``p`` (1012 against 6000
-  at width 500 on a 10-D box). A suggest costs ``O(N C (w + C))`` for buffer capacity ``C`` and
-  ``N`` candidates; it follows the number of observations because the driver grows the capacity
-  in powers of two. Exact (equal to the feature form to rounding).
-* ``"primal"``: the paper's ``p x p`` matrix. The state keeps the upper Cholesky factor ``R`` of
-  ``U = R^T R`` (``p x p``, independent of the capacity), updated by rank-one Cholesky updates,
-  ``O(p^2)`` per observation (``cholesky_update``); ``sigma^2 = lam |R^-T g|^2`` by a triangular
-  solve, ``O(N p^2)`` per suggest, independent of ``t`` (the paper's constant memory, its Figure
-  6). Never an inverse.
-* ``"diag"``: the authors' code's approximation ``U ~ diag(U) = lam + sum_i g(x_i)^2``, so
-  ``sigma^2 = lam sum_j g_j^2 / (lam + sum_i g_ij^2)``; ``O(p)`` state, ``O(N p)`` per suggest.
-
-With static features (the default) the three exact/approximate forms use the same ``g(.; theta_0)``
-and ``"dual"`` equals ``"primal"`` to rounding. With ``features="dynamic"`` (NeuralTS, and the
-authors' code) the features are taken at the current ``theta_t``: ``"dual"`` recomputes the whole
-Gram matrix at ``theta_t`` every suggest, while ``"primal"`` and ``"diag"`` accumulate
-``g(x_t; theta_{t-1})`` at the time ``x_t`` is observed, before retraining, as the authors' code
-updates its ``U^-1`` (so their ``U`` mixes features of different ``theta``).
-
-**Thompson draw and its maximisation.** The paper's draw is independent per point (Lemma 2), so it
-is not a smooth function of ``x`` and cannot be refined by gradients (the authors' refinement was a
-no-op, digest section 4.2). Each suggest evaluates ``h`` and ``sigma`` on a fresh candidate set,
-``num_candidates`` scrambled Sobol points of the unit cube (Kronecker beyond 256 dimensions), the
-``num_best`` best observed points and ``num_perturbations`` Gaussian perturbations of them (std
-``perturb_scale`` of the box width, clipped), then takes the argmax of the acquisition: the same as
-``ntkbo.optimize.maximize_acquisition(..., method="none")``, but written out so that ``q`` draws
-share one evaluation of the features. Candidates are evaluated in chunks of ``chunk_size`` rows
-(the draws are made after, on the whole set, so chunking does not repeat random numbers).
-
-**Pathwise draws** (``thompson="pathwise"``; digest section 7.1-7.2: "a joint-sample option"
-and refinement "with reparameterized noise"). One draw is a whole function
-``f~(x) = h(x; theta_{t-1}) + nu_t g(x) . v`` with ``v ~ N(0, lam U^-1)`` a random direction in
-parameter space (``pathwise_direction``): at every ``x``, ``g(x) . v`` is Gaussian with variance
-``lam g^T U^-1 g = sigma_t^2(x)``, so each ``f~(x)`` has exactly the paper's line-4 law
-``N(h, nu_t^2 sigma_t^2)``; only the correlation between points differs (the posterior's, not
-none). In the dual form ``v`` comes from Matheron's rule, ``v = w - G^T (K + lam I)^-1 (G w +
-sqrt(lam) e)`` (one forward- and one reverse-mode product on the buffer, ``O(C p + C^2)`` per
-draw), and ``g(x) . v`` is the network's directional derivative along ``v``, one forward-mode
-product per point, ``O(p)``: no ``C x C`` solve per candidate, where the independent draw's
-variance costs ``O(C (w + C))`` per candidate. Being a fixed, almost everywhere differentiable
-function of ``x``, the draw is minimised as an acquisition is: over the same candidate set, then
-the ``num_restarts`` best refined by ``num_acq_steps`` steps of ``acq_method``
-(``ntkbo.optimize.maximize_over_candidates``), i.e. ``x_t = argmin_{x in D} f~_t(x)`` over the
-box rather than over the discretisation. The proof's steps about the draw, Lemma 2 (a Gaussian
-tail at each point and a union bound over ``D_t``) and Lemma 4 (anti-concentration at one point),
-read only each point's marginal, so they hold for dependent draws too; minimising over the box
-rather than ``D_t`` was not re-checked against the rest of the proof (digest section 5.3).
-
-**Batches** (``q > 1``): ``q`` independent per-point Thompson draws over the same candidates, one
-point each (parallel Thompson sampling, Kandasamy et al. 2018), or ``q`` independent pathwise
-draws, each minimised and refined. Two draws can pick the same candidate (most likely a perturbed
-best point where ``sigma`` is small); nothing prevents it.
-
-**TrainNN.** Full-batch gradient descent for ``num_steps = J`` steps (default 200) on the paper's
-objective, by default from the last round's ``theta_{t-1}`` (``warm_start=True``; Algorithm 2
-starts from ``theta_0`` every round, ``warm_start=False``, ``PRESETS["paper"]``). The objective is
-the same (the penalty stays centred at ``theta_0``); only the starting point differs, and the
-previous minimiser is close to the new one, so the ``J`` steps of every round add up where GD is
-slow. Measured by ``benchmarks/neuralbo_fit.py`` (dev Levy-10, Sobol points, one per round,
-load 3.7): training ``R^2`` on the standardised targets after 50 / 100 / 200 / 400 points is
-0.89 / 0.69 / 0.58 / 0.47 from ``theta_0`` and 0.997 / 0.98 / 0.98 / 0.96 from ``theta_{t-1}``, at
-the same cost (62 and 59 s for the 400 updates), against 0.999 / 0.997 / 0.995 / 0.991 for the
-linearised network's exact minimiser; five times the steps from ``theta_0`` (``J = 1000``) reach
-only 0.67 at 400 points. On the dev suite's tuning keys (8 keys, budget 60,
-``benchmarks/results/tuning-neural_bo``) the warm start's mean normalised regret is 0.295 against
-0.305 (average rank 1.36 against 1.71). The default learning rate is
-``eta = 1 / (lam + s tr K)`` with ``tr K = sum_i |g(x_i; theta_start)|^2`` the trace of the
-empirical NTK Gram matrix on the data and ``s = 1`` (sum loss) or ``1/n`` (mean loss). The loss of
-the linearised network has Hessian ``s G^T G + lam I``, whose largest eigenvalue is at most
-``lam + s tr K``, so ``eta`` is within the GD stability bound ``2 / lambda_max`` with a factor-two
-margin for the nonlinearity; it is the spirit of the theory's ``eta = (m lam + m L T)^-1`` (``L T``
-bounds ``tr K`` when ``k(x, x) <= L``). Directions of the Gram matrix with small eigenvalues
-converge slowly (rate ``1 - eta (lam + e)`` per step), so ``J = 200`` fits the dominant directions
-and stops early in the others, as the theory's finite ``J`` does; ``optimizer="adam"`` (the
-authors' code; default learning rate ``1e-2`` on ``W^``, i.e. ``1e-2 / sqrt(m)`` on ``W``) fits
-faster. TrainNN returns the iterate with the lowest loss (the last one when the loss decreases
-monotonically, as it does for GD at the default rate), so a too-large ``learning_rate`` cannot make
-the network worse than its start; ``train_ok`` is False when the last iterate was worse.
-
-**Inputs and outputs.** Inputs are mapped to the unit cube ``[0, 1]^d`` (``z = (x - lower) /
-(upper - lower)``) and then, by default (``input_map="sphere"``), onto the unit sphere of
-``R^(d+1)``: the network sees ``u / |u|`` with ``u = (2 z - 1, 1)`` (``ntkbo.algorithms.gp_bo.
-to_sphere``; the box centre is the pole), so ``d + 1`` inputs and ``W_std="paper"`` is
-``(sqrt(d + 1), 1, ...)``. Why: the theory assumes unit-norm inputs (``|x| = 1``, or a shell
-``a <= |x| <= b``; digest section 7.6), and a bias-free ReLU network is positively homogeneous,
-``h(c z) = c h(z)``. On the raw cube (``input_map="cube"``) that makes the model ``|z| F(z / |z|)``:
-linear along every ray from the lower corner, where ``g(0) = 0``, ``h(0) = 0`` and ``sigma(0) = 0``
-(the prior variance ``k(z, z) = |z|^2`` grows away from that corner), so wherever it predicts below
-the mean its minimum along the ray is on the far boundary of the box; 22-42% of suggestions sat on
-the boundary. On the sphere the prior variance is the same everywhere (``k(u, u) = 1``) and the
-kernel depends on the angle only. Measured on tests/test_beats_random.py's protocol (8 seeds,
-width 100, ``nu = 1``): Hartmann-6 (budget 60) mean best -2.67 on the sphere against -1.67 on the
-cube and -1.70 for random search. Pass ``b_std`` (e.g. ``0.1``) to add biases, which also removes
-the homogeneity; the authors' code maps to ``[-1, 1]^d`` and uses biases. Outputs are standardised
-over the valid observations (``standardize_y=True``; mean 0, std 1) before training, so ``lam``
-(the noise variance relative to the prior ``k(x, x) = 1``) and ``nu`` act on a fixed scale whatever
-the units of ``f``; the paper does not say, and the authors' code does not standardise
-(``standardize_y=False``).
-
-**Variants**: ``features="dynamic"``, ``warm_start=True``, ``optimizer="adam"``,
-``reg_center="zero"`` (weight decay toward 0) and ``loss_reduction="mean"``, with biases
-(``b_std=1``) and their step and decay converted to ntkbo's parameterisation, give the authors'
-code (``PRESETS["authors"]``, which says where it still differs: the initialisation of the biases
-and of the readout); ``nu="repo"`` is their increasing schedule
-``nu_t = sqrt(t / log(t + 1) * log(1 + t^2 / log(t + 1)))`` with ``t`` the number of observations.
-
-Defaults are the paper's (``PRESETS["paper"]``) except the warm start above and ``nu``: ``depth=1``
-hidden layer (the paper's ``L = 2``), ``width=500``, ReLU, no biases, ``lam=0.01``,
-``nu="by_dimension"`` (1.0 when ``d <= 6``, else 0.3). The paper picks ``nu`` per problem from the
-grid ``{0.1, 1, 10}`` (``preset="paper"`` has ``nu=1``). ``0.3`` was chosen on the dev suite's tuning keys (``PRNGKey(0..7)``, 14 problems, budget 60,
-``benchmarks/results/tuning-neural_bo-nu``) by the rule fixed before the run, the lowest mean
-normalised regret among ``nu`` in ``{0.1, 0.3, 1, 3}``: 0.285 against 0.295 (``nu=1``), 0.305
-(``0.1``) and 0.335 (``3``). It beat random search on all 11 problems with ``d >= 6`` there,
-``nu=1`` on 8; but on the 2-D problems it explores too little: on Branin it was no better than
-random search (normalised regret 0.025 against 0.0013 at ``nu=1``), and ``nu=1`` was ahead on
-every problem with ``d <= 6`` there. Hence the default ``nu="by_dimension"``: 1.0 when ``d <= 6``,
-else 0.3 (``nu_by_dimension``), a rule fixed before its reporting run
-(``benchmarks/results/tuning-neural_bo-nu-by-dim``). The per-problem choice matters: at width 100 (8 seeds, tests/test_beats_random.py),
-``nu = 10`` gives Branin (budget 40) a mean best value of 0.73 against 1.15 at ``nu = 1`` (one seed
-stalls on the edge ``x2 = 0``), while ``nu = 1`` gives Hartmann-6 (budget 60) -2.67 against -2.11 at
-``nu = 10``. The network was tuned the same way (``benchmarks/results/tuning-neural_bo-arch``,
-rule fixed before the run): biases (``b_std=0.1``) and depth 2 at width 100 with and without
-biases at ``nu = 0.3``, the biased networks also at ``nu = 1``, all had a higher mean normalised
-regret (0.289-0.297 against 0.285), so one hidden layer of width 500 without biases stays. So was
-the candidate set (``benchmarks/results/tuning-neural_bo-cand``): ``perturb_scale`` 0.05, 0.1 and
-0.2, 2048 perturbations, 16 centres; only the default beat random search on all 11 problems with
-``d >= 6`` (0.05 had a lower mean, 0.276, not significantly: Wilcoxon p = 0.14), so it stays.
-So was ``lam`` (``benchmarks/results/tuning-neural_bo-lam``: 0.001 to 0.1; the paper's 0.01 and
-0.003 beat random search on all 11, 0.01 with the lower mean). So was the draw
-(``benchmarks/results/tuning-neural_bo-pathwise``, two rounds, each rule committed before its
-run): ``thompson="pathwise"`` at ``nu`` 0.3, 1, 2 and 3, and at 1 without refinement. ``nu = 1``
-had the lowest mean (0.273 against the default's 0.285; Wilcoxon p = 0.14) and the refinement
-helped it (0.289 without, p = 0.035), but every pathwise variant missed Michalewicz-10, so the
-paper's independent draws stay the default.
-
-**Layout.** Each step of a round is a module function of arrays, which the tests call directly:
-``init_u`` and ``update_u`` (``U_0 = lam I`` and line 7), ``targets`` and ``train_nn`` (TrainNN,
-line 6, over ``train``), ``candidates`` (the set ``D_t``), ``posterior`` (``h`` and ``sigma^2``,
-line 3, over ``variance_dual`` / ``variance_primal`` / ``variance_diag``) and ``thompson_select``
-(lines 4-5); ``neural_bo`` validates its options and wires them into ``init``, ``update`` and
-``suggest``.
+**Defaults and the paper.** ``PRESETS["paper"]`` is Algorithms 1-2 with Section 7's network; the
+defaults keep that network (``depth=1`` hidden layer, the paper's ``L = 2``; ``width=500``; ReLU;
+no biases; ``lam=0.01``) and depart from the paper where it says nothing (unit-sphere inputs and
+standardised outputs, ``embed``) and in two choices, each measured (docs/decisions.md, 2026-11-24
+and 2026-11-27): TrainNN starts from ``theta_{t-1}`` (``warm_start=True``; Algorithm 2 starts from
+``theta_0``; ``train_nn``), and ``nu="by_dimension"`` is 1.0 when ``d <= 6``, else 0.3
+(``nu_by_dimension``), where the paper picks ``nu`` per problem from ``{0.1, 1, 10}``.
+``PRESETS["authors"]`` is the authors' code (github.com/phantrdat/neuralbo).
 """
 
 from __future__ import annotations
@@ -382,8 +220,26 @@ def input_dim(d: int, input_map: str) -> int:
 def embed(z: Array, input_map: str) -> Array:
     """The network's input for unit-cube points ``z`` ``(n, d)``: ``to_sphere(z)`` ``(n, d + 1)``
     for ``"sphere"``, ``z`` itself for ``"cube"``, ``2 z - 1`` (the box mapped to ``[-1, 1]^d``,
-    the authors' code's normalisation) for ``"centered"`` (module docstring, "Inputs and
-    outputs")."""
+    the authors' code's normalisation) for ``"centered"``.
+
+    Inputs are mapped to the unit cube ``[0, 1]^d`` (``z = (x - lower) / (upper - lower)``) and
+    then, by default (``input_map="sphere"``), onto the unit sphere of ``R^(d+1)``: the network sees
+    ``u / |u|`` with ``u = (2 z - 1, 1)`` (``ntkbo.algorithms.gp_bo.to_sphere``; the box centre is
+    the pole), so ``d + 1`` inputs and ``W_std="paper"`` is ``(sqrt(d + 1), 1, ...)``. Why: the
+    theory assumes unit-norm inputs (``|x| = 1``, or a shell ``a <= |x| <= b``, Sections 3.1 and 5),
+    and a bias-free ReLU network is positively homogeneous, ``h(c z) = c h(z)``. On the raw cube
+    (``input_map="cube"``) that makes the model ``|z| F(z / |z|)``: linear along every ray from the
+    lower corner, where ``g(0) = 0``, ``h(0) = 0`` and ``sigma(0) = 0`` (the prior variance
+    ``k(z, z) = |z|^2`` grows away from that corner), so wherever it predicts below the mean its
+    minimum along the ray is on the far boundary of the box. On the sphere the prior variance is the
+    same everywhere (``k(u, u) = 1``) and the kernel depends on the angle only. On Hartmann-6 the
+    sphere beat the cube and random search (docs/decisions.md, 2026-11-22). Pass ``b_std`` (e.g.
+    ``0.1``) to add biases, which also removes the homogeneity; the authors' code maps to
+    ``[-1, 1]^d`` and uses biases. Outputs are standardised over the valid observations
+    (``standardize_y=True``; mean 0, std 1) before training, so ``lam`` (the noise variance relative
+    to the prior ``k(x, x) = 1``) and ``nu`` act on a fixed scale whatever the units of ``f``; the
+    paper does not say, and the authors' code does not standardise (``standardize_y=False``).
+    """
     if input_map == "sphere":
         return to_sphere(z)
     return 2.0 * z - 1.0 if input_map == "centered" else z
@@ -391,12 +247,42 @@ def embed(z: Array, input_map: str) -> Array:
 
 def paper_W_std(d: int, depth: int) -> tuple[float, ...]:
     """``(sqrt(d), 1, ..., 1)``: the NTK-parameterised scales of the paper's experimental network
-    (all weights ``N(0, 1/m)``, output times ``sqrt(m)``); ``depth + 1`` values, readout last."""
+    (all weights ``N(0, 1/m)``, output times ``sqrt(m)``); ``depth + 1`` values, readout last.
+
+    The paper's factors of ``m`` disappear. The paper's network is
+    ``h(x) = sqrt(m) W_L phi(... phi(W_1 x))`` with every entry of ``W_l`` drawn from ``N(0, 1/m)``
+    in the experiments (section 7), no biases. ntkbo's flax MLP (``ntkbo.kernels.mlp``) is in NTK
+    parameterisation, ``z = (W_std / sqrt(fan_in)) x @ W^``, ``W^ ~ N(0, 1)``. Write
+    ``W^ = sqrt(m) W`` for every layer. Because ReLU is positively homogeneous, the two networks are
+    the *same function* of ``W^`` when ``W_std = (sqrt(d), 1, ..., 1)`` (the product of the scale
+    factors ``sqrt(d) / (sqrt(d) m^{(L-1)/2})`` equals the paper's ``sqrt(m) m^{-L/2}``; in
+    neural-tangents, ``stax.serial(Dense(m, W_std=sqrt(d)), Relu(), Dense(1, W_std=1))``). This is
+    ``W_std="paper"``, the default. Let ``g = d h / d W^`` be the gradient w.r.t. ntkbo's parameters
+    and ``g_W = d h / d W`` the paper's. By the chain rule::
+
+        g = (d h / d W) (d W / d W^) = g_W / sqrt(m),
+
+    so every ``m`` of the paper is absorbed:
+
+    * the paper's features ``g_W / sqrt(m)`` are the plain gradient ``g``;
+    * ``U_t = lam I + sum g_W g_W^T / m = lam I + sum g g^T`` and
+      ``sigma^2 = lam g_W^T U^-1 g_W / m = lam g^T U^-1 g``;
+    * the penalty ``1/2 m lam ||W - W_0||^2 = 1/2 lam ||W^ - W^_0||^2``;
+    * the empirical NTK ``k(x, x') = g(x) . g(x')`` (the paper's ``<g_W, g_W'>/m``) converges as
+      ``m -> inf`` to ntkbo's analytic NTK
+      ``ntkbo.kernels.mlp(depth, m, W_std=(sqrt(d), 1, ...))[2]``; for one hidden layer, with ``t``
+      the angle between ``x`` and ``x'``,
+      ``K(x, x') = (x . x') (pi - t) / (2 pi) + |x| |x'| (sin t + (pi - t) cos t) / (2 pi)``, and
+      ``K(x, x) = |x|^2``;
+    * a GD step ``eta`` on ``W`` is a step ``eta m`` on ``W^``: the theory's
+      ``eta = (m lam + m L T)^-1`` is ``(lam + L T)^-1`` here.
+    """
     return (math.sqrt(d),) + (1.0,) * depth
 
 
 def nu_repo(t: Array) -> Array:
-    """The authors' increasing exploration schedule (digest section 4.2, version B, ``nu == 0``):
+    """The authors' increasing exploration schedule (an older build of their code, in the
+    compiled files of ``phantrdat/neuralbo``, when ``nu == 0``):
     ``nu_t = sqrt(t / log(t + 1) * log(1 + t * t / log(t + 1)))``, ``~ sqrt(2 t)`` up to logs, with
     ``t`` the number of observations clamped to ``>= 1``."""
     t = jnp.maximum(jnp.asarray(t, jnp.result_type(float)), 1.0)
@@ -611,7 +497,7 @@ def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, ma
 def network(d: int, depth: int, width: int, activation, W_std, b_std, input_map: str):
     """``(init_fn, apply_fn, feats)`` of the network ``h(x; theta)`` for a ``d``-dimensional box:
     ``ntkbo.kernels.mlp`` on ``input_dim(d, input_map)`` inputs, with ``W_std="paper"`` resolved
-    to ``paper_W_std`` (module docstring), and ``feats(z (n, d_in), theta) -> g (n, p)`` its
+    to ``paper_W_std``, and ``feats(z (n, d_in), theta) -> g (n, p)`` its
     gradient features ``g(x; theta) = d h(x; theta) / d theta``."""
     d_in = input_dim(d, input_map)
     ws = paper_W_std(d_in, depth) if isinstance(W_std, str) else W_std
@@ -632,7 +518,7 @@ def init_u(uncertainty: str, p: int, lam, dtype) -> Array:
 
 def update_u(u: Array, feats, theta_feat: Params, z: Array, ok: Array, uncertainty: str) -> Array:
     """``U_t = U_{t-1} + sum_i g(x_i) g(x_i)^T`` over the new points (Alg. 1 line 7; the paper's
-    ``/ m`` is absorbed, module docstring), ``g = feats(z, theta_feat)``.
+    ``/ m`` is absorbed, ``paper_W_std``), ``g = feats(z, theta_feat)``.
 
     Args:
       u: the state's ``U_{t-1}`` as ``init_u`` describes it.
@@ -689,6 +575,26 @@ def train_nn(apply_fn, feats, params0: Params, params: Params, z: Array, y: Arra
     ``gd_learning_rate(feats(z, start), mask, penalty, reduction)`` ``= 1 / (penalty + s tr K)``
     at the starting parameters, for Adam ``1e-2``.
 
+    Full-batch gradient descent for ``num_steps = J`` steps (default 200) on the paper's objective,
+    by default from the last round's ``theta_{t-1}`` (``warm_start=True``; Algorithm 2 starts from
+    ``theta_0`` every round, ``warm_start=False``, ``PRESETS["paper"]``). The objective is the same
+    (the penalty stays centred at ``theta_0``); only the starting point differs, and the previous
+    minimiser is close to the new one, so the ``J`` steps of every round add up where GD is slow.
+    docs/decisions.md (2026-11-24) has the measurements. The default learning rate is
+    ``eta = 1 / (lam + s tr K)`` with ``tr K = sum_i |g(x_i; theta_start)|^2`` the trace of the
+    empirical NTK Gram matrix on the data and ``s = 1`` (sum loss) or ``1/n`` (mean loss). The loss
+    of the linearised network has Hessian ``s G^T G + lam I``, whose largest eigenvalue is at most
+    ``lam + s tr K``, so ``eta`` is within the GD stability bound ``2 / lambda_max`` with a
+    factor-two margin for the nonlinearity; it is the spirit of the theory's
+    ``eta = (m lam + m L T)^-1`` (``L T`` bounds ``tr K`` when ``k(x, x) <= L``). Directions of the
+    Gram matrix with small eigenvalues converge slowly (rate ``1 - eta (lam + e)`` per step), so
+    ``J = 200`` fits the dominant directions and stops early in the others, as the theory's finite
+    ``J`` does; ``optimizer="adam"`` (the authors' code; default learning rate ``1e-2`` on ``W^``,
+    i.e. ``1e-2 / sqrt(m)`` on ``W``) fits faster. TrainNN returns the iterate with the lowest loss
+    (the last one when the loss decreases monotonically, as it does for GD at the default rate), so
+    a too-large ``learning_rate`` cannot make the network worse than its start; ``train_ok`` is
+    False when the last iterate was worse.
+
     Args:
       z: ``(C, d_in)`` the buffer's inputs as the network sees them; ``y`` ``(C,)`` the targets
         and ``mask`` ``(C,)`` the valid rows (``targets``).
@@ -718,10 +624,9 @@ def num_candidate_rows(num_candidates: int, num_best: int, num_perturbations: in
 def candidates(key: Array, z: Array, y: Array, mask: Array, noise: Array, *, num_candidates: int,
                num_best: int, num_perturbations: int, perturb_scale: float,
                sampler: str) -> Array:
-    """The discretisation ``D_t`` of the unit cube for one suggest (module docstring, "Thompson
-    draw and its maximisation"): ``num_candidates`` quasi-random points (``sampler``: scrambled
-    Sobol up to ``qmc.SOBOL_MAX_DIM`` dimensions, else Kronecker), then the ``k = min(num_best,
-    C)`` valid rows of ``z`` with the smallest ``y`` (a missing one, when fewer rows are valid,
+    """The discretisation ``D_t`` of the unit cube for one suggest (``thompson_select``):
+    ``num_candidates`` quasi-random points (``sampler``: scrambled Sobol up to
+    ``qmc.SOBOL_MAX_DIM`` dimensions, else Kronecker), then the ``k = min(num_best, C)`` valid rows of ``z`` with the smallest ``y`` (a missing one, when fewer rows are valid,
     replaced by a quasi-random point), then ``num_perturbations`` Gaussian perturbations of those,
     ``centre + perturb_scale * noise``, clipped to the cube (the centres taken in turn).
 
@@ -769,7 +674,39 @@ def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: 
     """The network mean ``h(x; theta_{t-1})`` and the variance ``sigma_t^2(x) = lam g^T U_{t-1}^-1
     g`` (Alg. 1 line 3, ``g = g(x; theta_feat)``) at candidates ``zc`` ``(n, d)`` of the unit cube.
 
-    ``uncertainty`` picks the form (module docstring, "The uncertainty, three ways"):
+    The three forms of ``uncertainty``, all ``lam g^T U^-1 g`` or its approximation:
+
+    * ``"dual"`` (default): the GP posterior variance with the empirical NTK (at the feature
+      parameters) as kernel and noise variance ``lam`` (the dual form of Alg. 1 line 3: with ``G``
+      the ``(n, p)`` features,
+      ``lam g^T (lam I + G^T G)^-1 g = k(x, x) - k_X(x)^T (K + lam I)^-1 k_X(x)``), on the masked
+      buffer with the masking and jitter of ``ntkbo.gp`` (``dual_factor``, ``variance_dual``). With
+      static features the state keeps the Cholesky factor of the buffer's Gram matrix (an
+      ``ntkbo.gp.Factor`` in ``u``) and ``update`` extends it by the new rows
+      (``extend_dual_factor``, ``O(C w + C^2)`` per observation); with dynamic features the Gram
+      matrix changes with ``theta_t`` and is factored anew at each suggest, ``O(C^2 w + C^3)``. The
+      empirical NTK is never formed from the ``(n, p)`` gradient features: for the MLP it factors by
+      layer (``ntkbo.kernels.structured``, eq. (1) there), ``w = sum_l (fan_in_l + out_l)`` numbers
+      per point instead of ``p`` (1012 against 6000 at width 500 on a 10-D box). A suggest costs
+      ``O(N C (w + C))`` for buffer capacity ``C`` and ``N`` candidates; it follows the number of
+      observations because the driver grows the capacity in powers of two. Exact (equal to the
+      feature form to rounding).
+    * ``"primal"``: the paper's ``p x p`` matrix. The state keeps the upper Cholesky factor ``R`` of
+      ``U = R^T R`` (``p x p``, independent of the capacity), updated by rank-one Cholesky updates,
+      ``O(p^2)`` per observation (``cholesky_update``); ``sigma^2 = lam |R^-T g|^2`` by a triangular
+      solve, ``O(N p^2)`` per suggest, independent of ``t`` (the paper's constant memory, its Figure
+      6). Never an inverse.
+    * ``"diag"``: the authors' code's approximation ``U ~ diag(U) = lam + sum_i g(x_i)^2``, so
+      ``sigma^2 = lam sum_j g_j^2 / (lam + sum_i g_ij^2)``; ``O(p)`` state, ``O(N p)`` per suggest.
+
+    With static features (the default) the three exact/approximate forms use the same
+    ``g(.; theta_0)`` and ``"dual"`` equals ``"primal"`` to rounding. With ``features="dynamic"``
+    (NeuralTS, and the authors' code) the features are taken at the current ``theta_t``: ``"dual"``
+    recomputes the whole Gram matrix at ``theta_t`` every suggest, while ``"primal"`` and ``"diag"``
+    accumulate ``g(x_t; theta_{t-1})`` at the time ``x_t`` is observed, before retraining, as the
+    authors' code updates its ``U^-1`` (so their ``U`` mixes features of different ``theta``).
+
+    ``uncertainty`` picks the form:
     ``gram_variance`` with the empirical NTK of the buffer rows (``z`` ``(C, d)``, ``mask``
     ``(C,)``) from the per-layer factors (``ntkbo.kernels.structured``; the Cholesky factor is
     ``u`` when it is a carried ``ntkbo.gp.Factor``, static features, else ``gram_factor``
@@ -809,6 +746,21 @@ def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array, duplicate=No
     point (the paper's Lemma 2), and each draw's minimiser, i.e. the argmax of the acquisition
     ``-f~_j`` (``ntkbo.acquisition.thompson_independent`` with pre-drawn ``eps``).
 
+    Such a draw is not a smooth function of ``x`` and cannot be refined by gradients (the authors'
+    refinement was a no-op: their Thompson values are a new leaf tensor, so no gradient reaches
+    ``x``). Each suggest evaluates ``h`` and ``sigma`` on a fresh candidate set, ``num_candidates``
+    scrambled Sobol points of the unit cube (Kronecker beyond 256 dimensions), the ``num_best`` best
+    observed points and ``num_perturbations`` Gaussian perturbations of them (std ``perturb_scale``
+    of the box width, clipped), then takes the argmax of the acquisition: the same as
+    ``ntkbo.optimize.maximize_acquisition(..., method="none")``, but written out so that ``q`` draws
+    share one evaluation of the features. Candidates are evaluated in chunks of ``chunk_size`` rows
+    (the draws are made after, on the whole set, so chunking does not repeat random numbers).
+
+    **Batches** (``q > 1``): ``q`` independent per-point Thompson draws over the same candidates,
+    one point each (parallel Thompson sampling, Kandasamy et al. 2018), or ``q`` independent
+    pathwise draws, each minimised and refined. Two draws can pick the same candidate (most likely a
+    perturbed best point where ``sigma`` is small); nothing prevents it.
+
     Args:
       mu: ``(n,)`` the network mean at the candidates; ``var`` ``(n,)`` the variance ``sigma^2``.
       nu_t: ``()`` the exploration scale.
@@ -837,8 +789,26 @@ def pathwise_direction(key: Array, apply_fn, theta_feat: Params, u, z: Array, ma
     """A draw ``v ~ N(0, lam U^-1)`` in parameter space (a pytree like ``theta_feat``), so that
     ``s(x) = g(x) . v`` (``g = g(.; theta_feat)``) is one *joint* draw of the zero-mean process
     whose covariance is ``lam g(x)^T U^-1 g(x')``: at every ``x`` its variance is the paper's
-    ``sigma_t^2(x)`` (Alg. 1 line 3), and ``h + nu s`` has the marginals of line 4 (module
-    docstring, "Pathwise draws").
+    ``sigma_t^2(x)`` (Alg. 1 line 3), and ``h + nu s`` has the marginals of line 4.
+
+    ``thompson="pathwise"`` (not in the paper, which draws each point independently). One draw is a
+    whole function ``f~(x) = h(x; theta_{t-1}) + nu_t g(x) . v`` with ``v ~ N(0, lam U^-1)`` a
+    random direction in parameter space: at every ``x``, ``g(x) . v`` is
+    Gaussian with variance ``lam g^T U^-1 g = sigma_t^2(x)``, so each ``f~(x)`` has exactly the
+    paper's line-4 law ``N(h, nu_t^2 sigma_t^2)``; only the correlation between points differs (the
+    posterior's, not none). In the dual form ``v`` comes from Matheron's rule,
+    ``v = w - G^T (K + lam I)^-1 (G w + sqrt(lam) e)`` (one forward- and one reverse-mode product on
+    the buffer, ``O(C p + C^2)`` per draw), and ``g(x) . v`` is the network's directional derivative
+    along ``v``, one forward-mode product per point, ``O(p)``: no ``C x C`` solve per candidate,
+    where the independent draw's variance costs ``O(C (w + C))`` per candidate. Being a fixed,
+    almost everywhere differentiable function of ``x``, the draw is minimised as an acquisition is:
+    over the same candidate set, then the ``num_restarts`` best refined by ``num_acq_steps`` steps
+    of ``acq_method`` (``ntkbo.optimize.maximize_over_candidates``), i.e.
+    ``x_t = argmin_{x in D} f~_t(x)`` over the box rather than over the discretisation. The proof's
+    steps about the draw, Lemma 2 (a Gaussian tail at each point and a union bound over ``D_t``) and
+    Lemma 4 (anti-concentration at one point), read only each point's marginal, so they hold for
+    dependent draws too; minimising over the box rather than ``D_t`` was not re-checked against the
+    rest of the proof of Theorem 1 (Appendix A).
 
     * ``"dual"``: Matheron's rule on the empirical-NTK GP with noise ``lam``:
       ``v = w - G^T (K + lam I)^-1 (G w + sqrt(lam) e)``, ``w ~ N(0, I_p)``, ``e ~ N(0, I_C)`` on
@@ -955,26 +925,33 @@ def neural_bo(
 ) -> Algorithm:
     """NeuralBO (see the module docstring for the formulas, conventions and defaults).
 
+    Each step of a round is a module function of arrays, which the tests call directly: ``init_u``
+    and ``update_u`` (``U_0 = lam I`` and line 7), ``targets`` and ``train_nn`` (TrainNN, line 6,
+    over ``train``), ``candidates`` (the set ``D_t``), ``posterior`` (``h`` and ``sigma^2``, line 3,
+    over ``variance_dual`` / ``variance_primal`` / ``variance_diag``) and ``thompson_select`` (lines
+    4-5); ``neural_bo`` validates its options and wires them into ``init``, ``update`` and
+    ``suggest``.
+
     Args:
       width: hidden width ``m`` (paper: 500).
       depth: hidden layers (paper: 1, its ``L = 2``).
       lam: ``lambda``: ``U_0 = lam I``, the variance prefactor, the training penalty (paper: 0.01).
       nu: exploration ``nu_t``: a number (paper grid ``{0.1, 1, 10}``), ``"by_dimension"`` (the
         default: 1.0 when ``d <= 6``, else 0.3, ``nu_by_dimension``; chosen on the tuning keys,
-        module docstring), ``"repo"`` for the authors' increasing schedule ``nu_repo``, or a
+        docs/decisions.md), ``"repo"`` for the authors' increasing schedule ``nu_repo``, or a
         function of the observation count ``t`` (int array).
       activation: hidden activation (``ntkbo.kernels.ACTIVATIONS``), paper: ReLU.
-      W_std: ``"paper"`` for ``(sqrt(d), 1, ..., 1)`` (module docstring), or scales as in
+      W_std: ``"paper"`` for ``(sqrt(d), 1, ..., 1)`` (``paper_W_std``), or scales as in
         ``ntkbo.kernels.mlp`` (e.g. the theory network's ``(sqrt(2 d), sqrt 2, ..., sqrt 2)`` has to
         be given with ``d`` known).
       b_std: bias scale(s); ``None`` (paper) means no biases.
       features: ``"static"`` (paper: ``g(x; theta_0)``) or ``"dynamic"`` (``g(x; theta_t)``).
-      uncertainty: ``"dual"``, ``"primal"`` or ``"diag"`` (module docstring).
+      uncertainty: ``"dual"``, ``"primal"`` or ``"diag"`` (``posterior``).
       optimizer: ``"gd"`` (paper) or ``"adam"``.
       learning_rate: ``None`` for the default (GD: ``1 / (lam + s tr K)``; Adam: ``1e-2``).
       num_steps: ``J``, training steps per update.
       warm_start: start training from ``theta_{t-1}`` (default) instead of ``theta_0`` (paper;
-        module docstring, "TrainNN").
+        ``train_nn``).
       keep_optimizer_state: continue the optimiser's state (Adam's moments) from the last
         round's training, as the authors' code does; needs ``warm_start``.
       reg_center: ``"init"`` (penalty toward ``theta_0``, paper) or ``"zero"`` (weight decay).
@@ -987,7 +964,7 @@ def neural_bo(
       q: points per suggest (``q`` independent draws).
       thompson: ``"independent"`` (the paper's per-point draws over the candidates, Lemma 2) or
         ``"pathwise"`` (one joint draw with the same marginals, a function of ``x`` whose
-        minimiser is refined by gradients; module docstring, "Pathwise draws").
+        minimiser is refined by gradients; ``pathwise_direction``).
       num_restarts: ``"pathwise"``: the best candidates of the draw refined by ``acq_method``.
       num_acq_steps: ``"pathwise"``: refinement steps per restart.
       acq_method: ``"pathwise"``: ``ntkbo.optimize``'s refinement (``"pgd"``, ``"adam"``,
@@ -999,7 +976,7 @@ def neural_bo(
       sampler: ``"sobol"`` (scrambled, as the authors' code; Kronecker beyond 256 dimensions) or
         ``"kronecker"`` (randomly shifted R_d sequence; compiles about 1 s faster).
       input_map: ``"sphere"`` (default: unit-norm inputs, ``to_sphere``) or ``"cube"`` (the unit
-        cube itself); module docstring, "Inputs and outputs".
+        cube itself); ``embed``.
       chunk_size: candidates evaluated per chunk (``None``: about ``2^22 / p`` rows).
       jitter: relative Cholesky jitter of the dual form (``None``: ``ntkbo.gp.default_jitter``).
 
@@ -1062,7 +1039,7 @@ def neural_bo(
                      num_perturbations=num_perturbations, perturb_scale=perturb_scale,
                      sampler=sampler)
 
-    # The dual form with fixed features keeps its Gram matrix's factor (module docstring).
+    # The dual form with fixed features keeps its Gram matrix's factor (``posterior``).
     carry_factor = uncertainty == "dual" and features == "static"
 
     def init(key, bounds, capacity):
