@@ -1,6 +1,6 @@
-r"""GO-UCB (Liu and Wang, ICML 2023, "Global Optimization with Parametric Function Approximation"):
-uniform exploration, a regression oracle, then optimism over a confidence ellipsoid of the
-parameters of a *parametric* surrogate (seed-002 digest, sections 2, 3, 7).
+r"""GO-UCB (Chong Liu and Yu-Xiang Wang, "Global Optimization with Parametric Function
+Approximation", ICML 2023): uniform exploration, a regression oracle, then optimism over a
+confidence ellipsoid of the parameters of a *parametric* surrogate.
 
 The algorithm (Algorithm 1), in the paper's maximisation convention, for a surrogate ``f_x(w)``
 differentiable in its flat parameter vector ``w`` (``p`` entries, the paper's ``d_w``)::
@@ -17,155 +17,23 @@ differentiable in its flat parameter vector ``w`` (``p`` entries, the paper's ``
               x_t     = argmax_x max_{w in Ball_t} f_x(w)                                  (Step 5)
 
 i.e. ridge regression of the pseudo-targets ``z_i`` on the gradient features ``g_i`` with prior mean
-``w0`` (digest section 2.3). Per round (digest 2.3, "order of operations"): ``Sigma_t``, ``w_t`` and
-``Ball_t`` come from the stored sums, ``x_t`` is chosen, ``y_t`` observed, then
-``g_t = grad f_{x_t}(w_t)`` and ``z_t`` are added. The network is trained **once**, by the oracle:
-in Phase II ``w_t`` changes only through the closed-form update (unless ``refit_every``, an option
-that is not in the paper: "Refitting" below). The state keeps the ``p x p``
-matrix ``Sigma_t`` and the ``p``-vector ``b_t = lam w0 + sum g_i z_i`` (constant memory in ``t``; no
-per-observation gradients are stored), and ``w_t = Sigma_t^-1 b_t`` by a Cholesky solve.
+``w0``. Per round, ``Sigma_t``, ``w_t`` and ``Ball_t`` come from the stored sums (``Sigma_t`` and
+``b_t = lam w0 + sum g_i z_i``, constant memory in ``t``), ``x_t`` is chosen, ``y_t`` observed, then
+``g_t`` and ``z_t`` are added. The network is trained once, by the oracle (eq. 2).
 
-**Sign convention and scaling.** ntkbo minimises ``f``; the paper maximises. The surrogate models
-``u = -(y - m) / s``, the *negated* observations standardised by the mean ``m`` and standard
-deviation ``s`` of the Phase-I observations, so every formula above holds verbatim with ``y``
-replaced by ``u`` (GO-UCB run on ``-f``): the upper confidence bound on ``u`` is a lower confidence
-bound ``m - s UCB_u(x)`` on ``y``, and its maximiser is the point suggested. ``m`` and ``s`` are
-computed once, when the oracle runs, and then frozen: ``w0`` is fitted in those units, and
-``b_t`` stores pseudo-targets in them, so re-standardising in Phase II would change the meaning of
-``w0`` (the centre of the ridge penalty) and of every stored ``z_i``. Inputs are mapped to the unit
-cube ``[0, 1]^d`` (``z = (x - lower) / (upper - lower)``) before the network sees them.
+**Sign convention.** ntkbo minimises ``f``; the paper maximises. The surrogate models
+``u = -(y - m) / s``, the negated observations standardised by the Phase-I mean and standard
+deviation (frozen at the oracle), so the formulas hold verbatim for ``u`` (GO-UCB run on ``-f``):
+the upper confidence bound on ``u`` is a lower confidence bound on ``y`` (``go_ucb`` has details).
 
-**The optimistic step** (``optimistic=``, digest section 2.4):
-
-* ``"linearized"`` (default): the inner maximum over the ellipsoid of the first-order Taylor
-  expansion of ``f_x`` at ``w_t``, which is closed form by Cauchy-Schwarz,
-
-      max_{w in Ball_t} f_x(w_t) + g^T (w - w_t) = f_x(w_t) + sqrt(beta_t) |g|_{Sigma_t^-1},
-      g = grad_w f_x(w_t),  attained at  w = w_t + sqrt(beta_t) Sigma_t^-1 g / |g|_{Sigma_t^-1},
-
-  maximised over ``x`` by ``ntkbo.optimize.maximize_acquisition`` (quasi-random candidates and the
-  best observed points, then multi-start projected ascent; the ``x``-gradient of the bonus is a
-  mixed second derivative, which ``jax.grad`` gives). It is the default because (i) it is exact for
-  the linearised model the algorithm's own estimate ``w_t`` comes from (eq. 4), (ii) it is an upper
-  bound on the exact inner maximum up to an ``x``-independent term ``C_h beta_t / (2 lam)``
-  (``|w - w_t|^2 <= beta_t / lam`` on the ball and ``|grad^2 f| <= C_h``), so the regret argument
-  of Lemma 5.4 goes through with the same form (digest 2.4), (iii) it needs no inner solver, whose
-  settings the paper leaves unspecified (digest 7.2), and (iv) the paper's ascent (2000 steps of
-  size ``1e-4`` from ``w_t``) moves ``w`` by at most 0.2 times the gradient's size, far short of the
-  boundary of the ball its ``beta_t`` gives (digest 2.4), so it optimises over much less than
-  ``Ball_t``, whereas the closed form reaches the boundary exactly. It is the NeuralUCB-style width
-  of the model.
-* ``"joint"``: the paper's Step 5 (Appendix D.1), gradient ascent jointly over ``x`` and ``w``
-  with ``joint_steps`` (2000) plain steps of size ``joint_learning_rate`` (``1e-4``) on
-  ``f_x(w)``; ``x`` (unit cube) is clipped to the box and ``w`` is projected on ``Ball_t`` after
-  every step by the exact Euclidean projection (``project_to_ellipsoid``), so no iterate leaves the
-  ball. The paper states no projection, box handling or initialisation (digest 7.2). Here the
-  ``num_restarts`` starts are the best of ``num_candidates`` Sobol points and the best observed
-  points, scored by ``f_x`` at the linearised maximiser ``w*(x)`` above (a point of the ball), and
-  each start begins at ``(x, w*(x))``, so the ascent refines the linearised answer; each start keeps
-  its best feasible iterate, and the best start wins.
-
-**Schedules** (digest sections 3, 7.3, 7.4). ``T = horizon`` is the paper's Phase-II horizon.
-
-* ``n_explore`` (Phase-I length ``T1``): default ``ceil(sqrt(T))`` (Theorem 4.1: ``n = sqrt T``;
-  the experiments' ``(T, n) = (25, 5), (64, 8)``). The driver's initial design (scrambled Sobol,
-  each point marginally uniform on the box) counts towards it: Phase I lasts while fewer than ``T1``
-  observations are stored, suggesting i.i.d. uniform points, and the oracle is fitted on *all*
-  observations at the first update that reaches ``T1`` (more than ``T1`` if the initial design or a
-  batch overshoots).
-* ``lam``: ``"paper"`` is the experiments' ``sqrt(T) ln^2 T`` (natural log; the paper does not say,
-  digest 7.4), or a positive number.
-* ``beta``: ``"paper"`` is the experiments' ``beta_t = p^3 F^4 t / T`` (``F`` the output bound, in
-  standardised units; huge: the bonus dominates, digest 7.3); ``"theory"`` (default) is the shape of
-  eq. (7), ``beta_t = c (1 + t / T)``, a constant plus a term linear in ``t / T`` with the unknown
-  ``mu``, ``sigma`` and logs lumped into ``c = beta_scale``; a number is a constant radius; a
-  callable ``beta(t, T, p) -> ()`` is any schedule. ``t`` is the 1-based Phase-II index of the
-  point being chosen (Phase-II observations so far plus one); ``beta_t`` should increase in ``t``,
-  as the regret proof assumes. Past ``T`` the run continues with the same formulas.
-* ``sigma_phase1`` (digest 7.1, the ``i = 0`` index in eqs. 3-5): ``False`` (default, reading (a)):
-  ``Sigma_1 = lam I`` and ``w_1 = w0``; ``True`` (reading (b)): the Phase-I points, linearised at
-  ``w0``, are the first terms of the sums.
-
-*Scale.* ``lam`` has the units of ``|g|^2``. The paper's ``sqrt(T) ln^2 T`` (52 to 138) was set for
-raw outputs on ``[-5, 5]^20``, where ``|g|^2`` is in the hundreds (digest 2.4); with the inputs in
-the unit cube and standardised outputs ``|g|^2`` is of order 1, so each Phase-II observation moves
-``w_t`` by about ``|g|^2 / lam`` of its residual and the estimate stays near ``w0`` (Remark 4.3
-taken to the extreme). Measured on ``branin`` (budget 40, 5 initial points, 8 seeds): no setting
-tried (``lam`` in {paper, 1, 0.1}, ``beta`` in {theory with scale 1 to 64, ``p (1 + t/T)``, paper})
-beat random search in mean best value; Phase II tends to re-query one point, often a corner of the
-box, where the sigmoid network's monotone extrapolation puts its maximum. Nor did any settings-only
-variant tried later (``lam`` in {paper, 10, 1}, ``n_explore`` 10 to 15, ``sigma_phase1``, the
-paper's input box via ``sigmoid_network(input_scale=5)``): Branin means 2.0 to 3.6 against random
-search's 1.02. What did beat it is "Refitting" below.
-
-**The oracle** (eq. 2). ``oracle_restarts`` random initialisations (drawn in ``init``), each trained
-by ``oracle_steps`` full-batch steps of Adam (or SGD) at ``oracle_learning_rate`` on the mean
-squared error of the standardised Phase-I data; the restart with the lowest final loss is ``w0``.
-The paper's SGD at learning rate ``1e-11`` (2000 iterations) is a near no-op on its unstandardised
-targets (digest 3, 7.5); ``oracle_optimizer="sgd", oracle_learning_rate=1e-11, oracle_steps=2000``
-reproduces it. The parameter box ``W subset [0, 1]^p`` of the analysis is not enforced (nor is it
-in the paper).
-
-**Refitting** (``refit_every=k``, ``refit_steps``; **not in the paper**, default off). The paper
-fits the network once, on the ``T1`` Phase-I points; afterwards ``w_t`` moves only by the linearised
-ridge update, shrunk towards that ``w0`` (measured above: Phase II keeps re-querying edges and
-corners of the box and does not improve on the Phase-I best). With ``k >= 1``, after every update
-that completes a multiple of ``k`` Phase-II observations, the oracle is re-run on **all**
-observations (one start, ``w_t``, warm-started: ``refit_steps`` steps, ``oracle_steps`` if ``None``,
-same optimiser and learning rate; in the frozen Phase-I standardisation), its result becomes the new
-``w0``, and ``Sigma``, ``b`` restart around it with every observation linearised at the new ``w0``
-(the ``sigma_phase1`` reading applied to all points): ``Sigma = lam I + sum_i g_i g_i^T``,
-``b = lam w0 + sum_i g_i z_i``, ``g_i = grad f_{x_i}(w0)``, ``z_i = g_i^T w0 + u_i - f_{x_i}(w0)``,
-``w_t = Sigma^-1 b``. Between refits everything is Algorithm 1 unchanged: same ridge update,
-ellipsoid and optimistic step, i.e. a restart of Phase II from a better oracle estimate (the regret
-analysis, which needs one fixed ``w0``, does not cover it). ``k = 1`` is close to NeuralUCB with a
-ridge prior at the refitted weights. A refit is chosen by ``lax.cond`` inside the Phase-II branch
-of ``update`` (under ``vmap`` it is computed every round and selected) and costs ``refit_steps``
-full-batch optimiser steps on all stored observations.
-Measured (tests/beats_random protocol: 8 seeds, Branin budget 40 with 5 initial points, Hartmann-6
-budget 60 with 10; one-sided Welch t-test against random search, whose means are 1.024 and -1.704)
-with ``refit_every=1, refit_steps=300, n_explore=10, lam=1, beta="theory", beta_scale=0.1,
-horizon=budget - 10, network=sigmoid_network(25, input_scale=5.0)`` (the statistical cells of
-``tests/test_go_ucb.py``): Branin mean 0.587 (median 0.456, p = 0.0074), Hartmann-6 mean -2.58
-(median -2.72, p = 0.0063; -2.570 with other XLA compilation settings). The same settings with
-``refit_every=0`` (the paper's algorithm) give Hartmann-6 -1.87 (p = 0.31); ``n_explore=15`` or
-``oracle_restarts=16`` without refits give Branin 1.83 and 1.94. One change at a time (Branin
-mean, p < 0.05 unless stated): ``refit_every=5`` 1.32 (p = 0.71; Hartmann-6 -2.41, p = 0.023),
-``beta_scale`` 0 (no bonus) 0.707 (p = 0.086), 0.03 0.532, 1 1.48 (p = 0.89; Hartmann-6 -2.56),
-``refit_steps=100`` 0.491 (Hartmann-6 -2.46, p = 0.015), ``input_scale=None`` (unit-cube inputs)
-Hartmann-6 -2.68 (p = 0.003). From the constant ``beta=0.1``, ``horizon=34`` version (Branin 0.553,
-p = 0.008; Hartmann-6 -2.532, p = 0.010): ``refit_every=2`` 0.684 (p = 0.048), ``n_explore=7``
-0.711 (p = 0.089), ``lam=0.1`` 0.734 (p = 0.073), unit-cube inputs 0.894 (p = 0.33);
-``lam="paper"`` with ``beta_scale=7`` 0.758 (p = 0.075).
-
-**The surrogate.** Default: the experiments' network ``linear2(sigmoid(linear1(x)))`` with the exact
-logistic sigmoid, one hidden layer of ``width`` (25) units and PyTorch ``nn.Linear``'s default
-initialisation (weights and biases ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``),
-``p = (d + 2) width + 1`` (``sigmoid_network``). Any other network is accepted as
-``network=(init_fn, apply_fn)`` with neural-tangents' conventions
-(``init_fn(key, (n, d)) -> (out_shape, params)``,
-``apply_fn(params, x (n, d)) -> (n, 1)``), e.g. ``ntkbo.kernels.mlp(1, 25, "sigmoid_like",
-parameterization="standard")[:2]``.
-
-**Batches** (``q > 1``, GP-BUCB, Desautels et al. 2014): the ``q`` points of a round share
-``w_t`` and ``beta_t``; after each point ``x_j`` of the batch, ``Sigma`` is updated with its
-gradient ``g(x_j; w_t)`` as if it had been observed. That is the kriging-believer rule of
-``ntkbo.algorithms.gp``: a fantasy observation equal to the linearised prediction has pseudo-target
-``z = g^T w_t``, which leaves the ridge estimate at ``w_t`` and shrinks the ellipsoid along ``g``,
-so the next point is pushed elsewhere. In ``update`` all ``q`` gradients are then taken at
-``w_t``, as they should be (digest 2.3).
-
-**Output.** The paper's output ``x ~ U{x_1..x_T}`` is for its simple-regret statement; the drivers
-report the best observation, as for every ntkbo algorithm.
-
-**Presets.** ``go_ucb(horizon=T, preset="paper")`` is the paper's experimental setting (the joint
-ascent, the paper's ``lam`` and ``beta_t``, the SGD oracle at ``1e-11``, the input box
-``[-5, 5]^d``); :data:`PRESETS` says where each value comes from and what it leaves out.
-
-**Inside jit.** The phase is a traced value: ``suggest`` selects the phase with ``lax.cond`` and
-``update`` selects "still Phase I", "run the oracle" and "Phase-II update" with ``lax.switch``, so
-``suggest`` and ``update`` compile once per capacity and run under ``vmap`` (where both branches
-are evaluated and the right one selected).
+**Defaults and the paper.** ``preset="paper"`` is the paper's experimental setting (Section 6 and
+App. D.1; :data:`PRESETS`). The defaults depart from it in three places: Step 5 is the closed-form
+maximum of the linearised model over the ball (``optimistic="linearized"``; the paper's joint
+ascent is ``"joint"``; ``optimistic_points``), ``beta_t = c (1 + t / T)``, the shape of eq. (7),
+instead of ``p^3 F^4 t / T`` (``beta_schedule``), and the oracle is Adam on standardised targets,
+not SGD at ``1e-11`` (``fit_oracle``). ``refit_every`` (not in the paper, off by default) re-runs
+the oracle in Phase II (``oracle_refit``); only with it did GO-UCB beat random search on Branin and
+Hartmann-6 (docs/decisions.md, 2026-11-22).
 """
 
 from __future__ import annotations
@@ -200,21 +68,22 @@ BETA_RULES = ("theory", "paper")
 #: Named settings: ``ntkbo.algorithms.go_ucb(preset=NAME, **options)`` (and ``go_ucb_joint``)
 #: starts from these, the ``options`` given override them (``ntkbo.algorithms``, "Presets").
 #:
-#: * ``"paper"``: the paper's experiments (seed-002 digest sections 3, 6.1, 6.2; App. D.1): the
+#: * ``"paper"``: the paper's experiments (Section 6 and App. D.1): the
 #:   network ``linear2(sigmoid(linear1(x)))`` of width 25 on the synthetic functions' input box
 #:   ``[-5, 5]^d`` (``input_scale=5``); Phase I of ``n = ceil(sqrt(T))`` uniform points
 #:   (``n_explore=None``); the regression oracle by SGD, 2000 iterations at learning rate
-#:   ``1e-11``; ``lam = sqrt(T) ln^2 T`` and ``beta_t = p^3 F^4 t / T`` (``"paper"``, digest
-#:   7.3-7.4; the natural log is an assumption, the paper does not say); Step 5 by joint gradient
+#:   ``1e-11``; ``lam = sqrt(T) ln^2 T`` and ``beta_t = p^3 F^4 t / T`` (``"paper"``; the natural
+#:   log is an assumption, the paper does not say); Step 5 by joint gradient
 #:   ascent over ``x`` and ``w``, 2000 iterations at ``1e-4``; one oracle fit, no refits.
 #:
 #: Not in the preset: ``horizon`` (``T``: 25 or 64 in the paper, the budget minus Phase I in
 #: general; pass it); ``F``, the output bound, which the paper never gives a number for (1 stays,
 #: in standardised units); the oracle's restarts (the paper states none: 4 stay); the ``i = 0``
-#: reading of eqs. 3-5 (``sigma_phase1``: the paper is ambiguous, digest 7.1; reading (a) stays).
+#: reading of eqs. 3-5 (``sigma_phase1``: the paper's sums start at an ``i = 0`` that no Phase-II
+#: point has; reading (a), ``Sigma_1 = lam I``, stays).
 #: Not expressible: the raw outputs (ntkbo standardises them on the Phase-I data, so ``lam`` and
-#: ``beta_t`` act on another scale; digest 7.5) and the paper's unstated handling of the box and the
-#: ball in Step 5 (here: clipping and exact projection). There is no authors' code (digest header).
+#: ``beta_t`` act on another scale) and the paper's unstated handling of the box and the
+#: ball in Step 5 (here: clipping and exact projection). There is no authors' code.
 PRESETS = {
     "paper": dict(width=25, input_scale=5.0, n_explore=None, lam="paper", beta="paper",
                   optimistic="joint", joint_steps=2000, joint_learning_rate=1e-4,
@@ -286,7 +155,7 @@ class GOUCBState(NamedTuple):
 
 
 def sigmoid_network(width: int = 25, input_scale: float | None = None):
-    """The experiments' surrogate ``linear2(sigmoid(linear1(x)))`` (digest sections 3, 6.1).
+    """The experiments' surrogate ``linear2(sigmoid(linear1(x)))`` (Section 6, App. D.1).
 
     ``f(x) = sum_k W2_k sigmoid(x . W1_k + b1_k) + b2`` with the exact logistic sigmoid, PyTorch's
     default ``nn.Linear`` initialisation (weights and biases ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``)
@@ -302,6 +171,15 @@ def sigmoid_network(width: int = 25, input_scale: float | None = None):
       ((n, 1), params)``, ``apply_fn(params, x (n, d)) -> (n, 1)``; ``params`` is
       ``{"hidden": {"kernel": (d, width), "bias": (width,)}, "readout": {"kernel": (width, 1),
       "bias": (1,)}}``.
+
+    Default: the experiments' network ``linear2(sigmoid(linear1(x)))`` with the exact
+    logistic sigmoid, one hidden layer of ``width`` (25) units and PyTorch ``nn.Linear``'s default
+    initialisation (weights and biases ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``),
+    ``p = (d + 2) width + 1`` (``sigmoid_network``). Any other network is accepted as
+    ``network=(init_fn, apply_fn)`` with neural-tangents' conventions
+    (``init_fn(key, (n, d)) -> (out_shape, params)``,
+    ``apply_fn(params, x (n, d)) -> (n, 1)``), e.g. ``ntkbo.kernels.mlp(1, 25, "sigmoid_like",
+    parameterization="standard")[:2]``.
     """
     _check_int("width", width, 1)
     if input_scale is not None:
@@ -340,13 +218,14 @@ def n_explore_paper(horizon: int) -> int:
 
 
 def lam_paper(horizon: int) -> float:
-    """The experiments' regularisation ``sqrt(T) ln^2 T`` (digest section 3; log base assumed
-    natural, digest 7.4): 51.8 for ``T = 25``, 138.4 for ``T = 64``."""
+    """The experiments' regularisation ``sqrt(T) ln^2 T`` (Section 6; log base assumed
+    natural, the paper does not say): 51.8 for ``T = 25``, 138.4 for ``T = 64``."""
     return math.sqrt(horizon) * math.log(horizon) ** 2
 
 
 def beta_paper(t, horizon, p, F=1.0):
-    """The experiments' radius ``beta_t = p^3 F^4 t / T`` (digest sections 3, 7.3)."""
+    """The experiments' radius ``beta_t = p^3 F^4 t / T`` (Section 6; the paper gives ``F`` no
+    value)."""
     return jnp.asarray(p, jnp.result_type(float)) ** 3 * F**4 * t / horizon
 
 
@@ -467,6 +346,14 @@ def fit_oracle(apply_w: Callable[[Array, Array], Array], w_init: Array, z: Array
 
     Returns:
       ``(w0 (p,), loss ())``; non-finite runs are never chosen (loss ``inf`` if all failed).
+
+    ``oracle_restarts`` random initialisations (drawn in ``init``), each trained by ``oracle_steps``
+    full-batch steps of Adam (or SGD) at ``oracle_learning_rate`` on the mean squared error of the
+    standardised Phase-I data; the restart with the lowest final loss is ``w0``. The paper's SGD at
+    learning rate ``1e-11`` (2000 iterations) is a near no-op on its unstandardised targets (App.
+    D.1); ``oracle_optimizer="sgd", oracle_learning_rate=1e-11, oracle_steps=2000`` reproduces it.
+    The parameter box ``W subset [0, 1]^p`` of the analysis is not enforced (nor is it in the
+    paper).
     """
     n = jnp.maximum(jnp.sum(mask), 1).astype(u.dtype)
 
@@ -520,7 +407,36 @@ def values_and_gradients(apply_w, w: Array, z: Array) -> tuple[Array, Array]:
 def beta_schedule(beta, horizon: int, F: float, beta_scale: float) -> Callable[[Array, int], Array]:
     """``beta_t`` as a function ``(t, p) -> ()`` for ``go_ucb``'s ``beta`` option: ``"paper"``
     (``beta_paper``), ``"theory"`` (``beta_theory``), a number (constant) or a callable
-    ``(t, T, p)``."""
+    ``(t, T, p)``.
+
+    Schedules (Theorem 4.1 and the experiments, Section 6 and App. D.1). ``T = horizon`` is the
+    paper's Phase-II horizon.
+
+    * ``n_explore`` (Phase-I length ``T1``): default ``ceil(sqrt(T))`` (Theorem 4.1: ``n = sqrt T``;
+      the experiments' ``(T, n) = (25, 5), (64, 8)``). The driver's initial design (scrambled Sobol,
+      each point marginally uniform on the box) counts towards it: Phase I lasts while fewer than
+      ``T1`` observations are stored, suggesting i.i.d. uniform points, and the oracle is fitted on
+      *all* observations at the first update that reaches ``T1`` (more than ``T1`` if the initial
+      design or a batch overshoots).
+    * ``lam``: ``"paper"`` is the experiments' ``sqrt(T) ln^2 T`` (natural log; the paper does not
+      say), or a positive number.
+    * ``beta``: ``"paper"`` is the experiments' ``beta_t = p^3 F^4 t / T`` (``F`` the output bound,
+      in standardised units; huge: the bonus dominates); ``"theory"`` (default) is the shape of eq.
+      (7), ``beta_t = c (1 + t / T)``, a constant plus a term linear in ``t / T`` with the unknown
+      ``mu``, ``sigma`` and logs lumped into ``c = beta_scale``; a number is a constant radius; a
+      callable ``beta(t, T, p) -> ()`` is any schedule. ``t`` is the 1-based Phase-II index of the
+      point being chosen (Phase-II observations so far plus one); ``beta_t`` should increase in
+      ``t``, as the regret proof assumes. Past ``T`` the run continues with the same formulas.
+    * ``sigma_phase1`` (the ``i = 0`` index in eqs. 3-5, which no Phase-II point has): ``False``
+      (default, reading (a)): ``Sigma_1 = lam I`` and ``w_1 = w0``; ``True`` (reading (b)): the
+      Phase-I points, linearised at ``w0``, are the first terms of the sums.
+
+    Scale: ``lam`` has the units of ``|g|^2``. The paper's ``sqrt(T) ln^2 T`` (52 to 138) was set
+    for raw outputs on ``[-5, 5]^20``, where ``|g|^2`` is in the hundreds; with the inputs in the
+    unit cube and standardised outputs ``|g|^2`` is of order 1, so each Phase-II observation moves
+    ``w_t`` by about ``|g|^2 / lam`` of its residual and the estimate stays near ``w0`` (Remark 4.3
+    taken to the extreme).
+    """
     def beta_t(t, p):
         t = jnp.asarray(t, jnp.result_type(float))
         if callable(beta):
@@ -538,8 +454,9 @@ def oracle_start(state: GOUCBState, apply_w, lam, *, sigma_phase1: bool, num_ste
                  learning_rate, optimizer: str) -> GOUCBState:
     """The end of Phase I: the Phase-I standardisation frozen, the regression oracle (eq. 2,
     ``fit_oracle`` from ``state.w_init``) on every valid observation of ``state.data``, and
-    ``Sigma_1 = lam I``, ``b_1 = lam w0`` (digest 7.1 reading (a); with ``sigma_phase1`` the
-    Phase-I points linearised at ``w0`` are added, reading (b)); ``w_1 = Sigma_1^-1 b_1``."""
+    ``Sigma_1 = lam I``, ``b_1 = lam w0`` (reading (a) of the ``i = 0`` term of eqs. 3-5; with
+    ``sigma_phase1`` the Phase-I points linearised at ``w0`` are added, reading (b));
+    ``w_1 = Sigma_1^-1 b_1``."""
     data = state.data
     dtype = state.bounds.dtype
     m = D.mask(data)
@@ -559,7 +476,7 @@ def oracle_start(state: GOUCBState, apply_w, lam, *, sigma_phase1: bool, num_ste
 
 
 def phase2_observe(state: GOUCBState, x: Array, y: Array, apply_w) -> GOUCBState:
-    """A Phase-II observation (digest 2.3): ``g_i = grad f_{x_i}(w_t)`` and ``z_i`` of the new
+    """A Phase-II observation (eqs. 3 and 5): ``g_i = grad f_{x_i}(w_t)`` and ``z_i`` of the new
     points at the estimate ``w_t`` they were chosen with added to ``Sigma`` and ``b`` (eqs. 3, 5;
     a failed evaluation adds nothing), ``w_{t+1} = Sigma^-1 b`` and ``t`` advanced by ``q``."""
     ok = jnp.isfinite(y)
@@ -572,9 +489,28 @@ def phase2_observe(state: GOUCBState, x: Array, y: Array, apply_w) -> GOUCBState
 
 def oracle_refit(state: GOUCBState, apply_w, lam, *, num_steps: int, learning_rate,
                  optimizer: str) -> GOUCBState:
-    """Not in the paper (module docstring, "Refitting"): the oracle on every valid observation,
+    """Not in the paper (details below): the oracle on every valid observation,
     warm-started from ``w_t``, in the frozen Phase-I units; then ``Sigma``, ``b`` restart around the
-    new ``w0`` with every point linearised there."""
+    new ``w0`` with every point linearised there.
+
+    ``refit_every=k``, ``refit_steps`` (**not in the paper**, default off). The paper fits the
+    network once, on the ``T1`` Phase-I points; afterwards ``w_t`` moves only by the linearised
+    ridge update, shrunk towards that ``w0`` (measured: Phase II keeps re-querying edges and corners
+    of the box and does not improve on the Phase-I best; docs/decisions.md, 2026-11-22). With
+    ``k >= 1``, after every update that completes a multiple of ``k`` Phase-II observations, the
+    oracle is re-run on **all** observations (one start, ``w_t``, warm-started: ``refit_steps``
+    steps, ``oracle_steps`` if ``None``, same optimiser and learning rate; in the frozen Phase-I
+    standardisation), its result becomes the new ``w0``, and ``Sigma``, ``b`` restart around it with
+    every observation linearised at the new ``w0`` (the ``sigma_phase1`` reading applied to all
+    points): ``Sigma = lam I + sum_i g_i g_i^T``, ``b = lam w0 + sum_i g_i z_i``,
+    ``g_i = grad f_{x_i}(w0)``, ``z_i = g_i^T w0 + u_i - f_{x_i}(w0)``, ``w_t = Sigma^-1 b``.
+    Between refits everything is Algorithm 1 unchanged: same ridge update, ellipsoid and optimistic
+    step, i.e. a restart of Phase II from a better oracle estimate (the regret analysis, which needs
+    one fixed ``w0``, does not cover it). ``k = 1`` is close to NeuralUCB with a ridge prior at the
+    refitted weights. A refit is chosen by ``lax.cond`` inside the Phase-II branch of ``update``
+    (under ``vmap`` it is computed every round and selected) and costs ``refit_steps`` full-batch
+    optimiser steps on all stored observations.
+    """
     data = state.data
     dtype = state.bounds.dtype
     m = D.mask(data)
@@ -671,11 +607,49 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
     """Step 5 for ``q`` points: ``x = argmax_x max_{w in Ball_t} f_x(w)``, by the linearised bonus
     (``linearized_ucb`` maximised by ``ntkbo.optimize.maximize_acquisition``) or the joint ascent
     (``joint_ascent``); between the points of a batch ``Sigma`` grows along the chosen point's
-    ``g`` with ``w_t`` unchanged (module docstring, batches).
+    ``g`` with ``w_t`` unchanged (below, Batches).
 
     Returns:
       ``(x (q, d), info)``: the points in the box and per point ``acq_value``, ``mean``
       (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma^-1}``) and ``ball_max``, ``(q,)`` each.
+
+    The optimistic step (``optimistic=``):
+
+    * ``"linearized"`` (default): the inner maximum over the ellipsoid of the first-order Taylor
+      expansion of ``f_x`` at ``w_t``, which is closed form by Cauchy-Schwarz::
+
+          max_{w in Ball_t} f_x(w_t) + g^T (w - w_t) = f_x(w_t) + sqrt(beta_t) |g|_{Sigma_t^-1},
+          g = grad_w f_x(w_t),  attained at  w = w_t + sqrt(beta_t) Sigma_t^-1 g / |g|_{Sigma_t^-1},
+
+      maximised over ``x`` by ``ntkbo.optimize.maximize_acquisition`` (quasi-random candidates and
+      the best observed points, then multi-start projected ascent; the ``x``-gradient of the bonus
+      is a mixed second derivative, which ``jax.grad`` gives). It is the default because (i) it is
+      exact for the linearised model the algorithm's own estimate ``w_t`` comes from (eq. 4), (ii)
+      it is an upper bound on the exact inner maximum up to an ``x``-independent term
+      ``C_h beta_t / (2 lam)`` (``|w - w_t|^2 <= beta_t / lam`` on the ball and
+      ``|grad^2 f| <= C_h``), so the regret argument of Lemma 5.4 goes through with the same form,
+      (iii) it needs no inner solver, whose settings the paper leaves unspecified (App. D.1 names
+      only the step size and count), and (iv) the paper's ascent (2000 steps of size ``1e-4`` from
+      ``w_t``) moves ``w`` by at most 0.2 times the gradient's size, far short of the boundary of
+      the ball its ``beta_t`` gives, so it optimises over much less than ``Ball_t``, whereas the
+      closed form reaches the boundary exactly. It is the NeuralUCB-style width of the model.
+    * ``"joint"``: the paper's Step 5 (Appendix D.1), gradient ascent jointly over ``x`` and ``w``
+      with ``joint_steps`` (2000) plain steps of size ``joint_learning_rate`` (``1e-4``) on
+      ``f_x(w)``; ``x`` (unit cube) is clipped to the box and ``w`` is projected on ``Ball_t`` after
+      every step by the exact Euclidean projection (``project_to_ellipsoid``), so no iterate leaves
+      the ball. The paper states no projection, box handling or initialisation. Here the
+      ``num_restarts`` starts are the best of ``num_candidates`` Sobol points and the best observed
+      points, scored by ``f_x`` at the linearised maximiser ``w*(x)`` above (a point of the ball),
+      and each start begins at ``(x, w*(x))``, so the ascent refines the linearised answer; each
+      start keeps its best feasible iterate, and the best start wins.
+
+    Batches (``q > 1``, GP-BUCB, Desautels et al. 2014): the ``q`` points of a round share ``w_t``
+    and ``beta_t``; after each point ``x_j`` of the batch, ``Sigma`` is updated with its gradient
+    ``g(x_j; w_t)`` as if it had been observed. That is the kriging-believer rule of
+    ``ntkbo.algorithms.gp``: a fantasy observation equal to the linearised prediction has
+    pseudo-target ``z = g^T w_t``, which leaves the ridge estimate at ``w_t`` and shrinks the
+    ellipsoid along ``g``, so the next point is pushed elsewhere. In ``update`` all ``q`` gradients
+    are then taken at ``w_t``, as they should be (eq. 3: ``g_i`` at the round's estimate).
     """
     d = state.bounds.shape[-1]
     dtype = state.bounds.dtype
@@ -720,7 +694,7 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
         balls.append(ball)
         replaced.append(rep)
         observed = jnp.concatenate([observed, z[None]])  # the batch's own points: none twice
-        if j + 1 < q:  # believer: Sigma grows along g, w_t is unchanged (module docstring)
+        if j + 1 < q:  # believer: Sigma grows along g, w_t is unchanged (optimistic_points)
             sigma = sigma + jnp.outer(g, g)
     info = {"acq_value": jnp.stack(vals), "mean": jnp.stack(means),
             "bonus": jnp.stack(bonuses), "ball_max": jnp.stack(balls),
@@ -760,6 +734,26 @@ def go_ucb(
 ) -> Algorithm:
     """GO-UCB (see the module docstring for the formulas, conventions and defaults).
 
+    Sign convention and scaling. ntkbo minimises ``f``; the paper maximises. The surrogate models
+    ``u = -(y - m) / s``, the *negated* observations standardised by the mean ``m`` and standard
+    deviation ``s`` of the Phase-I observations, so every formula above holds verbatim with ``y``
+    replaced by ``u`` (GO-UCB run on ``-f``): the upper confidence bound on ``u`` is a lower
+    confidence bound ``m - s UCB_u(x)`` on ``y``, and its maximiser is the point suggested. ``m``
+    and ``s`` are computed once, when the oracle runs, and then frozen: ``w0`` is fitted in those
+    units, and ``b_t`` stores pseudo-targets in them, so re-standardising in Phase II would change
+    the meaning of ``w0`` (the centre of the ridge penalty) and of every stored ``z_i``. Inputs are
+    mapped to the unit cube ``[0, 1]^d`` (``z = (x - lower) / (upper - lower)``) before the network
+    sees them.
+
+    Output. The paper's output ``x ~ U{x_1..x_T}`` is for its simple-regret statement; the drivers
+    report the best observation, as for every ntkbo algorithm.
+
+    Inside jit. The phase is a traced value: ``suggest`` selects the phase with ``lax.cond`` and
+    ``update`` selects "still Phase I", "run the oracle" and "Phase-II update" with ``lax.switch``,
+    so ``suggest`` and ``update`` compile once per capacity and run under ``vmap`` (where both
+    branches are evaluated and the right one selected).
+
+
     Args:
       horizon: ``T``, the Phase-II horizon the schedules are tuned for (Phase-II rounds; set it to
         about ``budget - n_explore``). The run may go past it.
@@ -779,11 +773,11 @@ def go_ucb(
       network: ``None`` (``sigmoid_network(width, input_scale)``) or ``(init_fn, apply_fn)`` (a longer tuple
         such as ``ntkbo.kernels.mlp(...)``'s triple is cut to its first two entries).
       sigma_phase1: include the Phase-I points, linearised at ``w0``, in ``Sigma`` and ``b``
-        (digest 7.1 reading (b)); default reading (a), ``Sigma_1 = lam I``.
+        (reading (b) of the ``i = 0`` term of eqs. 3-5); default reading (a), ``Sigma_1 = lam I``.
       oracle_steps, oracle_learning_rate, oracle_optimizer, oracle_restarts: the regression oracle
         (``fit_oracle``): full-batch ``"adam"`` or ``"sgd"`` steps from ``oracle_restarts`` random
         initialisations.
-      q: points per round (batch rule in the module docstring).
+      q: points per round (batch rule: ``optimistic_points``).
       num_candidates: Sobol candidates of the optimistic step (Kronecker beyond 256 dimensions),
         plus the 4 best observed points (and, for ``"linearized"``, ``num_candidates // 4``
         perturbations of them, as ``maximize_acquisition`` adds).
@@ -792,7 +786,7 @@ def go_ucb(
         (``ntkbo.optimize.maximize_acquisition``'s ``"pgd"``).
       joint_steps, joint_learning_rate: ``"joint"``: plain gradient-ascent steps on ``(x, w)`` and
         their size (paper: 2000, ``1e-4``), ``x`` in unit-cube coordinates.
-      refit_every: **not in the paper** (module docstring, "Refitting"): ``k >= 1`` re-runs the
+      refit_every: **not in the paper** (``oracle_refit``): ``k >= 1`` re-runs the
         oracle on all observations every ``k`` Phase-II observations and restarts ``Sigma``, ``b``
         around the new ``w0``; ``0`` (default) is the paper's single fit.
       refit_steps: optimiser steps of a refit (warm-started from ``w_t``); ``None`` for
