@@ -166,12 +166,6 @@ def sigmoid_network(width: int = 25, input_scale: float | None = None):
     paper's input box ``[-5, 5]^d``, on which the default-initialised sigmoids are far from linear
     (on ``[0, 1]^d`` the initial network is nearly linear in ``x``). The parameters are unchanged.
 
-    Returns:
-      ``(init_fn, apply_fn)`` with neural-tangents' conventions: ``init_fn(key, (n, d)) ->
-      ((n, 1), params)``, ``apply_fn(params, x (n, d)) -> (n, 1)``; ``params`` is
-      ``{"hidden": {"kernel": (d, width), "bias": (width,)}, "readout": {"kernel": (width, 1),
-      "bias": (1,)}}``.
-
     Default: the experiments' network ``linear2(sigmoid(linear1(x)))`` with the exact
     logistic sigmoid, one hidden layer of ``width`` (25) units and PyTorch ``nn.Linear``'s default
     initialisation (weights and biases ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``),
@@ -180,6 +174,12 @@ def sigmoid_network(width: int = 25, input_scale: float | None = None):
     (``init_fn(key, (n, d)) -> (out_shape, params)``,
     ``apply_fn(params, x (n, d)) -> (n, 1)``), e.g. ``ntkbo.kernels.mlp(1, 25, "sigmoid_like",
     parameterization="standard")[:2]``.
+
+    Returns:
+      ``(init_fn, apply_fn)`` with neural-tangents' conventions: ``init_fn(key, (n, d)) ->
+      ((n, 1), params)``, ``apply_fn(params, x (n, d)) -> (n, 1)``; ``params`` is
+      ``{"hidden": {"kernel": (d, width), "bias": (width,)}, "readout": {"kernel": (width, 1),
+      "bias": (1,)}}``.
     """
     _check_int("width", width, 1)
     if input_scale is not None:
@@ -339,14 +339,6 @@ def fit_oracle(apply_w: Callable[[Array, Array], Array], w_init: Array, z: Array
     steps of Adam or SGD, from every starting point (``vmap``), and returns the start with the
     lowest final loss.
 
-    Args:
-      apply_w: ``(w (p,), z (n, d)) -> (n,)`` the network as a function of its flat parameters.
-      w_init: ``(R, p)`` starting points.
-      z: ``(C, d)`` inputs; u: ``(C,)`` targets; mask: ``(C,)`` valid rows.
-
-    Returns:
-      ``(w0 (p,), loss ())``; non-finite runs are never chosen (loss ``inf`` if all failed).
-
     ``oracle_restarts`` random initialisations (drawn in ``init``), each trained by ``oracle_steps``
     full-batch steps of Adam (or SGD) at ``oracle_learning_rate`` on the mean squared error of the
     standardised Phase-I data; the restart with the lowest final loss is ``w0``. The paper's SGD at
@@ -354,6 +346,14 @@ def fit_oracle(apply_w: Callable[[Array, Array], Array], w_init: Array, z: Array
     D.1); ``oracle_optimizer="sgd", oracle_learning_rate=1e-11, oracle_steps=2000`` reproduces it.
     The parameter box ``W subset [0, 1]^p`` of the analysis is not enforced (nor is it in the
     paper).
+
+    Args:
+      apply_w: ``(w (p,), z (n, d)) -> (n,)`` the network as a function of its flat parameters.
+      w_init: ``(R, p)`` starting points.
+      z: ``(C, d)`` inputs; u: ``(C,)`` targets; mask: ``(C,)`` valid rows.
+
+    Returns:
+      ``(w0 (p,), loss ())``; non-finite runs are never chosen (loss ``inf`` if all failed).
     """
     n = jnp.maximum(jnp.sum(mask), 1).astype(u.dtype)
 
@@ -609,10 +609,6 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
     (``joint_ascent``); between the points of a batch ``Sigma`` grows along the chosen point's
     ``g`` with ``w_t`` unchanged (below, Batches).
 
-    Returns:
-      ``(x (q, d), info)``: the points in the box and per point ``acq_value``, ``mean``
-      (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma^-1}``) and ``ball_max``, ``(q,)`` each.
-
     The optimistic step (``optimistic=``):
 
     * ``"linearized"`` (default): the inner maximum over the ellipsoid of the first-order Taylor
@@ -650,6 +646,10 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
     pseudo-target ``z = g^T w_t``, which leaves the ridge estimate at ``w_t`` and shrinks the
     ellipsoid along ``g``, so the next point is pushed elsewhere. In ``update`` all ``q`` gradients
     are then taken at ``w_t``, as they should be (eq. 3: ``g_i`` at the round's estimate).
+
+    Returns:
+      ``(x (q, d), info)``: the points in the box and per point ``acq_value``, ``mean``
+      (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma^-1}``) and ``ball_max``, ``(q,)`` each.
     """
     d = state.bounds.shape[-1]
     dtype = state.bounds.dtype

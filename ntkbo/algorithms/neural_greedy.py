@@ -1,5 +1,6 @@
-r"""Neural Greedy with SimpleSMB / PosteriorSMB (Paria, Poczos, Ravikumar, Schneider and Suggala,
-"Be Greedy", about 2022; seed-004 digest, sections 2, 3, 7, 8).
+r"""Neural Greedy with SimpleSMB / PosteriorSMB (Biswajit Paria, Barnabas Poczos, Pradeep Ravikumar,
+Jeff Schneider and Arun Sai Suggala, "Be Greedy -- a Simple Algorithm for Blackbox Optimization
+using Neural Networks").
 
 Algorithm 1, in ntkbo's conventions (the paper *minimises*, like ntkbo: no sign change)::
 
@@ -7,7 +8,8 @@ Algorithm 1, in ntkbo's conventions (the paper *minimises*, like ntkbo: no sign 
     t >  T_e:  f~_t = SURRMODELBUILDER(D_{t-1}),  x_t = argmin_x f~_t(x)       (greedy phase)
 
 with a **freshly initialised** network every round (fresh keys from ``suggest``'s key; warm
-starting removes all exploration, digest section 3.1). The two model builders (Algorithms 2, 3)::
+starting removes all exploration: the conditional variance collapses to 0, as the paper's
+discussion of Prop. 1 says). The two model builders (Algorithms 2, 3)::
 
     SimpleSMB                                    PosteriorSMB (He et al. 2020's correction)
     y'_i = y_i + nu eps_i, eps_i ~ N(0, sigma^2)       the same
@@ -23,90 +25,19 @@ This is exactly STO-BNTS's member (``ntkbo.algorithms.sto_bnts``) with ``beta = 
 (no ``delta``). The implementation reuses STO-BNTS's building blocks (``draw_params``,
 ``zero_last_layer``, ``jvp_term``, ``target_noise``, ``train_member``, ``embed_inputs``).
 
-**What the trained network is** (infinite width, training to convergence in the lazy regime;
-``K`` the NNGP kernel, ``Theta`` the NTK of the network, ``A = Theta_XX + sigma^2 I``):
+At infinite width PosteriorSMB's network is a draw from the NTK-GP posterior (Prop. 2), GP-Thompson
+sampling with the NTK; SimpleSMB's has the same mean but a covariance that is no GP posterior's
+(Prop. 1). :func:`simple_smb` and :func:`posterior_smb` give the formulas.
 
-* PosteriorSMB (Prop. 2): a draw from the NTK-GP posterior, mean ``Theta_xX A^-1 Y``, covariance
-  ``nu^2 (Theta_xx' - Theta_xX A^-1 Theta_Xx')``: GP-Thompson sampling with the NTK.
-* SimpleSMB (Prop. 1): the same mean, covariance ``nu^2 [K_xx' - (Theta_xX A^-1 K_Xx' + h.c.)
-  + Theta_xX A^-1 (K_XX + sigma^2 I) A^-1 Theta_Xx']``: not a posterior of any GP.
-
-Both are checked numerically in ``tests/test_neural_greedy.py`` (slow tests).
-
-**Network** (App. A): ``depth`` hidden layers in NTK parameterisation, every parameter ``N(0, 1)``,
-``sigma_W = sigma_b = gamma`` (``ntkbo.kernels.mlp(depth, width, activation, W_std=gamma,
-b_std=gamma)``, readout bias included so that ``Cov(delta) = Theta - K`` exactly, digest 2.3).
-Deviations, with reasons:
-
-* **activation** ``"erf"`` instead of the paper's tanh: ntkbo has no closed-form tanh kernel and
-  the exact kernel must be available for the GP correspondence (erf is the closed-form tanh-like
-  activation the digest recommends, section 5.2). Any activation of ``ntkbo.kernels.ACTIVATIONS``
-  can be passed.
-* App. F.2 initialises the final bias at 0 (standard-parameterisation wording). That makes
-  ``f + delta ~ GP(0, Theta - sigma_b^2)`` rather than ``GP(0, Theta)`` (digest 8.5), so ntkbo
-  follows App. A (all parameters ``N(0, 1)``); :func:`train_smb` accepts any network
-  (``apply_fn``, ``prior_var``), e.g. one built with ``ntkbo.kernels.mlp`` without a readout bias.
-* Inputs (the paper does not say): the box is mapped onto the unit sphere in ``d + 1`` dimensions
-  (``input_map="sphere"``, default: ``sto_bnts.embed_inputs``, the centre of the box at the pole)
-  or to the unit cube ``z`` itself (``"cube"``). Measured on Hartmann-6 (8 seeds, budget 60,
-  ``n_init=10``; width 256, 5 Levenberg-Marquardt steps, ``sigma = 0.1``): mean best value
-  -1.89 (SimpleSMB) and -1.91 (PosteriorSMB) with ``"cube"``, no better than random search's
-  -1.70, against -3.06 and -3.17 with ``"sphere"`` (Welch p < 0.001). Outputs are standardised
-  (mean 0, std 1) before training (the paper does not say;
-  it fixes the scale on which ``sigma`` and ``nu`` act; the argmin is unchanged).
-
-**Training** (``optimizer``): ``"adam"`` (the paper's experiments: Adam, fixed learning rate
-``1e-3``; the number of steps is not given: ``num_steps=1000`` here) on
-``1/2 sum_i r_i^2 + 1/2 sigma^2 nu^2 |th - theta_0|^2`` (half of the loss above, the same
-minimiser; ``ntkbo.algorithms.neural_bo.train``); ``"levenberg_marquardt"`` (STO-BNTS's monotone
-Levenberg-Marquardt, default 10 steps: its first Gauss-Newton step is the trained *linearised*
-network, i.e. the infinite-width limit the propositions describe); ``"gd"`` (Algorithms 2-3's
-gradient descent, STO-BNTS's stable default step). ``sigma = 0`` (the paper's experiments) means no
-regulariser and no target noise; the Levenberg-Marquardt solves then use a ``1e-10`` relative
-jitter (``ntkbo.gp.default_jitter``).
-
-**The query** (App. F.2): the network's minimiser over the box by random restarts and gradient
-descent: ``ntkbo.optimize.maximize_acquisition`` on ``-f~`` in the unit cube, with
-``num_candidates=10`` uniform starts all refined (``num_restarts=10``) for ``num_acq_steps=500``
-steps. The paper uses plain GD with a fixed step 0.01; ntkbo's ``"pgd"`` (projected, normalised,
-step-adapted gradient ascent) is used by default because a fixed step is scale dependent and the
-paper does not say how the box constraint is enforced (digest 8.12). ``num_best > 0`` adds the best
-observed points and their perturbations as starts (not in the paper).
-
-**Exploration** ``T_e`` (``num_explore``): uniform random points while fewer than ``num_explore``
-observations exist, counting ``ntkbo.minimize``'s initial design. Section 2: ``T_e`` "typically
-<= 10" (the default 10); App. F.2's rule ``5 d`` clipped to ``[0.025 T, 0.075 T]`` is
-:func:`paper_num_explore`.
-
-**Batches** (``q > 1``, not defined by the paper): ``q`` independently initialised networks (and
-target noises) trained on the same data, each giving its own minimiser (``jax.vmap``). For
-PosteriorSMB these are ``q`` independent NTK-GP posterior draws, i.e. parallel Thompson sampling
-(Kandasamy et al. 2018); in the exploration phase, ``q`` independent uniform points. The points are
-distinct with probability one.
-
-**Defaults**: CPU-sized, not the paper's. The paper's experiments (section 7: ``width=5000``,
-1000 Adam steps at ``1e-3`` per round, 10 starts of 500 descent steps, ``gamma=1``, ``sigma=0``)
-take minutes per round on a CPU, so they are ``preset="paper"`` (:data:`PRESETS`), and the
-defaults are ``width=256``, ``depth=1``, ``gamma=1.5``, ``sigma=0.1``, ``nu=1``, 5
-Levenberg-Marquardt steps (the first is the trained linearised network) and 100 descent steps from
-each of the 10 starts. All but ``gamma`` were chosen on Branin and Hartmann-6 with tuning keys
-(``benchmarks/specs/status.toml`` has the reasons; the README's "Status on fresh keys" table
-measures them with ``gamma=2`` on 16 fresh keys: SimpleSMB beats random search on both, p = 0.002
-and 5e-9; PosteriorSMB needed ``gamma = 1`` on Hartmann-6 and width 1024 on Branin there).
-``gamma`` was then chosen on the whole dev suite's tuning keys (``PRNGKey(0..7)``, 14 problems,
-``benchmarks/results/tuning-smb-gamma``) by the rule fixed before the run, the lowest mean over
-SimpleSMB and PosteriorSMB of their mean normalised regrets among ``gamma`` in ``{1.5, 2, 3}``:
-``1.5`` (SimpleSMB 0.244, PosteriorSMB 0.301) against ``2`` (0.269, 0.333) and ``3`` (0.318,
-0.365), each algorithm's best on its own too. ``gamma`` sets the roughness of the network's
-kernel: on Branin (8 seeds, budget 40) the erf NTK at ``gamma = 1`` is too smooth (its NTK-GP
-Thompson sampler: mean best 3.26, worse than random search's 1.02; ``gamma = 2``: 0.59). The
-dev-suite protocol (``benchmarks/defaults.py``) reports these defaults on keys no choice used.
-Theorem 3 instead uses ``sigma^2 = 1 + 2/T`` and a growing ``nu_t`` (PosteriorSMB); pass them
-explicitly.
-
-Building blocks (pure; for ``theory_checks`` and ``vmap`` over hyper-parameters):
-:func:`smb_network`, :func:`train_smb`, :func:`simple_smb`, :func:`posterior_smb`,
-:func:`paper_num_explore`.
+**Defaults and the paper.** ``preset="paper"`` (:data:`PRESETS`) is App. F.2's setting (width
+5000, 1000 Adam steps at ``1e-3`` per round, ``gamma = 1``, ``sigma = 0``, 10 starts of 500
+descent steps), minutes per round on a CPU. The defaults are CPU-sized and chosen on tuning keys
+(docs/decisions.md, 2026-11-24): ``width=256``, ``gamma=1.5``, ``sigma=0.1``, 5 Levenberg-Marquardt
+steps (``train_smb``), 100 descent steps per start. Where ntkbo must differ (``smb_network``):
+``"erf"`` instead of tanh (no closed-form tanh kernel), every bias ``N(0, 1)`` (App. A, where F.2
+zeroes the readout bias); where the paper says nothing: inputs on the unit sphere, standardised
+outputs. Theorem 3 instead uses ``sigma^2 = 1 + 2/T`` and a growing ``nu_t`` (PosteriorSMB);
+pass them explicitly.
 """
 
 from __future__ import annotations
@@ -141,7 +72,7 @@ INPUT_MAPS = ("cube", "sphere")
 #: ``posterior_smb``: one preset for the three names, so it never sets ``smb``) starts from these,
 #: the ``options`` given override them (``ntkbo.algorithms``, "Presets").
 #:
-#: * ``"paper"``: the paper's experiments (App. F.2; seed-004 digest sections 2.5, 6.1, 7): one
+#: * ``"paper"``: the paper's experiments (App. F.2 and Section 3): one
 #:   hidden layer of width 5000; ``gamma = 1`` (the value of its baselines; its own runs tuned
 #:   ``gamma`` in ``[0.5, 5]`` per function and do not report the choice, Figs. 4-5); ``nu = 1``,
 #:   ``sigma = 0`` (no target noise, no regulariser, F.2); Adam at ``1e-3`` (F.2; the number of
@@ -149,7 +80,7 @@ INPUT_MAPS = ("cube", "sphere")
 #:   500 gradient steps each, the best kept, no observed points as starts (F.2); ``T_e = 10``
 #:   (Section 2: "typically <= 10").
 #:
-#: Not expressible, so ntkbo's choice stays (module docstring, "Deviations"): tanh (``"erf"``, no
+#: Not expressible, so ntkbo's choice stays (see ``smb_network``): tanh (``"erf"``, no
 #: closed-form tanh kernel); F.2's final bias initialised at 0 (every bias is ``N(0, 1)``); plain
 #: gradient descent with a fixed step 0.01 on the surrogate (``"pgd"``, the box handling is not
 #: stated); F.2's ``T_e = 5 d`` clipped to ``[0.025 T, 0.075 T]``, which needs the budget ``T``
@@ -189,7 +120,28 @@ def smb_network(d_in: int, width: int = 5000, depth: int = 1, activation="erf", 
     ``ntkbo.kernels.mlp(depth, width, activation, W_std=gamma, b_std=gamma)`` in NTK
     parameterisation (every parameter ``N(0, 1)``: ``prior_var`` is a pytree of ones shaped like
     the parameters). ``kernel_fn(x1, x2, get=("nngp", "ntk"))`` gives ``K`` and ``Theta`` of
-    Props. 1-2 (before the ``nu^2`` factor)."""
+    Props. 1-2 (before the ``nu^2`` factor).
+
+    App. A's network: ``depth`` hidden layers in NTK parameterisation, every parameter ``N(0, 1)``,
+    ``sigma_W = sigma_b = gamma`` (``ntkbo.kernels.mlp(depth, width, activation, W_std=gamma,
+    b_std=gamma)``, readout bias included so that ``Cov(delta) = Theta - K`` exactly, Prop. 2).
+    Deviations, with reasons:
+
+    * **activation** ``"erf"`` instead of the paper's tanh: ntkbo has no closed-form tanh kernel and
+      the exact kernel must be available for the GP correspondence (erf is the closed-form tanh-like
+      activation, as neural-tangents' ``stax.Erf``). Any activation of ``ntkbo.kernels.ACTIVATIONS``
+      can be passed.
+    * App. F.2 initialises the final bias at 0 (standard-parameterisation wording). That makes
+      ``f + delta ~ GP(0, Theta - sigma_b^2)`` rather than ``GP(0, Theta)``, so ntkbo follows App. A
+      (all parameters ``N(0, 1)``); :func:`train_smb` accepts any network (``apply_fn``,
+      ``prior_var``), e.g. one built with ``ntkbo.kernels.mlp`` without a readout bias.
+    * Inputs (the paper does not say): the box is mapped onto the unit sphere in ``d + 1``
+      dimensions (``input_map="sphere"``, default: ``sto_bnts.embed_inputs``, the centre of the box
+      at the pole) or to the unit cube ``z`` itself (``"cube"``). On Hartmann-6 the cube did no
+      better than random search (docs/decisions.md, 2026-11-22). Outputs are standardised (mean 0,
+      std 1) before training (the paper does not say; it fixes the scale on which ``sigma`` and
+      ``nu`` act; the argmin is unchanged).
+    """
     init_fn, apply_fn, kernel_fn = mlp(depth, width, activation, W_std=gamma, b_std=gamma)
     shapes = jax.eval_shape(lambda k: init_fn(k, (-1, d_in))[1], jax.random.PRNGKey(0))
     spec = mlp_spec(depth, width, activation, gamma, gamma)
@@ -205,12 +157,22 @@ def train_smb(key, apply_fn, prior_var: Params, depth: int, x: Array, y: Array, 
     SimpleSMB draws ``theta~_0`` too and discards it, so both builders share ``theta_0`` and the
     target noise for the same key) and ``eps``.
 
+    Training (``optimizer``): ``"adam"`` (the paper's experiments: Adam, fixed learning rate
+    ``1e-3``; the number of steps is not given: ``num_steps=1000`` here) on
+    ``1/2 sum_i r_i^2 + 1/2 sigma^2 nu^2 |th - theta_0|^2`` (half of the loss above, the same
+    minimiser; ``ntkbo.algorithms.neural_bo.train``); ``"levenberg_marquardt"`` (STO-BNTS's monotone
+    Levenberg-Marquardt, default 10 steps: its first Gauss-Newton step is the trained *linearised*
+    network, i.e. the infinite-width limit the propositions describe); ``"gd"`` (Algorithms 2-3's
+    gradient descent, STO-BNTS's stable default step). ``sigma = 0`` (the paper's experiments) means
+    no regulariser and no target noise; the Levenberg-Marquardt solves then use a ``1e-10`` relative
+    jitter (``ntkbo.gp.default_jitter``).
+
     Args:
       apply_fn, prior_var, depth: the network (:func:`smb_network`; ``prior_var`` all ones).
       x: ``(n, d_in)`` network inputs; y: ``(n,)`` targets; mask: ``(n,)`` valid rows (default all).
       posterior: add He et al.'s ``delta`` (PosteriorSMB).
       sigma, nu: the paper's ``sigma`` (``sigma^2`` the noise variance; ``>= 0``) and ``nu``.
-      optimizer, num_steps, learning_rate: module docstring (``None``: 10 Levenberg-Marquardt, 1000
+      optimizer, num_steps, learning_rate: training, above (``None``: 10 Levenberg-Marquardt, 1000
         Adam, 10,000 GD steps; Adam ``1e-3``; GD STO-BNTS's stable step).
       jitter: relative Cholesky jitter of the Levenberg-Marquardt / GD-step solves.
 
@@ -271,7 +233,18 @@ def simple_smb(key, apply_fn, prior_var, depth, x, y, mask=None, **kwargs
                ) -> tuple[Callable[[Array], Array], tuple]:
     """SimpleSMB (Algorithm 2): ``(f~, info)`` with ``f~(xs (n, d_in)) -> (n,)`` the returned
     ``nu f(.; theta_t)`` and ``info = (loss_start, loss, ok)``; arguments as :func:`train_smb`.
-    Over keys, at large width, ``f~`` has Prop. 1's mean and covariance."""
+    Over keys, at large width, ``f~`` has Prop. 1's mean and covariance.
+
+    What the trained network is (infinite width, training to convergence in the lazy regime;
+    ``K`` the NNGP kernel, ``Theta`` the NTK of the network, ``A = Theta_XX + sigma^2 I``):
+
+    * PosteriorSMB (Prop. 2): a draw from the NTK-GP posterior, mean ``Theta_xX A^-1 Y``, covariance
+      ``nu^2 (Theta_xx' - Theta_xX A^-1 Theta_Xx')``: GP-Thompson sampling with the NTK.
+    * SimpleSMB (Prop. 1): the same mean, covariance ``nu^2 [K_xx' - (Theta_xX A^-1 K_Xx' + h.c.)
+      + Theta_xX A^-1 (K_XX + sigma^2 I) A^-1 Theta_Xx']``: not a posterior of any GP.
+
+    Both are checked numerically in ``tests/test_neural_greedy.py`` (slow tests).
+    """
     return _smb(False, key, apply_fn, prior_var, depth, x, y, mask, **kwargs)
 
 
@@ -279,7 +252,10 @@ def posterior_smb(key, apply_fn, prior_var, depth, x, y, mask=None, **kwargs
                   ) -> tuple[Callable[[Array], Array], tuple]:
     """PosteriorSMB (Algorithm 3): ``(f~, info)`` with ``f~(xs (n, d_in)) -> (n,)`` the returned
     ``nu [f(.; theta_t) + delta(.)]``; arguments as :func:`train_smb`. Over keys, at large width,
-    ``f~`` is a draw from the NTK-GP posterior (Prop. 2)."""
+    ``f~`` is a draw from the NTK-GP posterior (Prop. 2).
+
+    See :func:`simple_smb` for both propositions.
+    """
     return _smb(True, key, apply_fn, prior_var, depth, x, y, mask, **kwargs)
 
 
@@ -310,23 +286,47 @@ def neural_greedy(
     num_best: int = 0,
     jitter: float | None = None,
 ) -> Algorithm:
-    """Neural Greedy (Algorithm 1) with SimpleSMB or PosteriorSMB (module docstring).
+    """Neural Greedy (Algorithm 1) with SimpleSMB or PosteriorSMB (the module docstring has the
+    algorithm).
+
+    The query (App. F.2): the network's minimiser over the box by random restarts and gradient
+    descent: ``ntkbo.optimize.maximize_acquisition`` on ``-f~`` in the unit cube, with
+    ``num_candidates=10`` uniform starts all refined (``num_restarts=10``) for ``num_acq_steps=500``
+    steps. The paper uses plain GD with a fixed step 0.01; ntkbo's ``"pgd"`` (projected, normalised,
+    step-adapted gradient ascent) is used by default because a fixed step is scale dependent and the
+    paper does not say how the box constraint is enforced. ``num_best > 0`` adds the best
+    observed points and their perturbations as starts (not in the paper).
+
+    Exploration ``T_e`` (``num_explore``): uniform random points while fewer than ``num_explore``
+    observations exist, counting ``ntkbo.minimize``'s initial design. Section 2: ``T_e`` "typically
+    <= 10" (the default 10); App. F.2's rule ``5 d`` clipped to ``[0.025 T, 0.075 T]`` is
+    :func:`paper_num_explore`.
+
+    Batches (``q > 1``, not defined by the paper): ``q`` independently initialised networks (and
+    target noises) trained on the same data, each giving its own minimiser (``jax.vmap``). For
+    PosteriorSMB these are ``q`` independent NTK-GP posterior draws, i.e. parallel Thompson sampling
+    (Kandasamy et al. 2018); in the exploration phase, ``q`` independent uniform points. The points
+    are distinct with probability one.
+
+    Building blocks (pure; for ``theory_checks`` and ``vmap`` over hyper-parameters):
+    :func:`smb_network`, :func:`train_smb`, :func:`simple_smb`, :func:`posterior_smb`,
+    :func:`paper_num_explore`.
 
     Args:
       smb: ``"simple"`` (Algorithm 2) or ``"posterior"`` (Algorithm 3).
       width, depth: hidden width and layers (default 256, 1; paper: 5000, 1).
-      gamma: ``sigma_W = sigma_b = gamma`` (default 1.5, chosen on the dev suite, module
-        docstring; paper: tuned in ``[0.5, 5]``).
+      gamma: ``sigma_W = sigma_b = gamma`` (default 1.5, chosen on the dev suite,
+        docs/decisions.md; paper: tuned in ``[0.5, 5]``).
       sigma: ``sigma`` (``sigma^2`` the noise variance of the builders, on standardised outputs;
         default 0.1, paper experiments 0, Theorem 3 ``sqrt(1 + 2/T)``); ``>= 0``.
       nu: the output / exploration scale ``nu`` (paper: 1).
       activation: hidden activation (default ``"erf"``; the paper's tanh has no closed-form kernel).
-      optimizer, num_steps, learning_rate: training (module docstring; default 5
+      optimizer, num_steps, learning_rate: training (``train_smb``; default 5
         Levenberg-Marquardt steps; paper: Adam ``1e-3``; ``num_steps=None``: the optimiser's
         default count).
       num_explore: ``T_e``, observations (initial design included) before the greedy phase.
-      q: points per suggest (independent networks; module docstring).
-      input_map: ``"sphere"`` (default) or ``"cube"`` (module docstring).
+      q: points per suggest (independent networks; Batches, above).
+      input_map: ``"sphere"`` (default) or ``"cube"`` (``smb_network``).
       num_candidates, num_restarts, num_acq_steps, acq_method, sampler: the minimisation of the
         network (``ntkbo.optimize.maximize_acquisition``'s arguments; default 10 uniform starts
         with 100 steps; paper: 500 gradient steps).
