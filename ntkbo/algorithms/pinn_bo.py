@@ -1,5 +1,6 @@
-r"""PINN-BO (Phan-Trong, Tran-The, Gupta; thesis ch. 5, ECML-PKDD 2024): black-box optimisation of an
-``f`` known to obey a PDE ``N[f] = g`` with a cheap ``g`` (seed-001 digest sections 2.1-2.6).
+r"""PINN-BO (Dat Phan-Trong, Hung Tran-The and Sunil Gupta, ECML-PKDD 2024; Phan-Trong's thesis,
+"DNN-based Black-box Optimization", Deakin University, 2024, chapter 5): black-box optimisation of
+an ``f`` known to obey a PDE ``N[f] = g`` with a cheap ``g``.
 
 Two models, one data set ``D_t = {(x_i, y_i)}`` plus PDE data ``R = {(z_j, u_j)}``, ``u_j = g(z_j)``:
 
@@ -8,20 +9,8 @@ the loss of Eq. (5.1)::
 
     L(theta) = sum_i w_u [y_i - nu h(x_i)]^2 + sum_j w_r |u_j - nu N[h](z_j)|^2 + lam |theta - theta_0|^2
 
-(``ntkbo`` halves the whole loss, as ``neural_bo.train`` does). ``N[h]`` is computed by automatic
-differentiation of the network in its input (``Problem.pde.operator``), with the chain rule through
-the map of the box to the network's input cube (the authors' code skipped it, digest section 2.6).
-``loss="sum"`` (Eq. 5.1: ``w_u = w_r = 1``) or ``"mean"`` (the code: ``MSE_data + MSE_residual``,
-``w_u = 1 / t``, ``w_r = pde_weight / (N_r r)`` for ``r`` equations per point); with ``"sum"``,
-``w_r = pde_weight``. ``pde_weight=0`` removes the PDE data (the network then fits the data only). The query is greedy
-(Algorithm 4 lines 5-6): ``x_t = argmin_x h(x; theta_{t-1})``, found by ``ntkbo.optimize``
-(Sobol candidates, the best observed points and their perturbations, then projected gradient
-descent, since ``h`` is smooth; the code's refinement was a no-op, digest section 2.6). The thesis
-justifies the greedy rule as Thompson sampling: in the infinite-width limit, a network trained
-from its random ``theta_0`` on the ``nu``-scaled loss is a draw from ``GP(mu_t, nu^2 sigma_t^2)``
-(Lemma 5.3.4); at a finite width it is only approximately one.
-``theta_0`` is drawn once in ``init`` (Algorithm 4 line 1) and training restarts from it every round
-unless ``warm_start=True`` (the code).
+and the query is greedy, ``x_t = argmin_x h(x; theta_{t-1})`` (Algorithm 4 lines 5-6), a Thompson
+draw in the infinite-width limit (Lemma 5.3.4). ``N[h]`` is the network's derivative in its input.
 
 **``pinn_ntk_gp``: the infinite-width counterpart (Definition 5.3.1, Lemma 5.3.4).** A GP whose
 kernel is the analytic NTK ``k`` of that network, the limit of its empirical NTK as the width grows
@@ -31,70 +20,16 @@ kernel is the analytic NTK ``k`` of that network, the limit of its empirical NTK
 
     K_uu(x, x') = k(x, x'),   K_ur(x, z) = N_z k(x, z),   K_rr(z, z') = N_z N_z' k(z, z')
 
-obtained by automatic differentiation of ``k`` in its inputs (``pinn_kernels``; ``N`` must be linear,
-as the theory assumes). The posterior (Lemma 5.3.4 in kernel form)::
-
-    mu(x)      = [K_ur(x, Z)  K_uu(x, X)] Khat^-1 [U; Y]
-    sigma^2(x) = k(x, x) - [K_ur(x, Z)  K_uu(x, X)] Khat^-1 [.]^T,
-    Khat       = [[K_rr + lam2 I, K_ru], [K_ur, K_uu + lam1 I]]
-
-and the acquisition is ``"ts"`` (Thompson: the minimiser of a draw ``mu + nu sigma eps``, independent
-per candidate as in NeuralBO), ``"lcb"`` (``mu - nu sigma``) or ``"mean"`` (greedy). The
-interaction information ``I(f; Y_t; U_r)`` of Lemma 5.3.6 is ``interaction_information``.
+with the posterior of Lemma 5.3.4 (``joint_fit``, ``joint_predict``) and a Thompson, LCB or greedy
+acquisition.
 
 **Sign convention.** PINN-BO is stated as a minimisation (Algorithm 4 line 6: argmin), as in ntkbo;
 the surrogates model ``f`` itself and the query is their (or their draw's) minimiser.
 
-**Units.** Inputs: the box is mapped to ``[-1, 1]^d`` (``c(x) = 2 (x - lower) / (upper - lower) -
-1``), the network sees ``c(x)`` and operators are applied to ``x -> h(c(x))`` in the original
-coordinates. Outputs: observations are standardised, ``f = m + s f_s`` (``m``, ``s`` the mean and std
-of the valid ``y``), and since ``N`` is linear the PDE data become ``N[f_s] = (u - N[m]) / s`` (``N[m]``
-is ``N`` applied to the constant ``m``: non-zero for the operators containing ``f`` itself).
-
-**Defaults and deviations.**
-
-* Network: ``depth=2`` hidden layers of ``width=64``, activation ``"erf"``, biases ``b_std=0.1``.
-  The thesis grid-searches width in ``{100, 200, 500}`` and depth in ``{2, 3, 4}`` per function on
-  50 initial points (its depth ``L`` counts the weight matrices: 1 to 3 hidden layers); the code
-  uses tanh (e.g. 4 ``Linear`` layers of 50, 3 hidden). ``tanh`` has no closed-form NTK, so
-  ntkbo uses ``erf`` (the same sigmoid shape) for both models; pass ``activation="gelu"`` etc.
-* Training: Adam (the code; the thesis says (S)GD with ExponentialLR 0.95), ``learning_rate=1e-2``,
-  ``num_steps=200`` per update, every update (the code's setting for DropWave, heat and the beam;
-  the thesis says every 10 iterations), from ``theta_0`` (``warm_start=False``), ``lam=0`` (the thesis
-  has no regulariser; the code uses weight decay, ``reg_center="zero"`` with ``lam > 0``).
-* ``nu``: a constant (``1``, the code: ``exploration_coeff = 1``) or a function of ``t``. The thesis's
-  ``nu_t = B + R~ sqrt(2 gamma_t - 2 I(f; Y_t; U_r) + log 1/delta)`` needs the RKHS norm bound ``B``,
-  the sub-Gaussian constants and the maximal information gain ``gamma_t``, none of which is known
-  for a black box; ``pinn_ntk_gp(nu="thesis", B=, R1=, R2=, delta=)`` evaluates it with ``gamma_t``
-  replaced by the information gain of the observed points ``I(f; Y_t)`` (the first bound of Lemma
-  5.3.8), i.e. ``nu_t = B + R~ sqrt(2 I(f; Y_t | U_r) + log 1/delta)``.
-* PDE data: ``num_residuals`` (``N_r``) uniform points of the box drawn in ``init`` (the code draws
-  40,000 uniform points; 64 here by default, for cost), with ``u_j = g(z_j)`` exact (``g`` is cheap;
-  ``rhs_noise_std`` adds the thesis's ``eta``).
-* Presets (:data:`PRESETS_BY_NAME`): ``pinn_bo(pde, preset="paper")`` (the thesis) and
-  ``preset="authors"`` (the released code), ``pinn_ntk_gp(pde, preset="paper")``.
-
-**Measured (not the thesis's result).** With small CPU settings (width 32, depth 2, ``N_r = 128``,
-``loss="sum"``, Adam 300 steps at 0.02, no refinement) on Cosine Mixture 5-D, budget 30, 10 initial
-points, 8 seeds (``split(PRNGKey(2024), 8)``): mean best value -0.0965 (sd 0.055) against
--0.1005 (sd 0.046) for ``neural_bo`` with the same network and training without PDE data (Welch
-p = 0.56): no advantage was found at this scale. The thesis's runs use 40,000 residual points, 50
-initial points, 1,000 iterations and per-function grid-searched networks.
-
-In 2-D, where a few hundred residual points cover the box and the equation (nearly) determines
-``f``, the defaults with ``warm_start=True`` (so that the 200 steps per update accumulate) beat
-``neural_bo()`` (the thesis's Neural-BO baseline, no PDE data) on the same 8 keys and initial
-designs (5 points; ``tests/test_pinn_bo.py``, slow): Cosine Mixture (``grad f`` known: ``f`` up to a
-constant), ``N_r = 256``, budget 12: mean best -0.1260 (within 1e-4 of the optimum on every seed)
-against -0.0145, one-sided Welch p = 2e-4; Styblinski-Tang (``f`` known along every diagonal line up
-to a function of ``x_1 - x_2``), ``N_r = 128``, budget 15: -78.09 (optimum -78.33) against -61.45,
-p = 3e-4. ``pde_weight=0`` (the same network without PDE data) is beaten too (-0.035, p = 0.013;
--58.96, p = 9e-4), so the gain comes from the PDE data. With 128 residual points the Cosine Mixture
-fit under-resolves ``sin(5 pi x)`` and misses the optimum (width 32, cold start, budget 20: 0.024
-against -0.064). Not significant or worse at these budgets (5 initial points): DropWave 2-D,
-``N_r = 256``, warm start, budget 20: -0.736 against -0.599 (p = 0.12), budget 30: -0.737 against
--0.715 (the greedy query stalls); heat case 3, the same, budget 20: -563 against -688; heat case 2
-(width 32, ``N_r = 128``, cold start, budget 30, 10 initial points): -582 against -786.
+**Defaults and the thesis.** The thesis grid-searches the network per function and trains by (S)GD;
+the defaults are a CPU-sized ``erf`` network (tanh has no closed-form NTK), Adam, 64 residual points
+and ``nu = 1``; :data:`PRESETS_BY_NAME` has the thesis's (``"paper"``) and the released code's
+(``"authors"``) settings, and ``pinn_bo`` lists every departure with its reason.
 """
 
 from __future__ import annotations
@@ -402,7 +337,7 @@ def joint_condition(f: JointFactor, u: Array, y: Array, mask: Array, lam1,
     target = jnp.where(m, jnp.concatenate([u, y]), 0.0)
     alpha = G.cholesky_solve(f.chol, target)
     # information quantities: log det(I + Lambda^-1/2 K Lambda^-1/2) = log det(K + Lambda) - log det
-    # Lambda over the valid rows (Lemma 5.3.6 in kernel form, digest section 2.4); padding rows
+    # Lambda over the valid rows (Lemma 5.3.6 in kernel form, App. C.2); padding rows
     # of the factor are identity (log 1 = 0)
     logdet_joint = 2.0 * jnp.sum(jnp.log(jnp.diagonal(f.chol))) - jnp.sum(
         jnp.where(m, jnp.log(noise), 0.0))
@@ -443,7 +378,7 @@ def joint_predict(k, k_ur, post: JointPosterior, z: Array, x: Array, xs: Array):
 
 def interaction_information(k_uu: Array, k_ur: Array, k_rr: Array, lam1, lam2) -> Array:
     """``I(f; Y_t; U_r) = I(f; Y_t) - I(f; Y_t | U_r)`` (Definition 5.3.5), by the kernel form of
-    Lemma 5.3.6 (digest section 2.4)::
+    Lemma 5.3.6 (App. C.2)::
 
         I = 1/2 [log det(I + K_uu / lam1) + log det(I + K_rr / lam2)
                  - log det(I + Lambda^-1/2 K_NTK-PINN Lambda^-1/2)],  Lambda = diag(lam1 I, lam2 I)
@@ -539,7 +474,59 @@ def pinn_bo(
     acq_steps: int = 20,
     method: str = "pgd",
 ) -> Algorithm:
-    """PINN-BO (module docstring: the loss, the greedy query, defaults and deviations).
+    """PINN-BO: the network model of the module docstring (Algorithm 4).
+
+    The loss is Eq. (5.1) of the module docstring (``ntkbo`` halves the whole loss, as
+    ``neural_bo.train`` does). ``N[h]`` is computed by automatic differentiation of the network in
+    its input (``Problem.pde.operator``), with the chain rule through the map of the box to the
+    network's input cube (the authors' code skipped it). ``loss="sum"`` (Eq. 5.1: ``w_u = w_r = 1``)
+    or ``"mean"`` (the code: ``MSE_data + MSE_residual``, ``w_u = 1 / t``,
+    ``w_r = pde_weight / (N_r r)`` for ``r`` equations per point); with ``"sum"``,
+    ``w_r = pde_weight``. ``pde_weight=0`` removes the PDE data (the network then fits the data
+    only). The query is greedy (Algorithm 4 lines 5-6): ``x_t = argmin_x h(x; theta_{t-1})``, found
+    by ``ntkbo.optimize`` (Sobol candidates, the best observed points and their perturbations, then
+    projected gradient descent, since ``h`` is smooth; the code's Adam refinement received no
+    gradient). The thesis justifies the greedy rule as Thompson sampling: in the infinite-width
+    limit, a network trained from its random ``theta_0`` on the ``nu``-scaled loss is a draw from
+    ``GP(mu_t, nu^2 sigma_t^2)`` (Lemma 5.3.4); at a finite width it is only approximately one.
+    ``theta_0`` is drawn once in ``init`` (Algorithm 4 line 1) and training restarts from it every
+    round unless ``warm_start=True`` (the code).
+
+    Units. Inputs: the box is mapped to ``[-1, 1]^d``
+    (``c(x) = 2 (x - lower) / (upper - lower) - 1``), the network sees ``c(x)`` and operators are
+    applied to ``x -> h(c(x))`` in the original coordinates. Outputs: observations are standardised,
+    ``f = m + s f_s`` (``m``, ``s`` the mean and std of the valid ``y``), and since ``N`` is linear
+    the PDE data become ``N[f_s] = (u - N[m]) / s`` (``N[m]`` is ``N`` applied to the constant
+    ``m``: non-zero for the operators containing ``f`` itself).
+
+    Defaults and deviations:
+
+    * Network: ``depth=2`` hidden layers of ``width=64``, activation ``"erf"``, biases
+      ``b_std=0.1``. The thesis grid-searches width in ``{100, 200, 500}`` and depth in
+      ``{2, 3, 4}`` per function on 50 initial points (its depth ``L`` counts the weight matrices: 1
+      to 3 hidden layers); the code uses tanh (e.g. 4 ``Linear`` layers of 50, 3 hidden). ``tanh``
+      has no closed-form NTK, so ntkbo uses ``erf`` (the same sigmoid shape) for both models; pass
+      ``activation="gelu"`` etc.
+    * Training: Adam (the code; the thesis says (S)GD with ExponentialLR 0.95),
+      ``learning_rate=1e-2``, ``num_steps=200`` per update, every update (the code's setting for
+      DropWave, heat and the beam; the thesis says every 10 iterations), from ``theta_0``
+      (``warm_start=False``), ``lam=0`` (the thesis has no regulariser; the code uses weight decay,
+      ``reg_center="zero"`` with ``lam > 0``).
+    * ``nu``: a constant (``1``, the code: ``exploration_coeff = 1``) or a function of ``t``. The
+      thesis's ``nu_t = B + R~ sqrt(2 gamma_t - 2 I(f; Y_t; U_r) + log 1/delta)`` needs the RKHS
+      norm bound ``B``, the sub-Gaussian constants and the maximal information gain ``gamma_t``,
+      none of which is known for a black box; ``pinn_ntk_gp(nu="thesis", B=, R1=, R2=, delta=)``
+      evaluates it with ``gamma_t`` replaced by the information gain of the observed points
+      ``I(f; Y_t)`` (the first bound of Lemma 5.3.8), i.e.
+      ``nu_t = B + R~ sqrt(2 I(f; Y_t | U_r) + log 1/delta)``.
+    * PDE data: ``num_residuals`` (``N_r``) uniform points of the box drawn in ``init`` (the code
+      draws 40,000 uniform points; 64 here by default, for cost), with ``u_j = g(z_j)`` exact (``g``
+      is cheap; ``rhs_noise_std`` adds the thesis's ``eta``).
+    * Presets (:data:`PRESETS_BY_NAME`): ``pinn_bo(pde, preset="paper")`` (the thesis) and
+      ``preset="authors"`` (the released code), ``pinn_ntk_gp(pde, preset="paper")``.
+
+    The measurements on Cosine Mixture, Styblinski-Tang, DropWave and heat are in
+    docs/decisions.md (2026-11-22).
 
     Args:
       pde: the equation ``N[f] = g`` (``problem.pde``); required, since ``init`` only sees the box.
@@ -695,8 +682,20 @@ def pinn_ntk_gp(
     jitter: Optional[float] = None,
 ) -> Algorithm:
     """The infinite-width PINN-BO: a GP on the analytic NTK of ``pinn_bo``'s network (the limit of
-    its empirical NTK as the width grows), conditioned on ``f`` observations and PDE data (module
-    docstring; Definition 5.3.1 and Lemma 5.3.4).
+    its empirical NTK as the width grows), conditioned on ``f`` observations and PDE data
+    (Definition 5.3.1 and Lemma 5.3.4).
+
+    The blocks of the module docstring are obtained by automatic differentiation of ``k`` in its
+    inputs (``pinn_kernels``; ``N`` must be
+    linear, as the theory assumes). The posterior (Lemma 5.3.4 in kernel form)::
+
+        mu(x)      = [K_ur(x, Z)  K_uu(x, X)] Khat^-1 [U; Y]
+        sigma^2(x) = k(x, x) - [K_ur(x, Z)  K_uu(x, X)] Khat^-1 [.]^T,
+        Khat       = [[K_rr + lam2 I, K_ru], [K_ur, K_uu + lam1 I]]
+
+    and the acquisition is ``"ts"`` (Thompson: the minimiser of a draw ``mu + nu sigma eps``,
+    independent per candidate as in NeuralBO), ``"lcb"`` (``mu - nu sigma``) or ``"mean"`` (greedy).
+    The interaction information ``I(f; Y_t; U_r)`` of Lemma 5.3.6 is ``interaction_information``.
 
     Args:
       pde: the linear equation ``N[f] = g`` (``problem.pde``).
@@ -706,7 +705,7 @@ def pinn_ntk_gp(
       acquisition: ``"ts"`` (independent per-candidate draws, no refinement), ``"lcb"`` or ``"mean"``.
       nu: exploration scale: a number, a function of ``t``, or ``"thesis"``: ``B + R~ sqrt(2 I(f;
         Y_t | U_r) + log(1 / delta))`` with ``R~ = sqrt((R1/lam1)^2 + (R2/lam2)^2)`` (Algorithm 4
-        line 4 with ``gamma_t`` replaced by ``I(f; Y_t)``, module docstring).
+        line 4 with ``gamma_t`` replaced by ``I(f; Y_t)``, ``pinn_bo``).
       B, R1, R2, delta: the constants of ``nu="thesis"``.
       num_candidates, num_restarts, acq_steps: acquisition optimiser (``ntkbo.optimize``).
       method: refinement (``None``: ``"none"`` for ``"ts"``, ``"pgd"`` otherwise).
