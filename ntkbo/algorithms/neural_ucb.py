@@ -1,6 +1,7 @@
-r"""NeuralUCB (Zhou, Li and Gu, ICML 2020) and NeuralTS (Zhang, Zhou, Li and Gu, ICLR 2021) on a
-continuous box: the baselines of the STO-BNTS and Neural Greedy papers (seed-003 digest 3.6,
-seed-004 digest 6.2; NeuralBO's paper discusses them, seed-000 digest section 1).
+r"""NeuralUCB (Dongruo Zhou, Lihong Li and Quanquan Gu, "Neural Contextual Bandits with UCB-based
+Exploration", ICML 2020) and NeuralTS (Weitong Zhang, Dongruo Zhou, Lihong Li and Quanquan Gu,
+"Neural Thompson Sampling", ICLR 2021) on a continuous box: the baselines of the STO-BNTS and
+Neural Greedy papers (NeuralBO's paper discusses them).
 
 Both fit a network ``h(x; theta_t)`` to the data and use the gradient features of the *current*
 network, ``g(x) = grad_theta h(x; theta_{t-1})``, in ntkbo's conventions::
@@ -16,62 +17,17 @@ network, ``g(x) = grad_theta h(x; theta_{t-1})``, in ntkbo's conventions::
 (``nu`` is Zhou et al.'s ``gamma_t`` and Zhang et al.'s ``nu``.) Note the two papers differ by a
 factor ``sqrt(lam)``: NeuralUCB's bonus has no ``lam``, NeuralTS's variance has it.
 
-**The ``m`` factors.** ntkbo's networks are in NTK parameterisation (every parameter ``N(0, 1)``,
-scaled by ``W_std / sqrt(fan_in)`` in the forward pass). Writing the papers' weights as
-``W = W^ / sqrt(m)``, their gradients are ``g_W = sqrt(m) g`` with ``g`` the gradient w.r.t.
-ntkbo's parameters ``W^``, so ``g_W^T U_W^-1 g_W / m = g^T U^-1 g`` with ``U = lam I + sum g g^T``,
-and ``m lam |W - W_0|^2 = lam |W^ - W^_0|^2`` (the same absorption as
-``ntkbo.algorithms.neural_bo``'s docstring). Everything below uses ``g`` and ``U`` without ``m``.
-
-**U, two ways** (``u=``):
-
-* ``"full"`` (default): the exact ``U`` of the papers. It is never formed: the state keeps the
-  features ``G = [g_1; ...; g_t]`` (``t x p``) and, by Woodbury,
-  ``g^T U^-1 g = (g.g - k^T (K + lam I)^-1 k) / lam`` with ``K = G G^T``, ``k = G g``
-  (``neural_bo.dual_factor`` and ``neural_bo.variance_dual``): ``O(t^2 p + t^3)`` per suggest and
-  ``O(t p)`` memory, exact for any ``p``.
-* ``"diag"``: ``U ~ diag(U) = lam + sum_i g_i^2`` (the authors' code, and how the STO-BNTS paper
-  ran both baselines; ``neural_bo.variance_diag``): ``O(p)`` state.
-
 **Sign convention.** The papers maximise a reward. ntkbo minimises ``f``: the network models the
 standardised observations of ``f`` and the query minimises ``h - bonus`` (a lower confidence bound)
-or the Thompson draw, i.e. the papers' algorithms run on the reward ``-f``. ``info["acq_value"]``
-is the maximised ``-(h - bonus)`` or ``-f~`` in standardised units.
+or the Thompson draw, i.e. the papers' algorithms run on the reward ``-f``.
 
-**Maximisation over the box** (the papers have finite arm sets; the STO-BNTS paper ran both with its
-own continuous maximiser, digest 5.4). The UCB is a smooth row-wise function of ``x``: it is
-minimised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best observed points
-and their perturbations, then projected gradient refinement, ``acq_method="pgd"``). The Thompson
-draw is independent per point, hence not differentiable: candidate search only
-(``acq_method="none"``, as NeuralBO).
-
-**Batches** (``q > 1``; neither paper defines one). NeuralTS: ``q`` independent Thompson draws
-(parallel Thompson sampling, Kandasamy et al. 2018), each on its own candidates. NeuralUCB: the
-pending-point rule of GP-BUCB (Desautels et al. 2014), i.e. a kriging believer: after each of the
-``q`` choices its feature ``g(x_j; theta_{t-1})`` is added to ``U`` (the update Algorithm 1 would
-make once ``x_j`` is observed) while ``h`` is kept (the believed value is ``h(x_j)``, which would
-not move the fitted mean of the linearised model); the next point is chosen with the shrunk bonus.
-The bonus at a chosen point drops from ``b`` to ``b / sqrt(1 + b^2 / nu^2)``, so the same point
-is not chosen twice unless its bonus was zero.
-
-**Inputs and outputs.** Both papers assume unit-norm inputs (``|x| = 1``): the box is mapped onto
-the unit sphere (``input_map="sphere"``, ``ntkbo.algorithms.sto_bnts.embed_inputs``: the centre of
-the box at the pole) or used as the unit cube (``"cube"``). Outputs are standardised (mean 0, std
-1) before training (the papers' rewards are in ``[0, 1]``), after an optional warp
-(``y_transform``, none by default; ``ntkbo.algorithms.observations.transform_outputs``). Measured
-(8 seeds, ``tests/test_neural_ucb.py``, README "Status"): with two hidden layers of 64 units,
-``b_std=0.1`` and the log warp, NeuralUCB (``nu=0.3``, candidate search only) and NeuralTS
-(``nu=1``) beat random search on Branin and Hartmann-6; without the warp neither does on Branin.
-
-**Defaults.** A ReLU network with one hidden layer (Zhou et al.'s two-layer ``sqrt(m) W_2 relu(W_1
-x)``; the Greedy paper's baselines used 2 hidden layers of width 20, the STO-BNTS paper the
-NeuralTS code's depth 2, width 256, ``lam = 0.001``, ``nu = 1``), width 20, He scales
-``W_std = sqrt 2`` and no biases, ``lam = 0.01`` and ``nu = 0.1`` (inside the Greedy paper's grids
-``lam in {1e-2 .. 1e-5}``, ``gamma in {0.01, 0.1, 1}``), ``J = 100`` GD steps from ``theta_0``
-at ``neural_bo.gd_learning_rate``'s stable step. Zhou et al.'s symmetric initialisation (which only
-makes ``h(.; theta_0) = 0``) is not implemented. The baselines' settings of those two papers are
-presets (:data:`PRESETS_BY_NAME`): ``neural_ucb(preset="paper")`` (the Greedy paper's),
-``neural_ucb(preset="sto_bnts")``, ``neural_ts(preset="paper")`` (STO-BNTS's).
+**Defaults and the papers.** A ReLU network with one hidden layer of width 20 (Zhou et al.'s
+two-layer ``sqrt(m) W_2 relu(W_1 x)``), He scales, no biases, ``lam = 0.01``, ``nu = 0.1`` (inside
+the Greedy paper's grids), the exact ``U`` (``ucb_bonus``), ``J = 100`` GD steps from ``theta_0``,
+inputs on the unit sphere and standardised outputs. Zhou et al.'s symmetric initialisation (which
+only makes ``h(.; theta_0) = 0``) is not implemented. The baselines of the two papers that ran
+them on continuous black boxes are presets (:data:`PRESETS_BY_NAME`): ``neural_ucb(preset="paper")``
+(the Greedy paper's), ``neural_ucb(preset="sto_bnts")``, ``neural_ts(preset="paper")`` (STO-BNTS's).
 
 Building blocks: :func:`ucb_bonus` and :func:`ts_std` (the formulas above on given features);
 training and the variance forms are ``ntkbo.algorithms.neural_bo``'s.
@@ -110,12 +66,12 @@ NUM_BEST = 4
 
 #: Named settings, per factory (the two factories share this module and their sources differ;
 #: ``ntkbo.algorithms.presets``): ``ntkbo.algorithms.neural_ucb(preset=NAME, **options)`` and
-#: ``neural_ts(preset=NAME, ...)`` start from these, the ``options`` given override them. Neither
-#: algorithm's own paper is among the digests; the presets are the settings of the papers that ran
-#: them as baselines on continuous black boxes.
+#: ``neural_ts(preset=NAME, ...)`` start from these, the ``options`` given override them. The
+#: presets are the settings of the papers that ran these algorithms as baselines on continuous
+#: black boxes (their own papers work with finite arm sets).
 #:
-#: * ``neural_ucb``, ``"paper"``: the Neural Greedy paper's NeuralUCB baseline (seed-004, Section
-#:   3 and App. F.1-F.2; digest 6.2, 7): two hidden layers of width 20 (Section 3: "a 2-hidden
+#: * ``neural_ucb``, ``"paper"``: the Neural Greedy paper's NeuralUCB baseline (Be Greedy, Section
+#:   3 and App. F.1-F.2): two hidden layers of width 20 (Section 3: "a 2-hidden
 #:   layer network of width 20"; F.2 says "2-layer ... as described in (Zhou et al., 2020)", which
 #:   in Zhou et al.'s counting is one hidden layer: pass ``depth=1`` for that reading), the exact
 #:   ``U`` (the paper names the ``p x p`` inverse as the reason for the small network), weights
@@ -125,16 +81,16 @@ NUM_BEST = 4
 #:   function without reporting the winner; the acquisition from 10 random starts, 500 gradient
 #:   steps each (F.2).
 #: * ``neural_ucb`` and ``neural_ts``, ``"sto_bnts"``, and ``neural_ts``, ``"paper"`` (the Neural
-#:   Greedy paper did not run NeuralTS, so STO-BNTS's is the only paper setting in the digests):
-#:   the STO-BNTS paper's baselines (seed-003 digest 1.8 item 8, 3.1, 3.6): the NeuralTS code's
+#:   Greedy paper did not run NeuralTS, so STO-BNTS's is the only published continuous setting):
+#:   the STO-BNTS paper's baselines (Dai et al. 2022, Section 5 and App. F): the NeuralTS code's
 #:   depth 2, width 256, ReLU, ``lam = 0.001``, ``nu = 1``, the diagonal ``U``; the acquisition
 #:   from 10,000 random points, NeuralUCB's refined by L-BFGS from the best 100 (the paper's
 #:   L-BFGS-B with 100 restarts; NeuralTS's independent per-point draw is not differentiable, so
 #:   its best candidate is taken, as the paper's "reward sampled for each arm" on the points).
 #:
 #: Not expressible, so ntkbo's choice stays: training (Greedy paper: Adam at ``1e-3``; the
-#: NeuralTS code's defaults are not in the digest): ntkbo's ``J = 100`` GD steps from
-#: ``theta_0``; F.2's final bias initialised at 0 (``b_std`` draws every bias); uniform random
+#: STO-BNTS paper used the NeuralTS code's training, whose settings it does not state): ntkbo's
+#: ``J = 100`` GD steps from ``theta_0``; F.2's final bias initialised at 0 (``b_std`` draws every bias); uniform random
 #: starts (Sobol here) and a fixed-step gradient descent (``"pgd"``); the ``NUM_BEST`` best
 #: observed points always added as starts; the inputs and output scaling (unit sphere,
 #: standardised outputs), which neither paper states.
@@ -180,7 +136,26 @@ def ucb_bonus(g: Array, nu, lam, *, u: str = "full", g_obs=None, mask=None, u_di
               jitter=None) -> Array:
     """NeuralUCB's bonus ``nu sqrt(g^T U^-1 g)`` ``(n,)`` (the papers' ``/ m`` absorbed, module
     docstring), ``U = lam I + G^T G`` (``u="full"``: ``G = g_obs[mask]`` ``(C, p)``) or its diagonal
-    ``u_diag`` ``(p,)`` (``"diag"``); ``g`` ``(n, p)``."""
+    ``u_diag`` ``(p,)`` (``"diag"``); ``g`` ``(n, p)``.
+
+    The ``m`` factors: ntkbo's networks are in NTK parameterisation (every parameter ``N(0, 1)``,
+    scaled by ``W_std / sqrt(fan_in)`` in the forward pass). Writing the papers' weights as
+    ``W = W^ / sqrt(m)``, their gradients are ``g_W = sqrt(m) g`` with ``g`` the gradient w.r.t.
+    ntkbo's parameters ``W^``, so ``g_W^T U_W^-1 g_W / m = g^T U^-1 g`` with
+    ``U = lam I + sum g g^T``, and ``m lam |W - W_0|^2 = lam |W^ - W^_0|^2`` (the same absorption as
+    ``ntkbo.algorithms.neural_bo.paper_W_std``). Everything below uses ``g`` and ``U`` without
+    ``m``.
+
+    ``U``, two ways (``u=``):
+
+    * ``"full"`` (default): the exact ``U`` of the papers. It is never formed: the state keeps the
+      features ``G = [g_1; ...; g_t]`` (``t x p``) and, by Woodbury,
+      ``g^T U^-1 g = (g.g - k^T (K + lam I)^-1 k) / lam`` with ``K = G G^T``, ``k = G g``
+      (``neural_bo.dual_factor`` and ``neural_bo.variance_dual``): ``O(t^2 p + t^3)`` per suggest
+      and ``O(t p)`` memory, exact for any ``p``.
+    * ``"diag"``: ``U ~ diag(U) = lam + sum_i g_i^2`` (the authors' code, and how the STO-BNTS paper
+      ran both baselines; ``neural_bo.variance_diag``): ``O(p)`` state.
+    """
     chol = dual_factor(g_obs, mask, lam, jitter) if u == "full" else None
     return nu * jnp.sqrt(jnp.maximum(_quad(g, u, lam, g_obs, mask, chol, u_diag), 0.0))
 
@@ -304,7 +279,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
 
                 zq, value, opt_info = optimize.maximize_acquisition(k, lcb, unit, **opt)
                 h, bonus, g = parts(zq[None])
-                # Believer step (module docstring): x_j's feature joins U.
+                # Believer step (neural_ucb's docstring): x_j's feature joins U.
                 if u == "full":
                     g_ext = g_ext.at[cap + j].set(g[0])
                     m_ext = m_ext.at[cap + j].set(True)
@@ -347,6 +322,34 @@ def neural_ucb(
     """NeuralUCB (Zhou et al. 2020, Algorithm 1; formulas, conventions and defaults in the module
     docstring).
 
+    Sign convention. The papers maximise a reward. ntkbo minimises ``f``: the network models the
+    standardised observations of ``f`` and the query minimises ``h - bonus`` (a lower confidence
+    bound) or the Thompson draw, i.e. the papers' algorithms run on the reward ``-f``.
+    ``info["acq_value"]`` is the maximised ``-(h - bonus)`` or ``-f~`` in standardised units.
+
+    Maximisation over the box (the papers have finite arm sets; the STO-BNTS paper ran both with its
+    own continuous maximiser, App. F). The UCB is a smooth row-wise function of ``x``: it is
+    minimised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best observed points
+    and their perturbations, then projected gradient refinement, ``acq_method="pgd"``). The Thompson
+    draw is independent per point, hence not differentiable: candidate search only
+    (``acq_method="none"``, as NeuralBO).
+
+    Batches (``q > 1``; neither paper defines one). NeuralTS: ``q`` independent Thompson draws
+    (parallel Thompson sampling, Kandasamy et al. 2018), each on its own candidates. NeuralUCB: the
+    pending-point rule of GP-BUCB (Desautels et al. 2014), i.e. a kriging believer: after each of
+    the ``q`` choices its feature ``g(x_j; theta_{t-1})`` is added to ``U`` (the update Algorithm 1
+    would make once ``x_j`` is observed) while ``h`` is kept (the believed value is ``h(x_j)``,
+    which would not move the fitted mean of the linearised model); the next point is chosen with the
+    shrunk bonus. The bonus at a chosen point drops from ``b`` to ``b / sqrt(1 + b^2 / nu^2)``, so
+    the same point is not chosen twice unless its bonus was zero.
+
+    Inputs and outputs. Both papers assume unit-norm inputs (``|x| = 1``): the box is mapped onto
+    the unit sphere (``input_map="sphere"``, ``ntkbo.algorithms.sto_bnts.embed_inputs``: the centre
+    of the box at the pole) or used as the unit cube (``"cube"``). Outputs are standardised (mean 0,
+    std 1) before training (the papers' rewards are in ``[0, 1]``), after an optional warp
+    (``y_transform``, none by default; ``ntkbo.algorithms.observations.transform_outputs``). On
+    Branin the log warp was needed (docs/decisions.md, 2026-11-22).
+
     Args:
       width, depth, activation, W_std, b_std: the network (``ntkbo.kernels.mlp``, NTK
         parameterisation).
@@ -355,7 +358,7 @@ def neural_ucb(
       u: ``"full"`` (exact ``U``, dual form) or ``"diag"`` (diagonal approximation).
       num_steps, learning_rate: TrainNN's ``J`` GD steps from ``theta_0`` and step size (``None``:
         ``neural_bo.gd_learning_rate``).
-      q: points per suggest (believer rule, module docstring).
+      q: points per suggest (the batch rule above).
       input_map: ``"sphere"`` (unit-norm inputs, the papers' assumption) or ``"cube"``.
       num_candidates, num_restarts, num_acq_steps, acq_method: ``maximize_acquisition``'s
         ``num_candidates``, ``num_restarts``, ``num_steps`` and ``method``.
