@@ -12,11 +12,13 @@ evaluations, mean and standard error across seeds).
 given on the command line override the file, ``--set`` overrides single options, and an unknown
 key is an error naming it.
 
-**Precision.** ``--dtype float32|float64`` on ``run`` and ``bench``; each help states its default
-(``DEFAULT_DTYPE``): ``run`` float32, JAX's default (float64 when $JAX_ENABLE_X64 is set), since
-float32 is faster and BO's comparisons do not need more; ``bench`` float64, as every stored study
-in ``benchmarks/results`` ran, since a cell's dtype is part of its digest and a study resumes only
-in the precision it started in. ``coco`` keeps float64 (``--float32``), for targets down to 1e-8.
+**Precision.** ``run`` and ``bench`` both run in float64 unless ``--dtype float32`` says otherwise
+(``DEFAULT_DTYPE``; each ``--help`` states it): every committed study of a shipped spec
+(``benchmarks/specs``, run into ``benchmarks/results``) ran in float64, a cell's dtype is part of
+its digest, so a study resumes only in the precision it started in, and ``run``'s records are
+then comparable with the studies'. A ``bench`` into a folder whose cells ran in the other dtype
+stops with an error naming the ``--dtype`` that resumes it. ``coco`` keeps float64 too
+(``--float32``), for targets down to 1e-8.
 
 **Reproducing one seed.** XLA compiles a vmapped program differently from the unbatched one (on
 CPU: fused multiply-adds contracted in vectorised but not in scalar code, and other fusion and
@@ -646,7 +648,13 @@ def _bench(args) -> int:
 
     from ntkbo import experiments
 
-    _set_dtype(args)
+    dtype = _set_dtype(args)
+    stored = _stored_dtypes(args.out)
+    if stored and stored != {dtype}:
+        print(f"ntkbo bench: error: the cells in {args.out} ran in {', '.join(sorted(stored))}, "
+              f"this run in {dtype}; a study resumes only in its own dtype: pass --dtype "
+              f"{sorted(stored)[0]} (or use another --out)", file=sys.stderr)
+        return 2
     env = os.environ.get
     coordinator = args.coordinator or env("NTKBO_COORDINATOR")
     num_processes = args.num_processes or (int(env("NTKBO_NUM_PROCESSES"))
@@ -693,35 +701,42 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
-#: The floating-point precision each subcommand runs in unless ``--dtype`` says otherwise.
-#: ``run``: JAX's default, float32 (float64 when $JAX_ENABLE_X64 is set). ``bench``: float64, as
-#: every stored study (``benchmarks/results``) ran: a cell's dtype is part of its digest, so a
-#: study resumes only in the precision it started in.
-DEFAULT_DTYPE = {"run": "float32", "bench": "float64"}
+#: The floating-point precision ``run`` and ``bench`` run in unless ``--dtype`` says otherwise:
+#: one default for both, float64, the dtype of every committed study of a shipped spec
+#: (``benchmarks/results``): a cell's dtype is part of its digest, so a study resumes only in the
+#: precision it started in, and a ``run`` record compares with the studies' cells.
+DEFAULT_DTYPE = {"run": "float64", "bench": "float64"}
 
-_DTYPE_WHY = {"run": "JAX's default; float64 when $JAX_ENABLE_X64 is set",
-              "bench": "every cell records its dtype and a study resumes only in the one it "
-                       "started in"}
+_DTYPE_WHY = ("as every committed study ran; a study resumes only in the dtype its cells "
+              "recorded")
 
 
 def _add_dtype(p, command: str) -> None:
     p.add_argument("--dtype", choices=("float32", "float64"), default=None,
-                   help=f"floating-point precision (default: {DEFAULT_DTYPE[command]}; "
-                   f"{_DTYPE_WHY[command]})")
+                   help=f"floating-point precision (default: {DEFAULT_DTYPE[command]}, "
+                   f"{_DTYPE_WHY}; float32 is faster)")
 
 
-def _set_dtype(args) -> str | None:
-    """Applies ``args.dtype`` (or bench's default) to ``jax_enable_x64``; the dtype set, or None
-    where ``run`` leaves JAX's setting as it is."""
+def _set_dtype(args) -> str:
+    """Applies ``args.dtype`` (or the command's ``DEFAULT_DTYPE``; bench's ``--float32`` is
+    float32) to ``jax_enable_x64``; the dtype set."""
     dtype = args.dtype
-    if args.command == "bench" and dtype is None:
-        dtype = "float32" if args.float32 else DEFAULT_DTYPE["bench"]
     if dtype is None:
-        return None
+        dtype = "float32" if getattr(args, "float32", False) else DEFAULT_DTYPE[args.command]
     import jax
 
     jax.config.update("jax_enable_x64", dtype == "float64")
     return dtype
+
+
+def _stored_dtypes(out: str) -> set:
+    """The dtypes the cells already in the study folder ``out`` ran in (empty if none)."""
+    from ntkbo.experiments import store
+
+    if not os.path.isdir(os.path.join(out, "cells")):
+        return set()
+    return {store.read_meta(p).get("definition", {}).get("dtype")
+            for p in store.list_cells(out)} - {None}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -148,9 +148,10 @@ def test_list_options_prints_every_default_and_meaning(capsys):
 
 def test_help_is_plain_text_and_states_the_precision(capsys):
     """Every ``--help`` is plain text (no reST backticks from the docstrings it quotes), and
-    ``run`` and ``bench`` each state their default precision. Mutations caught: the help
-    formatter dropped (the description is the module docstring's "The ``ntkbo`` command line");
-    a ``--dtype`` help without its default."""
+    ``run`` and ``bench`` each state their default precision, the same one, float64, in the
+    description and in ``--dtype``'s help. Mutations caught: the help formatter dropped (the
+    description is the module docstring's "The ``ntkbo`` command line"); a ``--dtype`` help
+    without its default; ``run``'s default back to float32 (checked: fails here)."""
     helps = {}
     for command in ([], ["run"], ["demo"], ["list"], ["coco"], ["coco-report"], ["bench"],
                     ["report"]):
@@ -160,16 +161,18 @@ def test_help_is_plain_text_and_states_the_precision(capsys):
         helps[" ".join(command)] = " ".join(capsys.readouterr().out.split())
         assert "`" not in helps[" ".join(command)], command
     assert "The ntkbo command line" in helps[""]
-    assert "(default: float32;" in helps["run"] and "(default: float64;" in helps["bench"]
+    for command in ("run", "bench"):
+        assert "Precision: float64 unless --dtype says otherwise" in helps[command], command
+        assert "(default: float64, as every committed study ran;" in helps[command], command
 
 
 def test_dtype_sets_the_precision_run_and_bench_state(monkeypatch, tmp_path, capsys):
-    """``--dtype`` sets ``jax_enable_x64`` before anything runs: ``run`` leaves JAX's setting
-    (float32 unless $JAX_ENABLE_X64) unless given, ``bench`` sets float64 unless given
-    (``--float32`` its former spelling of float32). The update is recorded, not applied, so the
-    session stays in float64; each command then stops at a bad name or spec (exit 2). Mutations
-    caught: ``--dtype`` parsed but not applied; bench's default changed; ``--float32`` ignored;
-    contradicting flags accepted."""
+    """``--dtype`` sets ``jax_enable_x64`` before anything runs: ``run`` and ``bench`` both set
+    float64 unless given (bench's ``--float32`` its former spelling of float32). The update is
+    recorded, not applied, so the session stays in float64; each command then stops at a bad
+    name or spec (exit 2). Mutations caught: ``--dtype`` parsed but not applied; either
+    default changed (``run`` leaving JAX's setting, its former default, fails: no update);
+    ``--float32`` ignored; contradicting flags accepted."""
     calls = []
     real = jax.config.update
     monkeypatch.setattr(jax.config, "update", lambda name, value: calls.append(value) if name
@@ -178,7 +181,7 @@ def test_dtype_sets_the_precision_run_and_bench_state(monkeypatch, tmp_path, cap
     spec.write_text("")
     bad_run = ["--no-cache", "run", "--algo", "nope", "--problem", "branin", "--out", ""]
     bench = ["--no-cache", "bench", str(spec), "--out", str(tmp_path / "o"), "--quiet"]
-    for argv, want in [(bad_run, []), (bad_run + ["--dtype", "float32"], [False]),
+    for argv, want in [(bad_run, [True]), (bad_run + ["--dtype", "float32"], [False]),
                        (bad_run + ["--dtype", "float64"], [True]), (bench, [True]),
                        (bench + ["--dtype", "float32"], [False]), (bench + ["--float32"], [False])]:
         calls.clear()
@@ -190,6 +193,45 @@ def test_dtype_sets_the_precision_run_and_bench_state(monkeypatch, tmp_path, cap
     assert "--float32 contradicts --dtype float64" in capsys.readouterr().err
     assert cli.main(["--no-cache", "bench", str(tmp_path / "none.toml"), "--out", "o"]) == 2
     assert "SPEC must be an experiment spec file" in capsys.readouterr().err
+
+
+def test_one_default_dtype_resumes_every_committed_study(tmp_path, capsys):
+    """``run`` and ``bench`` share one default precision, and it is the dtype every committed
+    study of a shipped spec recorded in its cells (read from the stored files, not from the
+    code): ``ntkbo bench SPEC --out FOLDER`` with no ``--dtype`` resumes each of them. End to end
+    on a copy of ``status_constrained``: the default resumes it (all cells done, none re-run),
+    ``--dtype float32`` stops before running anything with an error naming the ``--dtype`` that
+    resumes it. Mutations caught (checked): bench's default float32 (the stored dtypes differ
+    and the copy refuses to resume); ``run``'s default unlike bench's; the dtype check dropped
+    (the float32 run fails on the first cell's digest, with a message that blames the spec)."""
+    import glob
+    import os
+    import shutil
+
+    from test_specs_shipped import committed_runs
+
+    from ntkbo.experiments import store
+
+    assert cli.DEFAULT_DTYPE["run"] == cli.DEFAULT_DTYPE["bench"]
+    runs = committed_runs()
+    assert len(runs) >= 10
+    for _, out in runs:
+        stored = {store.read_meta(p)["definition"]["dtype"] for p in store.list_cells(out)}
+        assert stored == {cli.DEFAULT_DTYPE["bench"]}, out
+    results = os.path.join(os.path.dirname(__file__), "..", "benchmarks")
+    copy = tmp_path / "status_constrained"
+    shutil.copytree(os.path.join(results, "results", "status_constrained"), copy)
+    spec = os.path.join(results, "specs", "status_constrained.toml")
+    before = {p: os.path.getmtime(p) for p in glob.glob(str(copy / "cells" / "*.npz"))}
+    try:
+        assert cli.main(["--no-cache", "bench", spec, "--out", str(copy), "--dtype",
+                         "float32", "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "ran in float64, this run in float32" in err and "pass --dtype float64" in err
+        assert cli.main(["--no-cache", "bench", spec, "--out", str(copy), "--quiet"]) == 0
+    finally:
+        jax.config.update("jax_enable_x64", True)  # the session's dtype (conftest)
+    assert {p: os.path.getmtime(p) for p in glob.glob(str(copy / "cells" / "*.npz"))} == before
 
 
 def test_progress_bar_shows_the_best_of_all_seeds(monkeypatch):
