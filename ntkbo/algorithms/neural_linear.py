@@ -1,6 +1,7 @@
-r"""Neural-linear Bayesian optimisation: DNGO (Snoek et al., ICML 2015) and NeuralLinTS (Riquelme
-et al. 2018; the Neural Greedy paper's baseline, seed-004 digest 6.2; DNGO is a baseline of
-NeuralBO, seed-000 digest section 7).
+r"""Neural-linear Bayesian optimisation: DNGO (Jasper Snoek et al., "Scalable Bayesian Optimization
+Using Deep Neural Networks", ICML 2015) and NeuralLinTS (Carlos Riquelme, George Tucker and Jasper
+Snoek, "Deep Bayesian Bandits Showdown", ICLR 2018), baselines of NeuralBO (DNGO) and of the Neural
+Greedy paper (NeuralLinTS).
 
 Each update trains a network ``h(x) = phi(x) . w_L`` on the (standardised) data; ``phi(x)`` is its
 last hidden layer as seen by the readout, i.e. the gradient of ``h`` with respect to the readout
@@ -13,60 +14,19 @@ activations, plus the constant ``b_std_L`` when the readout has a bias), so the 
     m_N = beta A^-1 Phi^T y
     f(x) | D ~ N(phi(x) . m_N, phi(x)^T A^-1 phi(x))           (the latent function, no noise)
 
-``alpha`` and ``beta`` are either fixed (``alpha``, ``beta`` numbers; NeuralLinTS: prior
-``gamma I``, i.e. ``alpha = 1 / gamma``, and noise ``sigma^2 = 1 / beta``) or, with ``"evidence"``
-(default, DNGO's choice of the marginal likelihood), set by maximising the log evidence
-``log p(y | alpha, beta)`` with MacKay's fixed-point iterations (Bishop eqs. 3.91-3.95,
-``num_evidence_iters`` of them)::
+``alpha`` and ``beta`` are fixed numbers (NeuralLinTS: prior ``gamma I``, ``alpha = 1 / gamma``,
+noise ``sigma^2 = 1 / beta``) or, with ``"evidence"`` (default, DNGO's marginal likelihood), set by
+MacKay's fixed-point iterations (Bishop eqs. 3.91-3.95; :func:`blr_posterior`). The acquisition is
+EI under the latent posterior (``"ei"``, DNGO) or one draw ``w~ ~ N(m_N, A^-1)`` minimised
+(``"ts"``, NeuralLinTS); ntkbo minimises, and both are written for minimisation.
 
-    gamma = sum_i l_i / (alpha + l_i),  l_i the eigenvalues of beta Phi^T Phi
-    alpha = gamma / |m_N|^2,            1 / beta = |y - Phi m_N|^2 / (N - gamma)
-
-from ``alpha = 1``, ``beta = 100`` (noise std 0.1 of the data's), with ``alpha`` in
-``[1e-6, 1e6]`` and ``beta`` in ``[1e-4, 1e4]`` (:func:`blr_posterior`, :func:`blr_evidence`).
-DNGO itself integrates
-``alpha, beta`` out by slice sampling under a horseshoe / log-normal prior and adds a quadratic
-prior mean; ntkbo uses the type-II maximum likelihood point estimate and a zero mean (on
-standardised outputs; the bias feature carries a constant).
-
-**Acquisition** (``acquisition=``; ntkbo minimises, and both rules are written for minimisation):
-
-* ``"ei"`` (DNGO): expected improvement below the best standardised observation under the latent
-  posterior above, maximised through ``ntkbo.acquisition.log_expected_improvement`` (same argmax,
-  no underflow far from the data).
-* ``"ts"`` (NeuralLinTS): one draw ``w~ ~ N(m_N, A^-1)`` and the minimiser of ``phi(x) . w~``, a
-  smooth function of ``x``.
-
-Both are maximised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best observed
-points and their perturbations, projected-gradient refinement).
-
-**Batches** (``q > 1``; neither paper defines one): ``"ts"``: ``q`` independent draws of ``w~``
-(parallel Thompson sampling, Kandasamy et al. 2018). ``"ei"``: kriging believer (Ginsbourger et al.
-2010): after each choice ``x_j``, the observation ``phi(x_j) . m_N`` is believed, which leaves
-``m_N`` unchanged, adds ``beta phi(x_j) phi(x_j)^T`` to ``A`` and lowers the incumbent to
-``min(best, phi(x_j) . m_N)``; the next point maximises EI under the updated posterior. The network
-and ``alpha, beta`` are kept.
-
-**Network and training** (DNGO: 3 hidden layers of 50 tanh units; tanh has no closed form in
-ntkbo's kernel registry, so ``"erf"``, its closed-form analogue, is the default): NTK
-parameterisation, ``W_std = 1``, ``b_std = 1``, retrained at every update from the same
-initialisation ``theta_0`` (drawn in ``init`` from its key) with full-batch Adam, learning rate
-``1e-2``, ``num_steps = 500``, on
-``1/2 sum (h - y)^2 + 1/2 weight_decay |theta|^2`` (``ntkbo.algorithms.neural_bo.train``).
-Inputs are mapped to the unit cube.
-
-**Outputs** are standardised, after an optional warp (``y_transform``, none by default:
-``ntkbo.algorithms.observations.transform_outputs``).
-
-**Measured** (8 seeds, ``tests/test_neural_linear.py``, README "Status"): with erf layers of scale 2
-(``W_std=2, b_std=2``), NeuralLinTS beats random search on Branin and Hartmann-6, and so does DNGO's
-EI with the log output warp (``y_transform="log"``: Branin 0.405, p = 0.0008). Without the warp
-DNGO's EI does not on Branin: two of 8 seeds stall, at 1.94 (the local minimum of the edge
-``x1 = 10``) and 5.04. Neither does NeuralLinTS at unit scales (one seed at 1.94).
-
-**Presets** (:data:`PRESETS_BY_NAME`): ``get("dngo", preset="paper")`` (NeuralBO's baseline:
-pybnn's defaults), ``preset="authors"`` (the NeuralBO repository's config) and
-``get("neural_lin_ts", preset="paper")`` (the Neural Greedy paper's baseline).
+**Defaults and the papers.** DNGO integrates ``alpha, beta`` out by slice sampling and adds a
+quadratic prior mean; ntkbo uses the type-II maximum-likelihood point estimate and a zero mean.
+DNGO's tanh layers become ``"erf"`` (tanh has no closed form in ntkbo's kernel registry); inputs are
+mapped to the unit cube and outputs standardised. Presets (:data:`PRESETS_BY_NAME`):
+``get("dngo", preset="paper")`` (NeuralBO's baseline: pybnn's defaults), ``preset="authors"`` (the
+NeuralBO repository's config) and ``get("neural_lin_ts", preset="paper")`` (the Neural Greedy
+paper's baseline).
 
 Building blocks: :func:`last_layer_features`, :func:`blr_posterior`, :func:`blr_evidence`,
 :func:`blr_predict`.
@@ -106,24 +66,24 @@ NUM_BEST = 4
 #: preset=NAME, **options)``; the options given override them; ``ntkbo.algorithms.presets``). They
 #: never set ``acquisition``, which the two names fix; ``neural_linear`` itself has none.
 #:
-#: * ``dngo``, ``"paper"``: NeuralBO's DNGO baseline (seed-000 digest 6.1: AutoML ``pybnn``,
+#: * ``dngo``, ``"paper"``: NeuralBO's DNGO baseline (NeuralBO, Section 7: AutoML ``pybnn``,
 #:   "default settings"), i.e. the defaults of ``pybnn.dngo.DNGO`` (github.com/automl/pybnn,
 #:   ``pybnn/dngo.py``): three tanh layers of 50 units, Adam at ``1e-2`` for 500 epochs, no weight
 #:   decay, outputs standardised, ``alpha`` and ``beta`` from their marginal likelihood.
-#: * ``dngo``, ``"authors"``: the NeuralBO repository's DNGO config (seed-000 digest 4.2, "Baseline
-#:   configs (Levy)"): ``num_epochs 100``, ``lr 0.01``, ``hidden_size 10``, ``n_restart 20``. Its
+#: * ``dngo``, ``"authors"``: the NeuralBO repository's DNGO config (its Levy baseline
+#:   configs): ``num_epochs 100``, ``lr 0.01``, ``hidden_size 10``, ``n_restart 20``. Its
 #:   DNGO wrapper survives only as bytecode; ``hidden_size`` is read as the width of pybnn's three
 #:   layers and ``n_restart`` as the refined acquisition starts (as for its other baselines).
-#: * ``neural_lin_ts``, ``"paper"``: the Neural Greedy paper's NeuralLinTS baseline (seed-004, App.
-#:   F.1-F.2; digest 6.2, 7): one hidden layer of width 500, weights ``N(0, gamma^2 / fan_in)`` and
+#: * ``neural_lin_ts``, ``"paper"``: the Neural Greedy paper's NeuralLinTS baseline (Be Greedy, App.
+#:   F.1-F.2): one hidden layer of width 500, weights ``N(0, gamma^2 / fan_in)`` and
 #:   hidden biases ``N(0, gamma^2)`` with ``gamma = 1`` (``W_std = b_std = 1``), Adam at ``1e-3``;
 #:   the prior ``gamma I`` and noise ``sigma^2`` fixed, ``alpha = 1 / gamma = 0.01`` and
 #:   ``beta = 1 / sigma^2 = 100``: the middle of its grids ``gamma in {10, 100, 1000}``,
 #:   ``sigma^2 in {0.001, 0.01, 0.1}``, searched per function without reporting the winner; the
 #:   acquisition from 10 random starts, 500 gradient steps each.
 #:
-#: Not expressible, so ntkbo's choice stays: tanh (``"erf"``, module docstring); pybnn's minibatches
-#: of 10 (an epoch is ``ceil(n / 10)`` Adam steps; here one full-batch step per epoch), its PyTorch
+#: Not expressible, so ntkbo's choice stays: tanh (``"erf"``, no closed-form kernel); pybnn's
+#: minibatches of 10 (an epoch is ``ceil(n / 10)`` Adam steps; here one full-batch step per epoch), its PyTorch
 #: initialisation (``U(+-1 / sqrt(fan_in))``, standard parameterisation) and its inputs scaled to
 #: zero mean and unit variance (the unit cube here); DNGO's MCMC over ``alpha, beta`` (type-II
 #: maximum likelihood here); the Greedy paper's final bias at 0, uniform random starts (Sobol here)
@@ -199,9 +159,26 @@ def _posterior(phi, y, mask, alpha, beta) -> BLRPosterior:
 
 def blr_posterior(phi: Array, y: Array, mask: Array, alpha="evidence", beta="evidence",
                   num_evidence_iters: int = 100) -> BLRPosterior:
-    """The posterior of ``w`` (module docstring) on the valid rows of ``phi`` ``(C, k)``, ``y``
-    ``(C,)``. ``alpha``/``beta``: numbers, or ``"evidence"`` (both, or the one given so) for
-    MacKay's fixed point of the log evidence."""
+    """The posterior of ``w`` (the module docstring's equations) on the valid rows of ``phi``
+    ``(C, k)``, ``y`` ``(C,)``. ``alpha``/``beta``: numbers, or ``"evidence"`` (both, or the one given so) for
+    MacKay's fixed point of the log evidence.
+
+    ``alpha`` and ``beta`` are either fixed (``alpha``, ``beta`` numbers; NeuralLinTS: prior
+    ``gamma I``, i.e. ``alpha = 1 / gamma``, and noise ``sigma^2 = 1 / beta``) or, with
+    ``"evidence"`` (default, DNGO's choice of the marginal likelihood), set by maximising the log
+    evidence ``log p(y | alpha, beta)`` with MacKay's fixed-point iterations (Bishop eqs. 3.91-3.95,
+    ``num_evidence_iters`` of them)::
+
+        gamma = sum_i l_i / (alpha + l_i),  l_i the eigenvalues of beta Phi^T Phi
+        alpha = gamma / |m_N|^2,            1 / beta = |y - Phi m_N|^2 / (N - gamma)
+
+    from ``alpha = 1``, ``beta = 100`` (noise std 0.1 of the data's), with ``alpha`` in
+    ``[1e-6, 1e6]`` and ``beta`` in ``[1e-4, 1e4]`` (:func:`blr_posterior`, :func:`blr_evidence`).
+    DNGO itself integrates
+    ``alpha, beta`` out by slice sampling under a horseshoe / log-normal prior and adds a quadratic
+    prior mean; ntkbo uses the type-II maximum likelihood point estimate and a zero mean (on
+    standardised outputs; the bias feature carries a constant).
+    """
     phi = jnp.where(mask[:, None], phi, 0.0)
     y = jnp.where(mask, y, 0.0)
     dtype = phi.dtype
@@ -278,7 +255,37 @@ def neural_linear(
     acq_method: str = "pgd",
     y_transform: str = "standardize",
 ) -> Algorithm:
-    """DNGO / NeuralLinTS (module docstring).
+    """DNGO / NeuralLinTS (the model is the module docstring's).
+
+    Acquisition (``acquisition=``; ntkbo minimises, and both rules are written for minimisation):
+
+    * ``"ei"`` (DNGO): expected improvement below the best standardised observation under the latent
+      posterior above, maximised through ``ntkbo.acquisition.log_expected_improvement`` (same
+      argmax, no underflow far from the data).
+    * ``"ts"`` (NeuralLinTS): one draw ``w~ ~ N(m_N, A^-1)`` and the minimiser of ``phi(x) . w~``, a
+      smooth function of ``x``.
+
+    Both are maximised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best
+    observed points and their perturbations, projected-gradient refinement).
+
+    Batches (``q > 1``; neither paper defines one): ``"ts"``: ``q`` independent draws of ``w~``
+    (parallel Thompson sampling, Kandasamy et al. 2018). ``"ei"``: kriging believer (Ginsbourger et
+    al. 2010): after each choice ``x_j``, the observation ``phi(x_j) . m_N`` is believed, which
+    leaves ``m_N`` unchanged, adds ``beta phi(x_j) phi(x_j)^T`` to ``A`` and lowers the incumbent to
+    ``min(best, phi(x_j) . m_N)``; the next point maximises EI under the updated posterior. The
+    network and ``alpha, beta`` are kept.
+
+    Network and training (DNGO: 3 hidden layers of 50 tanh units; tanh has no closed form in
+    ntkbo's kernel registry, so ``"erf"``, its closed-form analogue, is the default): NTK
+    parameterisation, ``W_std = 1``, ``b_std = 1``, retrained at every update from the same
+    initialisation ``theta_0`` (drawn in ``init`` from its key) with full-batch Adam, learning rate
+    ``1e-2``, ``num_steps = 500``, on
+    ``1/2 sum (h - y)^2 + 1/2 weight_decay |theta|^2`` (``ntkbo.algorithms.neural_bo.train``).
+    Inputs are mapped to the unit cube.
+
+    Outputs are standardised, after an optional warp (``y_transform``, none by default:
+    ``ntkbo.algorithms.observations.transform_outputs``). On Branin DNGO's EI needs the log warp
+    (docs/decisions.md, 2026-11-22).
 
     Args:
       width, depth, activation, W_std, b_std: the network (``ntkbo.kernels.mlp``, NTK
@@ -287,7 +294,7 @@ def neural_linear(
       alpha, beta: prior and noise precisions (numbers ``> 0``) or ``"evidence"``.
       num_evidence_iters: MacKay fixed-point iterations.
       num_steps, learning_rate, weight_decay: full-batch Adam training from the initialisation.
-      q: points per suggest (module docstring).
+      q: points per suggest (the batch rule above).
       num_candidates, num_restarts, num_acq_steps, acq_method: ``maximize_acquisition``'s.
       y_transform: the output warp before standardisation
         (``ntkbo.algorithms.observations.transform_outputs``): ``"standardize"`` (none, DNGO),
