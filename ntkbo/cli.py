@@ -15,7 +15,7 @@ key is an error naming it.
 **Precision.** ``run`` and ``bench`` both run in float64 unless ``--dtype float32`` says otherwise
 (``DEFAULT_DTYPE``; each ``--help`` states it): every committed study of a shipped spec
 (``benchmarks/specs``, run into ``benchmarks/results``) ran in float64, a cell's dtype is part of
-its digest, so a study resumes only in the precision it started in, and ``run``'s records are
+its hash, so a study resumes only in the precision it started in, and ``run``'s records are
 then comparable with the studies'. A ``bench`` into a folder whose cells ran in the other dtype
 stops with an error naming the ``--dtype`` that resumes it. ``coco`` keeps float64 too
 (``--float32``), for targets down to 1e-8.
@@ -703,7 +703,7 @@ class _Version(argparse.Action):
 
 #: The floating-point precision ``run`` and ``bench`` run in unless ``--dtype`` says otherwise:
 #: one default for both, float64, the dtype of every committed study of a shipped spec
-#: (``benchmarks/results``): a cell's dtype is part of its digest, so a study resumes only in the
+#: (``benchmarks/results``): a cell's dtype is part of its hash, so a study resumes only in the
 #: precision it started in, and a ``run`` record compares with the studies' cells.
 DEFAULT_DTYPE = {"run": "float64", "bench": "float64"}
 
