@@ -57,8 +57,8 @@ def ackley(x: Array) -> Array:
     ``f(x) = -a exp(-b sqrt(mean_i x_i^2)) - exp(mean_i cos(c x_i)) + a + e``, with ``a = 20``,
     ``b = 0.2``, ``c = 2 pi``.
 
-    Domain ``[-32.768, 32.768]^d`` (SFU; NeuralBO's synthetic experiments, seed-000 section 6.2).
-    Neural-CBO's constrained Ackley uses ``[-5, 3]^5`` (seed-001 section 1.9). Global minimum
+    Domain ``[-32.768, 32.768]^d`` (SFU; NeuralBO's synthetic experiments, Section 7.1).
+    Neural-CBO's constrained Ackley uses ``[-5, 3]^5`` (the authors' code). Global minimum
     ``f(0) = 0``; ``f >= 0`` on all of ``R^d``. Reference: SFU, "Ackley Function".
     """
     x = _as_float(x)
@@ -74,7 +74,7 @@ def levy(x: Array) -> Array:
     ``f(x) = sin^2(pi w_1) + sum_{i=1}^{d-1} (w_i - 1)^2 [1 + 10 sin^2(pi w_i + 1)]
     + (w_d - 1)^2 [1 + sin^2(2 pi w_d)]``.
 
-    Domain ``[-10, 10]^d`` (SFU; NeuralBO, seed-000 section 6.2). Global minimum
+    Domain ``[-10, 10]^d`` (SFU; NeuralBO, Section 7.1). Global minimum
     ``f(1, ..., 1) = 0``; ``f >= 0`` on ``R^d``. Reference: SFU, "Levy Function".
     """
     x = _as_float(x)
@@ -96,7 +96,7 @@ def michalewicz(x: Array, m: int = 10) -> Array:
 
     ``f(x) = -sum_{i=1}^d sin(x_i) sin^{2m}(i x_i^2 / pi)``.
 
-    Domain ``[0, pi]^d`` (SFU; NeuralBO d = 10..100; PINN-BO d = 30, seed-001 section 2.5).
+    Domain ``[0, pi]^d`` (SFU; NeuralBO d = 10..100; PINN-BO d = 30, thesis Section 5.4.1).
     The function is separable, so its global minimum is the sum of ``d`` one-dimensional minima;
     ``ntkbo.benchmarks.get`` computes it that way for any ``d`` (``optima.separable_minimum``).
     Published values: ``-1.8013`` (d=2, at ``(2.20, 1.57)``), ``-4.687658`` (d=5), ``-9.66015``
@@ -112,7 +112,7 @@ def rastrigin(x: Array) -> Array:
     ``f(x) = 10 d + sum_i [x_i^2 - 10 cos(2 pi x_i)]``.
 
     Domain ``[-5.12, 5.12]^d`` (SFU; PINN-BO d = 20). GO-UCB uses ``[-5, 5]^20`` and maximises
-    ``-f`` (seed-002 section 6.2). Global minimum ``f(0) = 0``; ``f >= 0`` on ``R^d``.
+    ``-f`` (GO-UCB, Section 6). Global minimum ``f(0) = 0``; ``f >= 0`` on ``R^d``.
     Reference: SFU, "Rastrigin Function".
     """
     x = _as_float(x)
@@ -207,7 +207,7 @@ def cosine_mixture(x: Array) -> Array:
     maximum 0.8 for d=8); Ali, Khompatraporn & Zabinsky (2005); Jamil & Yang (2013);
     DIRECTGOLib ``CosineMixture.m``.
 
-    PINN-BO (seed-001 section 2.5, ``phantrdat/pinn-bo`` ``objectives.py``) minimises the
+    PINN-BO (thesis Section 5.4.1, ``phantrdat/pinn-bo`` ``objectives.py``) minimises the
     function with the *opposite* sign of the cosine term; that is ``cosine_mixture_pinnbo``.
     """
     x = _as_float(x)
@@ -224,7 +224,7 @@ def cosine_mixture_pinnbo(x: Array) -> Array:
     r"""Cosine Mixture as PINN-BO defines and minimises it.
 
     ``f(x) = 0.1 sum_i cos(5 pi x_i) + sum_i x_i^2`` on ``[-1, 1]^d`` (d = 50 in the thesis,
-    seed-001 section 2.5; the code ``objectives.Cosine_Mixture`` minimises exactly this). Its PDE
+    thesis Section 5.4.1; the code ``objectives.Cosine_Mixture`` minimises exactly this). Its PDE
     is ``df/dx_i = 2 x_i - 0.5 pi sin(5 pi x_i)``.
 
     Unlike the standard form (``cosine_mixture``), ``x = 0`` is a local *maximum* of each term
@@ -246,7 +246,7 @@ def schwefel(x: Array) -> Array:
 
     ``f(x) = 418.9829 d - sum_i x_i sin(sqrt|x_i|)``.
 
-    Domain ``[-500, 500]^d`` (SFU; listed among the likely benchmarks of seed-004 section 6.4).
+    Domain ``[-500, 500]^d`` (SFU).
     SFU gives ``f* = 0`` at ``x_i = 420.9687``; with the rounded constant 418.9829 the true
     minimum is ``1.27e-5 d`` (the one-dimensional maximum of ``t sin(sqrt t)`` is
     ``418.98288727...``), and ``get`` reports that computed value. Reference: SFU, "Schwefel
@@ -256,7 +256,7 @@ def schwefel(x: Array) -> Array:
 
 
 def goucb_f1(x: Array) -> Array:
-    r"""GO-UCB's realisable network ``f_1`` (seed-002 section 6.2), negated for minimisation.
+    r"""GO-UCB's realisable network ``f_1`` (GO-UCB, Section 6), negated for minimisation.
 
     GO-UCB maximises ``f_1(x) = sum_{k=1}^{25} sigmoid(1^T x + 1) + 1 = 25 sigmoid(1^T x + 1) + 1``
     (a one-hidden-layer sigmoid network with every weight and bias equal to 1) on
@@ -278,7 +278,7 @@ def branin(x: Array) -> Array:
     ``f(x) = a (x_2 - b x_1^2 + c x_1 - r)^2 + s (1 - t) cos(x_1) + s`` with ``a = 1``,
     ``b = 5.1 / (4 pi^2)``, ``c = 5 / pi``, ``r = 6``, ``s = 10``, ``t = 1 / (8 pi)``.
 
-    Domain ``[-5, 10] x [0, 15]`` (SFU; Neural-CBO, seed-001 section 1.9). Global minimum
+    Domain ``[-5, 10] x [0, 15]`` (SFU; Neural-CBO, thesis Section 4.3). Global minimum
     ``s t = 5 / (4 pi) = 0.397887...`` (SFU: 0.397887) at ``(-pi, 12.275)``, ``(pi, 2.275)`` and
     ``(3 pi, 2.475)`` (SFU: 9.42478): there the square vanishes and ``cos(x_1) = -1``, and
     ``f >= s t`` on all of ``R^2``. Reference: SFU, "Branin Function".
@@ -346,7 +346,7 @@ def hartmann6(x: Array) -> Array:
     ``f(x) = -sum_{i=1}^4 alpha_i exp(-sum_{j=1}^6 A_ij (x_j - P_ij)^2)``, ``alpha = (1, 1.2, 3,
     3.2)``, ``A``, ``P`` as in SFU (``P = 1e-4 [[1312, 1696, 5569, 124, 8283, 5886], ...]``).
 
-    Domain ``[0, 1]^6`` (SFU; Neural-CBO, seed-001 section 1.9; the greedy paper, seed-004).
+    Domain ``[0, 1]^6`` (SFU; Neural-CBO, thesis Section 4.3; the Be Greedy paper).
     Global minimum ``-3.32236801141551`` at ``(0.20168951105, 0.15001069194, 0.47687397419,
     0.27533243047, 0.31165161660, 0.65730053409)`` (DIRECTGOLib ``Hartman6.m``; SFU rounds
     these to -3.32237 at (0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573)).
@@ -416,7 +416,7 @@ def dropwave(x: Array) -> Array:
 
     ``f(x) = -(1 + cos(12 ||x||)) / (0.5 ||x||^2 + 2)``.
 
-    Domain ``[-5.12, 5.12]^2`` (SFU; PINN-BO, seed-001 section 2.5). Global minimum
+    Domain ``[-5.12, 5.12]^2`` (SFU; PINN-BO, thesis Section 5.4.1). Global minimum
     ``f(0) = -1``; ``f >= -1`` on ``R^2``. Reference: SFU, "Drop-Wave Function".
     """
     x = _as_float(x)
@@ -427,7 +427,7 @@ def dropwave(x: Array) -> Array:
 def simionescu(x: Array) -> Array:
     r"""Simionescu objective, d = 2, *without* its constraint: ``f(x) = 0.1 x_1 x_2``.
 
-    Domain ``[-1.25, 1.25]^2`` (Simionescu & Beale (2002); Neural-CBO, seed-001 section 1.9).
+    Domain ``[-1.25, 1.25]^2`` (Simionescu & Beale (2002); Neural-CBO, thesis Section 4.3).
     Unconstrained, the minimum on the box is ``-0.15625`` at the corners ``(1.25, -1.25)`` and
     ``(-1.25, 1.25)``. The benchmark is constrained by
     ``x_1^2 + x_2^2 <= (r_T + r_S cos(n arctan(x_1 / x_2)))^2`` with ``r_T = 1``, ``r_S = 0.2``,
@@ -489,7 +489,7 @@ def goldstein_price(x: Array) -> Array:
 
 
 def beam_deflection(x: Array) -> Array:
-    r"""PINN-BO's non-uniform Euler-Bernoulli beam displacement, d = 1 (seed-001 section 2.5).
+    r"""PINN-BO's non-uniform Euler-Bernoulli beam displacement, d = 1 (thesis Section 5.4.3.2).
 
     ``w(x) = sin(20 x) e^{2x} + sin(4 pi e^{2x}) + 0.4 x^3 + 0.2 x^2 + 6`` on ``[0, 1]``,
     minimised. This is the closed-form manufactured solution the code (``objectives.

@@ -1,7 +1,7 @@
 """``rover60``: rover trajectory planning of Wang et al. (2018, "Batched large-scale Bayesian
 optimization in high-dimensional spaces", code ``zi-w/Ensemble-Bayesian-Optimization``,
 ``rover_function.py`` / ``rover_utils.py``, the "large domain"), re-implemented in numpy/scipy.
-Used by TuRBO (Eriksson et al. 2019) and, in its 20-D form, STO-BNTS (seed-003 section 3.4).
+Used by TuRBO (Eriksson et al. 2019) and, in its 20-D form, STO-BNTS (Dai et al. 2022, Section 5.3).
 
 ``x`` in ``[0, 1]^60`` is mapped linearly to ``p = -0.1 + 1.2 x`` in ``[-0.1, 1.1]^60``, read as
 30 points ``p_1 .. p_30`` in the plane (``p.reshape(30, 2)``). A parametric cubic smoothing spline
