@@ -280,7 +280,7 @@ _ENTRIES: dict[str, _Entry] = {
     "beam_deflection": _Entry(
         S.beam_deflection, _box(0.0, 1.0), _Separable(S.beam_deflection_terms), dims=(1,)
     ),
-    # STO-BNTS's synthetic objective (seed-003 §3.2): a fixed SE-kernel GP sample path
+    # STO-BNTS's synthetic objective (its Section 5.1): a fixed SE-kernel GP sample path
     "gp_sample_1d": _Entry(G.GpSample(), _box(0.0, 1.0), _GridMin(G.GpSample()), dims=(1,)),
 }
 
@@ -307,7 +307,7 @@ _ENTRIES.update({
         constraints=C.speed_reducer_constraints),
 })
 
-# physics-informed problems (PINN-BO, seed-001 ch. 5): the same functions and boxes with their PDE
+# physics-informed problems (PINN-BO, thesis ch. 5): the same functions and boxes with their PDE
 class _HeatBoundary(NamedTuple):
     """The maximum principle: the minimum of ``-T`` (harmonic) is on the boundary of the square."""
 
@@ -455,21 +455,21 @@ def get(
 
     The paper setups, for example:
 
-    - NeuralBO (seed-000): ``get("ackley" | "levy" | "michalewicz", dim=10, noise="relative")``.
-    - Neural-CBO objectives (seed-001 ch. 4): ``get("branin")``, ``get("simionescu")``,
+    - NeuralBO (Section 7.1): ``get("ackley" | "levy" | "michalewicz", dim=10, noise="relative")``.
+    - Neural-CBO objectives (thesis chapter 4): ``get("branin")``, ``get("simionescu")``,
       ``get("ackley", 5, bounds=(-5, 3))``, ``get("hartmann6")``, ``noise_scale=0.05``; with their
       constraints ``c(x) <= 0`` (``ntkbo.benchmarks.constrained``): ``"branin_constrained"``,
       ``"simionescu_constrained"``, ``"ackley_constrained"``, ``"hartmann6_constrained"``,
       ``"gas_transmission"``, ``"speed_reducer"``.
-    - PINN-BO (seed-001 ch. 5): ``get("dropwave")``, ``get("styblinski_tang", 10)``,
+    - PINN-BO (thesis chapter 5): ``get("dropwave")``, ``get("styblinski_tang", 10)``,
       ``get("rastrigin", 20)``, ``get("michalewicz", 30)``, ``get("cosine_mixture_pinnbo", 50)``,
       ``get("beam_deflection")``, with ``noise="relative"``; with their PDE attached
       (``Problem.pde``, ``ntkbo.benchmarks.pde``): ``"dropwave_pde"``, ``"styblinski_tang_pde"``,
       ``"rastrigin_pde"``, ``"michalewicz_pde"``, ``"cosine_mixture_pde"`` (the PINN-BO sign),
       ``get("euler_beam")`` and ``get("heat_equation", case=1 | 2 | 3)`` (noise free in the code).
-    - GO-UCB (seed-002): ``get("goucb_f1", 20)``, ``get("styblinski_tang", 20, bounds=(-5, 5))``,
+    - GO-UCB (Section 6): ``get("goucb_f1", 20)``, ``get("styblinski_tang", 20, bounds=(-5, 5))``,
       ``get("rastrigin", 20, bounds=(-5, 5))``, ``noise_std=0.01``.
-    - Greedy/SMB (seed-004): ``get("ackley", d)``, ``get("hartmann6")``.
+    - Greedy/SMB (Be Greedy, Section 3): ``get("ackley", d)``, ``get("hartmann6")``.
 
     A suite member is named ``"<suite>/<member>"``, e.g. ``get("dev/ackley10")``
     (``ntkbo.benchmarks.suites``): its shifted and rotated problem, with ``noise_std`` or
