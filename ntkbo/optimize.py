@@ -20,9 +20,12 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
 5. If ``observed`` points are given (the evaluated inputs) and the result lies within
    ``min_distance`` of one of them (Chebyshev distance in units of the box's width, default
    ``MIN_DISTANCE``), it is replaced by the best refined start or candidate that does not, among
-   the ``num_restarts + DISTINCT_POOL`` best (``OptimizeInfo.replaced``): an evaluation of a
-   deterministic objective at a point already observed teaches the model nothing. If every one of
-   them is a duplicate (or none has a finite value) the result stays.
+   the ``num_restarts + DISTINCT_POOL`` best and ``DISTINCT_POOL`` candidates spread over the
+   set (every ``n // DISTINCT_POOL``-th: when the best candidates all crowd one observed corner,
+   the spread ones are still distinct) (``OptimizeInfo.replaced``): an evaluation of a
+   deterministic objective at a point already observed teaches the model nothing. A distinct
+   point is taken even if its value is not finite; only if all of them are duplicates does the
+   result stay.
 
 Gradient refinement needs ``acq_fn`` to be differentiable and *row-wise*: row ``i`` of the output
 depends only on row ``i`` of the input (true of EI, LogEI, PI, UCB and the posterior mean of any
@@ -124,20 +127,21 @@ def near_observed(points: Array, observed: Array, bounds, min_distance: float = 
 def best_distinct(points: Array, values: Array, observed: Array, bounds,
                   min_distance: float = MIN_DISTANCE) -> tuple[Array, Array]:
     """``(i, replaced)``: the index of the highest of ``values`` ``(n,)`` among ``points``
-    ``(n, d)`` not ``near_observed``, and whether that differs from the plain ``argmax`` because
-    the best point was near an observed one. If no distinct point has a finite value, ``argmax``
-    stands (``replaced`` is then ``False``)."""
+    ``(n, d)`` not ``near_observed`` (``argmax_distinct``), and whether that differs from the plain
+    ``argmax`` because the best point was near an observed one. If every point is near an
+    observed one, ``argmax`` stands (``replaced`` is then ``False``)."""
     return argmax_distinct(values, near_observed(points, observed, bounds, min_distance))
 
 
 def argmax_distinct(values: Array, duplicate: Array) -> tuple[Array, Array]:
     """``(i, replaced)``: ``argmax(values)`` ``(n,)``, unless that entry is a ``duplicate``
-    ``(n,)`` and another entry is not and has a finite value: then the highest such entry, with
-    ``replaced`` true."""
+    ``(n,)`` and another entry is not: then the highest entry that is not (entries whose value is
+    not finite rank below every finite one, above every duplicate), with ``replaced`` true."""
     best = jnp.argmax(values)
-    masked = jnp.where(duplicate, -jnp.inf, values)
-    alt = jnp.argmax(masked)
-    replaced = duplicate[best] & jnp.isfinite(masked[alt])
+    lowest = jnp.finfo(jnp.result_type(values, float)).min
+    rank = jnp.where(duplicate, -jnp.inf, jnp.where(jnp.isfinite(values), values, lowest))
+    alt = jnp.argmax(rank)
+    replaced = duplicate[best] & ~duplicate[alt]
     return jnp.where(replaced, alt, best), replaced
 
 
@@ -444,10 +448,11 @@ def _maximize_over(acq_fn, bounds, cand, num_restarts, num_steps, step_size, met
         # Stage 5: the result and its alternatives, best first (the refined starts, then the best
         # candidates); the first that is not an observed point.
         observed = jnp.asarray(observed, bounds.dtype)
-        pool_values, pool_idx = jax.lax.top_k(values, min(cand.shape[0],
-                                                          num_restarts + DISTINCT_POOL))
-        points = jnp.concatenate([x[None], x_ref, cand[pool_idx]])
-        scores = jnp.concatenate([value[None], v_ref, pool_values])
+        n = cand.shape[0]
+        pool_values, pool_idx = jax.lax.top_k(values, min(n, num_restarts + DISTINCT_POOL))
+        spread = jnp.arange(0, n, max(1, n // DISTINCT_POOL))[:DISTINCT_POOL]
+        points = jnp.concatenate([x[None], x_ref, cand[pool_idx], cand[spread]])
+        scores = jnp.concatenate([value[None], v_ref, pool_values, values[spread]])
         i, replaced = best_distinct(points, scores, observed, bounds, min_distance)
         x, value = points[i], scores[i]
     num_finite = jnp.sum(jnp.isfinite(values))

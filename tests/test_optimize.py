@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import qmc as scipy_qmc
 
 from ntkbo import acquisition, qmc
-from ntkbo.optimize import (MIN_DISTANCE, argmax_distinct, maximize_acquisition,
+from ntkbo.optimize import (DISTINCT_POOL, MIN_DISTANCE, argmax_distinct, maximize_acquisition,
                             maximize_acquisition_batch, maximize_over_candidates, near_observed)
 
 GENERATORS = (qmc.sobol, qmc.kronecker, qmc.uniform)
@@ -348,11 +348,33 @@ def test_an_observed_maximiser_is_replaced_by_the_best_distinct_point(method):
     assert not bool(info.replaced)
 
 
+def test_a_crowded_pool_still_yields_a_distinct_point():
+    # The best 100 candidates all sit on an observed corner (as perturbations of it clipped to the
+    # box do), more than the pool of num_restarts + DISTINCT_POOL best holds; the 28 others are
+    # distinct with lower values. The result is the best of those the spread part of the pool
+    # holds, never the corner. Mutation checked: without the spread candidates (the pool only the
+    # best ones) the corner is returned and replaced is False.
+    box = unit_box(2)
+    corner = jnp.asarray([0.0, 1.0])
+    others = jnp.stack([jnp.linspace(0.2, 0.8, 28), jnp.linspace(0.1, 0.6, 28)], axis=1)
+    cand = jnp.concatenate([jnp.broadcast_to(corner, (100, 2)), others])
+    acq = lambda x: -jnp.sum((x - corner) ** 2, axis=-1)  # noqa: E731
+    x, v, info = maximize_over_candidates(acq, box, cand, num_restarts=2, method="none",
+                                          observed=corner[None])
+    assert bool(info.replaced)
+    spread = np.arange(0, 128, 128 // DISTINCT_POOL)[:DISTINCT_POOL]
+    held = np.asarray(cand)[spread[spread >= 100]]
+    np.testing.assert_array_equal(x, held[np.argmax(np.asarray(acq(jnp.asarray(held))))])
+
+
 def test_argmax_distinct_keeps_a_duplicate_only_without_alternative():
     v = jnp.asarray([1.0, 3.0, 2.0, -jnp.inf])
     i, r = argmax_distinct(v, jnp.asarray([False, True, False, False]))
     assert int(i) == 2 and bool(r)
-    i, r = argmax_distinct(v, jnp.asarray([True, True, True, False]))  # only -inf left
+    # only a -inf entry is distinct: it is still taken (a noise-free repeat teaches nothing)
+    i, r = argmax_distinct(v, jnp.asarray([True, True, True, False]))
+    assert int(i) == 3 and bool(r)
+    i, r = argmax_distinct(v, jnp.asarray([True, True, True, True]))  # no alternative: stays
     assert int(i) == 1 and not bool(r)
     with pytest.raises(ValueError, match="observed must have shape"):
         maximize_acquisition(jax.random.PRNGKey(0), lambda x: -jnp.sum(x**2, -1), unit_box(2),
