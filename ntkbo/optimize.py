@@ -19,13 +19,9 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
    acquisition value below the best candidate.
 5. If ``observed`` points are given (the evaluated inputs) and the result lies within
    ``min_distance`` of one of them (Chebyshev distance in units of the box's width, default
-   ``MIN_DISTANCE``), it is replaced by the best refined start or candidate that does not, among
-   the ``num_restarts + DISTINCT_POOL`` best and ``DISTINCT_POOL`` candidates spread over the
-   set (every ``n // DISTINCT_POOL``-th: when the best candidates all crowd one observed corner,
-   the spread ones are still distinct) (``OptimizeInfo.replaced``): an evaluation of a
-   deterministic objective at a point already observed teaches the model nothing. A distinct
-   point is taken even if its value is not finite; only if all of them are duplicates does the
-   result stay.
+   ``MIN_DISTANCE``), it is replaced by the best refined start or candidate that does not
+   (``OptimizeInfo.replaced``; :data:`DISTINCT_POOL` says among which): an evaluation of a
+   deterministic objective at a point already observed teaches the model nothing.
 
 Gradient refinement needs ``acq_fn`` to be differentiable and *row-wise*: row ``i`` of the output
 depends only on row ``i`` of the input (true of EI, LogEI, PI, UCB and the posterior mean of any
@@ -73,7 +69,11 @@ METHODS = ("adam", "pgd", "lbfgs", "none")
 SAMPLERS = ("sobol", "kronecker", "uniform")
 #: Two points closer than this fraction of the box's width in every coordinate are one point.
 MIN_DISTANCE = 1e-4
-#: Candidates beyond the refined starts searched for a distinct replacement (stage 5).
+#: Candidates beyond the refined starts searched for a distinct replacement (stage 5): the
+#: ``num_restarts + DISTINCT_POOL`` best and ``DISTINCT_POOL`` candidates spread over the set
+#: (every ``n // DISTINCT_POOL``-th: when the best candidates all crowd one observed corner, the
+#: spread ones are still distinct). A distinct point is taken even if its value is not finite;
+#: only if all of them are duplicates does the result stay.
 DISTINCT_POOL = 64
 
 
