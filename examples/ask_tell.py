@@ -1,6 +1,7 @@
 """Ask/tell with parallel workers, saved after every step so a run can resume.
 
     python examples/ask_tell.py            # run it twice: the second run continues the first
+    NTKBO_EXAMPLE_SMALL=1 python examples/ask_tell.py   # 6 results instead of 12: what CI runs
 
 Three workers evaluate an objective outside JAX at once. Each asks for a trial while the other
 two are still running: the ask conditions on those pending trials (ntkbo.ask_tell, "Parallel
@@ -29,6 +30,8 @@ bounds = np.array([[-5.0, 0.0], [10.0, 15.0]])
 algo = ntkbo.algorithms.gp(acquisition="ei")
 path = "branin_study.msgpack"
 n_workers = 3
+# NTKBO_EXAMPLE_SMALL=1 (tests/test_examples.py sets it): fewer results per run, the same code.
+n_results = 6 if os.environ.get("NTKBO_EXAMPLE_SMALL") == "1" else 12
 rng = np.random.default_rng(0)  # how long each evaluation takes
 if os.path.exists(path):
     study = ask_tell.load(path, algo, bounds)
@@ -48,7 +51,7 @@ ask_tell.save(path, study)
 print(f"running trials {sorted(t for _, t, _ in running)}")
 
 order = []
-for step in range(12):
+for step in range(n_results):
     clock, trial, x = heapq.heappop(running)  # the first worker to finish
     if step == 4:  # say this evaluation crashed: a failed trial, no model sees it
         study = ask_tell.fail(algo, study, trial)

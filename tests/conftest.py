@@ -25,9 +25,11 @@ jax.config.update("jax_enable_x64", True)
 #: Simulated on those durations with xdist's hand-out rule: the two workers finish at 770 and
 #: 776 s, against 864 and 682 s in pytest-xdist's own order (most tests first). The files added
 #: on 2026-11-27 are placed by their durations measured alone under load: the tutorials and the
-#: GPU script's tiny run about 60-100 s, the parallel ask/tell, no-repeat and linalg tests 25-40 s.
-LONGEST_FIRST = ("test_beats_random.py", "test_theory_checks.py", "test_gp_bo.py",
-                 "test_pde_benchmarks.py", "test_tutorials.py", "test_gpu_script.py",
+#: GPU script's tiny run about 60-100 s, the parallel ask/tell, no-repeat and linalg tests 25-40 s;
+#: the examples, run as fresh processes, 178 s under load 8.
+LONGEST_FIRST = ("test_beats_random.py", "test_theory_checks.py", "test_examples.py",
+                 "test_gp_bo.py", "test_pde_benchmarks.py", "test_tutorials.py",
+                 "test_gpu_script.py",
                  "test_failures.py", "test_experiments.py", "test_ask_tell_parallel.py",
                  "test_no_repeats.py", "test_linalg.py",
                  "test_pinn_bo.py", "test_sto_bnts.py", "test_neural_bo.py", "test_cli.py",
