@@ -526,11 +526,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
 OPTIMIZER_DEFAULTS = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
                           jitter=None, n_constraints=0)
 
-#: ``gp``'s: a 2.5 times wider and 3.3 times longer acquisition search. Chosen on the dev suite's
-#: tuning keys (``PRNGKey(0..7)``, 14 problems, ``benchmarks/results/tuning-gp_ei-priorfix-acq``):
-#: mean normalised regret 0.261 against 0.268 with ``OPTIMIZER_DEFAULTS``, by the rule fixed before
-#: the run (a variant replaces the default iff its mean regret is lower). ``ntk_gp`` was not tuned
-#: this way and keeps ``OPTIMIZER_DEFAULTS``.
+#: ``gp``'s: a 2.5 times wider and 3.3 times longer acquisition search, chosen on the dev suite's
+#: tuning keys (docs/decisions.md, 2026-11-24). ``ntk_gp`` keeps ``OPTIMIZER_DEFAULTS``.
 GP_OPTIMIZER_DEFAULTS = {**OPTIMIZER_DEFAULTS, "num_restarts": 10, "num_steps": 100}
 
 
