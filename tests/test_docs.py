@@ -3,7 +3,9 @@
 - Every ```python block of the user guide (docs/guide/*.md) runs: the blocks of one page in order,
   in one namespace, as written (small budgets, random search, so the pages run in seconds).
 - docs/index.md's python blocks are README.md's (test_readme.py runs those).
-- docs/algorithms/index.md lists every registered algorithm (``ntkbo.algorithms.names()``).
+- docs/algorithms/index.md lists every registered algorithm (``ntkbo.algorithms.names()``), and
+  every registered algorithm has a catalogue page with the sections every page has (paper,
+  equation, defaults against the paper, cost per step, when to use it).
 - The hook docs/_ext/links.py finds a broken link between pages and ignores links that leave docs/.
 
 ``mkdocs build --strict`` itself (API pages, anchors, the nav) is .ci/run's third lane.
@@ -49,6 +51,65 @@ def test_algorithms_page_lists_every_registered_name():
     listed = set(re.findall(r"`([a-z0-9_]+)`", text))
     missing = sorted(set(ntkbo.algorithms.names()) - listed)
     assert not missing, f"docs/algorithms/index.md does not list {missing}"
+
+
+#: The sections of every algorithm page, in this order (docs/algorithms/index.md describes them).
+CATALOGUE_SECTIONS = ("Paper", "Equation", "Defaults and the paper", "Cost per step",
+                      "When to use it", "API")
+
+
+def catalogue_pages() -> dict:
+    """``{page name: the registered names its "Registered names:" paragraph lists}`` for every
+    page of docs/algorithms/ but the index."""
+    pages = {}
+    for page in sorted((DOCS / "algorithms").glob("*.md")):
+        if page.name == "index.md":
+            continue
+        head = re.search(r"Registered names: (.*?)\. Module", page.read_text(encoding="utf-8"),
+                         re.S)
+        assert head, f"{page.name} has no 'Registered names: ... Module' paragraph"
+        pages[page.name] = set(re.findall(r"`([a-z0-9_]+)`", head.group(1)))
+    return pages
+
+
+def sections(text: str) -> dict:
+    """``{heading: body}`` of a page's level-2 sections."""
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def test_every_registered_algorithm_has_a_complete_catalogue_page():
+    """Every name of ``ntkbo.algorithms.names()`` is listed by some page of docs/algorithms/,
+    every such page has ``CATALOGUE_SECTIONS`` in order, its Paper section names each paper with
+    a year and its arXiv id (or says it has none), its Equation section writes the rule out (a
+    code block) with a numbered reference (eq., Eq., Algorithm, Lemma or Definition) or says
+    that the paper has none (random search) or that it is not recorded (constrained EI), and its
+    Cost section states a big-O. The names come
+    from the registry, not from the pages. Mutations caught (checked): ``pinn_ntk_gp`` dropped
+    from pinn_bo.md's names; the "Cost per step" heading removed from one page; an arXiv id
+    removed from a paper entry."""
+    pages = catalogue_pages()
+    listed = set().union(*pages.values())
+    missing = sorted(set(ntkbo.algorithms.names()) - listed)
+    assert not missing, f"no page of docs/algorithms/ lists {missing}"
+    assert listed <= set(ntkbo.algorithms.names()) | {"neural_linear"}, listed
+    for name in pages:
+        text = (DOCS / "algorithms" / name).read_text(encoding="utf-8")
+        found = sections(text)
+        assert tuple(h for h in found if h in CATALOGUE_SECTIONS) == CATALOGUE_SECTIONS, (
+            name, list(found))
+        paper = found["Paper"]
+        entries = [e for e in re.split(r"\n- |\n\n", paper) if '"' in e]
+        assert entries, (name, "no quoted paper title")
+        for entry in entries:
+            assert re.search(r"\b(19|20)\d\d\b", entry) or "no venue, year" in entry, (name, entry)
+            assert re.search(r"arXiv:\d{4}\.\d{4,5}|no arXiv id", entry), (name, entry)
+        assert "```" in found["Equation"], name
+        assert re.search(r"\b(eqs?\.|Eqs?\.|Algorithm|Alg\.|Lemma|Definition) ?\(?\d"
+                         r"|no numbered equation|equation number in either paper is not recorded",
+                         found["Equation"]), name
+        assert "O(" in found["Cost per step"], name
+        assert "::: ntkbo.algorithms." in found["API"], name
 
 
 def test_links_hook():
