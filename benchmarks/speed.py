@@ -437,8 +437,10 @@ def measure_cli(algo_name, options, problem_name, budget, seeds, cache_dir, out,
     jax.monitoring.register_event_duration_secs_listener(listen)
     from ntkbo import cli
 
+    # ``run``'s own default precision is float64 (ntkbo.cli.DEFAULT_DTYPE): pass the cell's
     argv = ["run", "--algo", algo_name, "--problem", problem_name, "--budget", str(budget),
-            "--seeds", str(seeds), "--out", out, "--no-plot"]
+            "--seeds", str(seeds), "--out", out, "--no-plot",
+            "--dtype", "float64" if x64 else "float32"]
     for k, v in options.items():
         argv += ["--set", f"{k}={v}"]
     t0 = time.perf_counter()
