@@ -294,7 +294,7 @@ class Spec:
             seeds = { count = 10, offset = 0 }   # or: seeds = 10
 
             [[algorithms]]
-            label = "neural_bo"        # optional, default: name; unique; [A-Za-z0-9][A-Za-z0-9_.-]*
+            label = "neural_bo"        # optional, default: name; unique; letters, digits, _ . -
             name = "neural_bo"         # ntkbo.algorithms.get(name, **options)
             options = { width = 500, depth = 1 }
 
