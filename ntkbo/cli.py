@@ -350,7 +350,8 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     """Runs ``seeds`` seeds of an algorithm on a benchmark; returns the JSON-able record.
 
     The seeds' keys are ``jax.random.split(PRNGKey(seed), seeds)``; they run ``block`` at a time
-    (vmapped; default one on CPU, all elsewhere). With ``seed_index = I`` only the block holding
+    (vmapped; default one on CPU, elsewhere as many as the device's memory holds,
+    ``ntkbo.experiments.runner.default_block``). With ``seed_index = I`` only the block holding
     seed ``I`` runs and the record holds seed ``I`` alone, bit-identical to its trajectory in the
     full run (module docstring). ``config_file``: the settings read by ``--config``, recorded.
     ``min_capacity``: the buffers' smallest capacity, a power of two (``RUN_MIN_CAPACITY``).
@@ -393,8 +394,15 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     k = problem.n_constraints
     algo = _algorithm(algo_name, built)
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
-    if block is None:
-        block = 1 if jax.devices()[0].platform == "cpu" else seeds
+    if block is None:  # the study runner's rule: 1 on CPU, else as many as the memory holds
+        from jax.sharding import Mesh
+
+        from ntkbo.experiments import runner
+
+        device = jax.devices()[0]
+        block = 1 if device.platform == "cpu" else runner.default_block(
+            Mesh([device], ("seeds",)), runner.run_bytes(algo, problem, budget, n_init))
+        block = seeds if block is None else block
     block = min(block, seeds)
     starts = list(range(0, seeds, block))
     if seed_index is not None:

@@ -131,9 +131,49 @@ def _build_program(cell: Cell, mesh):
     return algo, problem, jax.jit(fn)
 
 
-def default_block(mesh) -> int | None:
-    """``1`` on CPU devices (one seed per call of the compiled program), else ``None`` (all of a
-    device's seeds vmapped at once).
+#: Share of a device's memory that one call's seeds may fill, by ``seed_bytes``'s estimate.
+MEMORY_SHARE = 0.5
+#: A seed's peak memory as a multiple of its final state and trajectory (``seed_bytes``): room for
+#: the temporaries of the factorisations and of the acquisition search.
+TEMPORARIES = 4
+
+
+def run_bytes(algo, problem, budget: int, n_init: int | None = None) -> int:
+    """Estimated peak device memory of one seed of ``minimize(algo, problem, budget, key,
+    n_init=n_init)``, in bytes: ``TEMPORARIES`` times the bytes of its whole ``Result`` (the
+    algorithm's final state, whose buffers and factors have the capacity the budget needs, and
+    the trajectories), from ``jax.eval_shape`` (traced, not run)."""
+    import jax
+
+    from ntkbo.loop import minimize
+
+    out = jax.eval_shape(lambda k: minimize(algo, problem, budget, k, n_init=n_init),
+                         jax.random.PRNGKey(0))
+    return TEMPORARIES * sum(int(leaf.size) * leaf.dtype.itemsize
+                             for leaf in jax.tree_util.tree_leaves(out))
+
+
+def seed_bytes(cell: Cell) -> int:
+    """``run_bytes`` of one seed of ``cell``."""
+    algo, problem = cell.build()
+    return run_bytes(algo, problem, cell.budget, cell.n_init)
+
+
+def device_memory(device) -> int | None:
+    """``device``'s memory limit in bytes (``memory_stats()["bytes_limit"]``), ``None`` where the
+    backend does not report it."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # noqa: BLE001 (backends without memory statistics raise)
+        return None
+    limit = (stats or {}).get("bytes_limit")
+    return int(limit) if limit else None
+
+
+def default_block(mesh, seed_bytes: int | None = None) -> int | None:
+    """Seeds per device and call: ``1`` on CPU devices; elsewhere as many as fit in
+    ``MEMORY_SHARE`` of the device's memory at ``seed_bytes`` each (at least 1), or ``None`` (all
+    of a device's seeds at once) where the memory or ``seed_bytes`` is unknown.
 
     Why one seed on CPU: vmapped seeds gain nothing there. XLA:CPU runs a vmapped step's work on
     the same cores a single seed already keeps busy (64 seeds at budget 300 on 2 cores: ``ntk_gp``
@@ -141,9 +181,24 @@ def default_block(mesh) -> int | None:
     while one program per seed keeps every cell's values independent of how many seeds share a
     call. (Vmapped seeds no longer deadlock on CPU: ``ntkbo.linalg`` factorises one matrix per
     LAPACK call there; ``benchmarks/vmap_stress.py``.) On GPUs, where a batch of seeds fills the
-    device, every seed of a device runs in one call."""
-    devices = list(mesh.devices.flat)
-    return 1 if devices[0].platform == "cpu" else None
+    device, every seed of a device runs in one call (measured on an H200: 256 seeds of ``ntk_gp``
+    at budget 300 in one call ran 59 times the throughput of single runs,
+    ``benchmarks/results/gpu/``), as many as its memory holds."""
+    device = mesh.devices.flat[0]
+    if device.platform == "cpu":
+        return 1
+    limit = device_memory(device)
+    if seed_bytes is None or limit is None:
+        return None
+    return max(1, int(MEMORY_SHARE * limit) // int(seed_bytes))
+
+
+def cell_block(cell: Cell, mesh) -> int | None:
+    """``default_block`` for ``cell`` on ``mesh``, with ``seed_bytes(cell)`` where the devices are
+    not CPUs (on CPU the block is 1 whatever the cell, so nothing is traced)."""
+    if mesh.devices.flat[0].platform == "cpu":
+        return 1
+    return default_block(mesh, seed_bytes(cell))
 
 
 def run_cell(cell: Cell, mesh=None, block: int | None | str = "auto",
@@ -154,7 +209,7 @@ def run_cell(cell: Cell, mesh=None, block: int | None | str = "auto",
     ``metric`` ``(S, B)``, ``c``, ``c_obs`` ``(S, B, K)``, ``feasible`` ``(S, B)``,
     ``keys`` ``(S, 2)``, ``seeds`` ``(S,)``, ``wall_time`` ``(S,)`` (the cell's wall time,
     compilation included, divided evenly over its seeds), with ``S = cell.seeds``. ``block``: seeds
-    vmapped at once per device (``"auto"``: ``default_block(mesh)``); the compiled program runs
+    vmapped at once per device (``"auto"``: ``cell_block(cell, mesh)``); the compiled program runs
     ``block`` seeds per device and is called ``ceil(S / (n_devices * block))`` times. For a fixed
     ``block`` the values agree on any number of devices (module docstring: byte for byte for
     random search; to the last bits, amplified on rugged problems, for the NTK-GP).
@@ -165,7 +220,7 @@ def run_cell(cell: Cell, mesh=None, block: int | None | str = "auto",
     from jax.sharding import NamedSharding, PartitionSpec
 
     mesh = seed_mesh() if mesh is None else mesh
-    block = default_block(mesh) if block == "auto" else block
+    block = cell_block(cell, mesh) if block == "auto" else block
     if block is not None and (not isinstance(block, int) or block < 1):
         raise ValueError(f"block must be None, 'auto' or an int >= 1, got {block!r}")
     n = mesh.devices.size
@@ -361,7 +416,6 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
     if pid == 0:
         store.write_spec(out, resolved_record(spec, scale, cells))
     mesh = seed_mesh(devices)
-    block = default_block(mesh) if block == "auto" else block
     if only is not None:
         labels = {a.id for a in spec.algorithms}
         unknown = sorted(set(only) - labels)
@@ -369,7 +423,7 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
             raise ValueError(f"only: unknown algorithm label(s) {', '.join(unknown)}; the spec's "
                              f"labels: {', '.join(sorted(labels))}")
     mine = assigned([c for c in cells if only is None or c.algorithm.id in only], pid, nproc)
-    extra = {"block": block, "versions": versions(), "command": command if command is not None
+    extra = {"versions": versions(), "command": command if command is not None
              else " ".join(sys.argv), "git_revision": git_revision()}
     bar = None
     if progress is True:
@@ -388,10 +442,11 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
             if bar is not None:
                 def seeds_done(done, total, cid=cell.cell_id):
                     bar.set_postfix_str(f"{cid}: {done}/{total} seeds")
-            arrays = run_cell(cell, mesh, block, on_seeds=seeds_done)
+            b = cell_block(cell, mesh) if block == "auto" else block
+            arrays = run_cell(cell, mesh, b, on_seeds=seeds_done)
             algo, problem = cell.build()
             meta = cell_meta(cell, problem, loop.batch_size(algo, problem), mesh, started,
-                             _now(), extra)
+                             _now(), dict(extra, block=b))
             store.write_cell(out, cell, arrays, meta)
             store.append_log(out, "finish", cell_id=cell.cell_id, process=pid,
                              wall_time=float(arrays["wall_time"].sum()))
