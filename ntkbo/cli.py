@@ -793,7 +793,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="algorithm options, e.g. --set width=200 lam=0.01")
     r.add_argument("--no-plot", action="store_true")
     d = add("demo", "the README's main job: NeuralBO, GP-EI and random search "
-                       "compared on Branin (progress bars, report.md, plot, Welch tests)")
+                       "compared on Branin (progress bars, report.md, plot, Welch tests), in "
+                       "float32, JAX's default, for speed (run and bench default to float64)")
     d.add_argument("--out", default="runs/demo")
     d.add_argument("--algos", default="neural_bo,gp_ei,random_search",
                    help="comma-separated algorithms; must include random_search, the reference")
