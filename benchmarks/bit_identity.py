@@ -1,0 +1,357 @@
+"""Proof that nothing moved: every algorithm's suggestions and final state, bit for bit.
+
+``record`` runs, for every registered algorithm (``ntkbo.algorithms.names()``) with its defaults
+and with each of its presets (``ntkbo.algorithms.presets(name)``, run as they are: a preset's width
+500 runs at 500), one short fixed sequence in float64, and writes what came out to one ``.npz``:
+
+* the problem by the algorithm's kind: ``branin`` (2-D) for most, ``branin_constrained`` (2-D, one
+  constraint) for those that model constraints, ``heat_equation_1`` (2-D) for PINN-BO's names;
+  the algorithm is built by ``ntkbo.algorithms.for_problem`` (its PDE, its number of constraints);
+* ``init`` on a fixed key, ``update`` with a fixed initial design of ``N_INIT`` points (drawn by
+  numpy, independently of ntkbo) and their noise-free values, then ``ROUNDS`` rounds of
+  ``suggest`` (fixed keys) -> evaluate -> ``update``, each function under ``jax.jit`` as the drivers
+  run them;
+* recorded: each round's suggestion ``x`` and ``info`` leaves, and the final state's leaves, each
+  as its raw array and a SHA-256 of dtype, shape and bytes; an algorithm that raises is recorded as
+  an error (its message), not skipped.
+
+``compare BASE NEW`` prints a table (algorithm, preset, ``identical`` / ``differs`` with the largest
+absolute difference and the leaves that differ / ``missing`` / ``error``) and exits 1 if any case
+is not identical. A difference is expected only where a change meant to change numbers (a default,
+a preset) was made; a refactoring that moves code must leave every case identical.
+
+    nice -n 5 python benchmarks/bit_identity.py record --out benchmarks/results/bit_identity/new.npz
+    python benchmarks/bit_identity.py compare BASE.npz NEW.npz
+    python benchmarks/bit_identity.py record --out /tmp/x.npz --algos gp_ei,random_search
+    python benchmarks/bit_identity.py merge --out all.npz part1.npz part2.npz  # parallel parts
+
+Same machine, same jax and jaxlib: bits are compared, and another CPU or library version may
+legitimately change them (``compare`` prints both environments when they differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+#: Initial design size, suggest/update rounds, and the buffer capacity (a power of two above the
+#: observations of the sequence for the largest batch the registry's algorithms suggest).
+N_INIT, ROUNDS = 3, 2
+
+#: Problems by the kind of algorithm.
+PROBLEMS = {"plain": "branin", "constrained": "branin_constrained", "pde": "heat_equation_1"}
+
+#: The fixed keys (integers for ``jax.random.PRNGKey``) and the design's numpy seed.
+INIT_KEY, SUGGEST_KEYS, DESIGN_SEED = 0, (11, 12, 13, 14), 20261127
+
+DEFAULT = "(defaults)"
+
+
+def _problem_for(name: str):
+    from ntkbo import algorithms, benchmarks
+    kind = ("pde" if algorithms.uses_pde(name) else
+            "constrained" if algorithms.models_constraints(name) else "plain")
+    return benchmarks.get(PROBLEMS[kind])
+
+
+def cases(algos=None) -> list[tuple[str, str | None]]:
+    """``(name, preset)`` pairs: each name's defaults (preset None), then each of its presets."""
+    from ntkbo import algorithms as A
+    names = A.names() if algos is None else algos
+    return [(n, p) for n in names for p in (None, *A.presets(n))]
+
+
+def _leaves(prefix: str, tree) -> dict[str, np.ndarray]:
+    """``{prefix + key path: array}`` for the leaves of ``tree`` (typed PRNG keys as their data)."""
+    import jax
+    out = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype,
+                                                                 jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        out[prefix + jax.tree_util.keystr(path)] = np.asarray(leaf)
+    return out
+
+
+def digest(a: np.ndarray) -> str:
+    """SHA-256 of an array's dtype, shape and bytes."""
+    a = np.ascontiguousarray(a)
+    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+    h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def run_case(name: str, preset: str | None, rounds: int = ROUNDS, **extra
+             ) -> dict[str, np.ndarray]:
+    """The arrays of one case (``_leaves`` names), as the module docstring describes; ``extra``
+    options over the preset's (``record --set``: a deliberate change, to check ``compare``)."""
+    import jax
+    import jax.numpy as jnp
+    from ntkbo import algorithms as A
+
+    problem = _problem_for(name)
+    options = ({} if preset is None else {"preset": preset}) | extra
+    algo = A.for_problem(name, problem, **options)
+    lo, hi = (np.asarray(b, np.float64) for b in problem.bounds)
+    k = int(getattr(algo, "n_constraints", 0) or 0)
+
+    def evaluate(x):
+        f = jax.vmap(problem.fn)(x)
+        if not k:
+            return f
+        c = jax.vmap(problem.constraints)(x).astype(f.dtype)
+        return jnp.concatenate([f[:, None], c.reshape(f.shape[0], -1)], axis=-1)
+
+    rng = np.random.default_rng(DESIGN_SEED)
+    x0 = jnp.asarray(lo + (hi - lo) * rng.uniform(size=(N_INIT, lo.size)))
+    key = jax.random.PRNGKey(INIT_KEY)
+    q = jax.eval_shape(lambda kk: algo.suggest(kk, algo.init(kk, problem.bounds, 16))[0],
+                       key).shape[0]
+    capacity = 1 << max(3, int(np.ceil(np.log2(N_INIT + rounds * q))))
+    init = jax.jit(algo.init, static_argnums=2)
+    suggest, update = jax.jit(algo.suggest), jax.jit(algo.update)
+    state = init(key, jnp.asarray(problem.bounds), capacity)
+    state = update(state, x0, evaluate(x0))
+    out = {}
+    for r in range(rounds):
+        x, info = suggest(jax.random.PRNGKey(SUGGEST_KEYS[r]), state)
+        out.update(_leaves(f"round{r}.x", x))
+        out.update(_leaves(f"round{r}.info", info))
+        state = update(state, x, evaluate(x))
+    out.update(_leaves("state", state))
+    return out
+
+
+def environment() -> dict:
+    """The versions and machine a record ran on, and the commit of the ``ntkbo`` it imported
+    (with ``+dirty`` when ``ntkbo/`` differs from that commit)."""
+    import jax
+    import jaxlib
+    import ntkbo
+    root = os.path.dirname(os.path.dirname(os.path.abspath(ntkbo.__file__)))
+    try:
+        git = ["git", "-C", root]
+        commit = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+        dirty = subprocess.run(git + ["status", "--porcelain", "--", "ntkbo"], capture_output=True,
+                               text=True).stdout.strip()
+        commit += "+dirty" if commit and dirty else ""
+    except OSError:
+        commit = ""
+    return {"commit": commit, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+            "numpy": np.__version__, "python": platform.python_version(),
+            "machine": platform.machine(), "processor": platform.processor(),
+            "devices": [str(d) for d in jax.devices()], "x64": True,
+            "n_init": N_INIT, "rounds": ROUNDS}
+
+
+def record(out: str, algos=None, log=sys.stderr, options=None) -> dict:
+    """Runs ``cases(algos)`` and writes ``out`` (``.npz``: ``a<i>`` arrays and a JSON manifest
+    ``{"environment", "cases": [{"algorithm", "preset", "seconds", "error" | "leaves":
+    {leaf: [array key, sha256]}}]}`` as ``__manifest__``); returns the manifest. ``options``:
+    name -> extra options for every case of that name (recorded in the manifest)."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    from ntkbo import lapack_threads
+    # one LAPACK thread, as every ntkbo run has had since the library pinned it: its results
+    # are the ones to compare (independent of whether importing ntkbo still sets it)
+    lapack_threads.set_lapack_threads(1)
+    arrays, manifest = {}, {"environment": environment(), "cases": []}
+    for name, preset in cases(algos):
+        t0 = time.perf_counter()
+        entry = {"algorithm": name, "preset": preset}
+        extra = (options or {}).get(name, {})
+        if extra:
+            entry["options"] = extra
+        try:
+            leaves = run_case(name, preset, **extra)
+        except Exception as err:  # recorded, so compare reports it instead of stopping
+            entry["error"] = f"{type(err).__name__}: {err}"[:2000]
+        else:
+            entry["leaves"] = {}
+            for leaf, a in leaves.items():
+                key = f"a{len(arrays)}"
+                arrays[key] = a
+                entry["leaves"][leaf] = [key, digest(a)]
+        entry["seconds"] = round(time.perf_counter() - t0, 2)
+        manifest["cases"].append(entry)
+        print(f"{name} {preset or DEFAULT}: {'error' if 'error' in entry else 'ok'} "
+              f"{entry['seconds']:.1f} s", file=log, flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    tmp = out + ".tmp.npz"
+    np.savez_compressed(tmp, __manifest__=np.asarray(json.dumps(manifest)), **arrays)
+    os.replace(tmp, out)
+    return manifest
+
+
+def merge(out: str, paths) -> dict:
+    """Writes ``out``: the cases of the records ``paths`` (recorded in parts, e.g. in parallel
+    processes with disjoint ``--algos``) in one file; the first record's environment, with every
+    part's commit under ``"parts"``. ``ValueError`` for a case in two parts."""
+    arrays, manifest, seen = {}, None, set()
+    for path in paths:
+        m, z = load(path)
+        if manifest is None:
+            manifest = {"environment": dict(m["environment"]), "cases": []}
+            manifest["environment"]["parts"] = []
+        manifest["environment"]["parts"].append(m["environment"]["commit"])
+        for case in m["cases"]:
+            key = (case["algorithm"], case["preset"])
+            if key in seen:
+                raise ValueError(f"{path}: case {key} is in two parts")
+            seen.add(key)
+            case = dict(case)
+            if "leaves" in case:
+                leaves = {}
+                for leaf, (k, h) in case["leaves"].items():
+                    new = f"a{len(arrays)}"
+                    arrays[new] = z[k]
+                    leaves[leaf] = [new, h]
+                case["leaves"] = leaves
+            manifest["cases"].append(case)
+    tmp = out + ".tmp.npz"
+    np.savez_compressed(tmp, __manifest__=np.asarray(json.dumps(manifest)), **arrays)
+    os.replace(tmp, out)
+    return manifest
+
+
+def load(path: str):
+    """``(manifest, npz)`` of a recorded file."""
+    z = np.load(path, allow_pickle=False)
+    return json.loads(str(z["__manifest__"])), z
+
+
+def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
+    if a.shape != b.shape:
+        return float("nan")
+    if a.dtype.kind in "fciub" and b.dtype.kind in "fciub":
+        a, b = a.astype(np.float64) if a.dtype.kind != "c" else a, \
+            b.astype(np.float64) if b.dtype.kind != "c" else b
+        with np.errstate(invalid="ignore"):
+            d = np.abs(a - b)
+        both_nan = np.isnan(a) & np.isnan(b) if a.dtype.kind in "fc" else False
+        d = np.where(both_nan | (a == b), 0.0, d)
+        return float(np.nanmax(np.where(np.isnan(d), np.inf, d))) if d.size else 0.0
+    return float("nan")
+
+
+def compare(base: str, new: str) -> tuple[list[dict], dict, dict]:
+    """One row per case of either file: ``{"algorithm", "preset", "status", "max_abs",
+    "leaves"}``, status ``identical`` / ``differs`` / ``missing in base|new`` / ``error``."""
+    (mb, zb), (mn, zn) = load(base), load(new)
+    by_b = {(c["algorithm"], c["preset"]): c for c in mb["cases"]}
+    by_n = {(c["algorithm"], c["preset"]): c for c in mn["cases"]}
+    rows = []
+    for key in list(by_b) + [k for k in by_n if k not in by_b]:
+        row = {"algorithm": key[0], "preset": key[1] or DEFAULT, "max_abs": None, "leaves": []}
+        b, n = by_b.get(key), by_n.get(key)
+        if b is None or n is None:
+            row["status"] = "missing in " + ("base" if b is None else "new")
+        elif "error" in b or "error" in n:
+            same = b.get("error") == n.get("error")
+            row["status"] = "identical (same error)" if same else "error"
+            row["leaves"] = [f"base: {b.get('error', 'ok')}"[:120],
+                             f"new: {n.get('error', 'ok')}"[:120]]
+        else:
+            lb, ln = b["leaves"], n["leaves"]
+            differ = [leaf for leaf in lb if leaf not in ln or lb[leaf][1] != ln[leaf][1]]
+            differ += [leaf for leaf in ln if leaf not in lb]
+            row["status"] = "differs" if differ else "identical"
+            row["leaves"] = differ
+            diffs = [_max_abs(zb[lb[leaf][0]], zn[ln[leaf][0]])
+                     for leaf in differ if leaf in lb and leaf in ln]
+            row["max_abs"] = max(diffs, default=float("nan")) if differ else 0.0
+        rows.append(row)
+    return rows, mb["environment"], mn["environment"]
+
+
+def table(rows, max_leaves: int = 4) -> str:
+    lines = ["| algorithm | preset | result | max abs diff | leaves that differ |",
+             "|---|---|---|---:|---|"]
+    for r in rows:
+        diff = "" if r["max_abs"] is None else f"{r['max_abs']:.3g}"
+        shown = r["leaves"][:max_leaves]
+        more = len(r["leaves"]) - len(shown)
+        leaves = ", ".join(f"`{leaf}`" for leaf in shown) + (f" (+{more} more)" if more > 0 else "")
+        lines.append(f"| {r['algorithm']} | {r['preset']} | {r['status']} | {diff} | {leaves} |")
+    return "\n".join(lines)
+
+
+def summary(manifest: dict) -> str:
+    """A Markdown summary of a recorded file (environment, each case's leaves and time)."""
+    env = manifest["environment"]
+    lines = ["# Bit-identity record", "",
+             f"Commit `{env['commit']}`; jax {env['jax']}, jaxlib {env['jaxlib']}, numpy "
+             f"{env['numpy']}, Python {env['python']} on {env['machine']} ({env['devices']}); "
+             f"float64; {env['n_init']} initial points, {env['rounds']} suggest/update rounds "
+             "(`benchmarks/bit_identity.py`).", "",
+             "| algorithm | preset | leaves | seconds | status |", "|---|---|---:|---:|---|"]
+    for c in manifest["cases"]:
+        status = c["error"][:80] if "error" in c else "ok"
+        lines.append(f"| {c['algorithm']} | {c['preset'] or DEFAULT} | "
+                     f"{len(c.get('leaves', {}))} | {c['seconds']:.1f} | {status} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("record", help="run every case and write an .npz")
+    r.add_argument("--out", required=True)
+    r.add_argument("--algos", default="all", help="comma-separated registry names, or 'all'")
+    r.add_argument("--md", help="also write a Markdown summary here")
+    r.add_argument("--set", action="append", default=[], metavar="NAME.OPTION=JSON",
+                   help="an extra option for algorithm NAME (a deliberate change; repeatable)")
+    m = sub.add_parser("merge", help="join records made in parts into one file")
+    m.add_argument("--out", required=True)
+    m.add_argument("parts", nargs="+")
+    m.add_argument("--md", help="also write a Markdown summary here")
+    c = sub.add_parser("compare", help="compare two recorded files")
+    c.add_argument("base")
+    c.add_argument("new")
+    c.add_argument("--md", help="also write the table here")
+    args = p.parse_args(argv)
+    if args.command == "record":
+        algos = None if args.algos == "all" else args.algos.split(",")
+        options = {}
+        for item in args.set:
+            target, value = item.split("=", 1)
+            name, option = target.split(".", 1)
+            options.setdefault(name, {})[option] = json.loads(value)
+        manifest = record(args.out, algos, options=options)
+        if args.md:
+            with open(args.md, "w") as f:
+                f.write(summary(manifest))
+        return 0 if not any("error" in c for c in manifest["cases"]) else 1
+    if args.command == "merge":
+        manifest = merge(args.out, args.parts)
+        if args.md:
+            with open(args.md, "w") as f:
+                f.write(summary(manifest))
+        return 0
+    rows, eb, en = compare(args.base, args.new)
+    text = table(rows)
+    skip = {"commit", "parts"}
+    if {k: v for k, v in eb.items() if k not in skip} != {k: v for k, v in en.items()
+                                                           if k not in skip}:
+        text = (f"environments differ: base {json.dumps(eb)}\nnew {json.dumps(en)}\n\n" + text)
+    n_same = sum(r["status"].startswith("identical") for r in rows)
+    text += f"\n\n{n_same} of {len(rows)} cases identical (base {eb['commit'][:9]}, new " \
+            f"{en['commit'][:9]})."
+    print(text)
+    if args.md:
+        with open(args.md, "w") as f:
+            f.write(text + "\n")
+    return 0 if n_same == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
