@@ -347,6 +347,7 @@ def markdown(tally: dict, command: str) -> str:
 
 
 def main(argv=None) -> int:
+    ntkbo.configure_blas_threads()  # one LAPACK thread (ntkbo.lapack_threads), as ntkbo's CLI
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)

@@ -117,6 +117,7 @@ def table(cells, problems, algos, medians):
 
 
 def main(argv=None):
+    ntkbo.configure_blas_threads()  # one LAPACK thread (ntkbo.lapack_threads), as ntkbo's CLI
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keys", type=int, default=16)
     ap.add_argument("--dims", default="10,20")

@@ -452,6 +452,9 @@ def measure_cli(algo_name, options, problem_name, budget, seeds, cache_dir, out,
 
 
 def worker(spec: dict) -> None:
+    from ntkbo import configure_blas_threads
+
+    configure_blas_threads()  # one LAPACK thread unless --blas-threads set the environment
     deadline = time.monotonic() + spec.pop("timeout")
     kind = spec.pop("kind")
     fn = {"step": measure_step, "seeds": measure_seeds, "seeds_step": measure_seeds_step,

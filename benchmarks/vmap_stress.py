@@ -53,6 +53,7 @@ def run_case(name: str, mode: str, seeds: int, capacity: int, n_obs: int) -> dic
     import ntkbo
     from jax.sharding import Mesh, PartitionSpec
 
+    ntkbo.configure_blas_threads()  # one LAPACK thread (ntkbo.lapack_threads), as ntkbo's CLI
     problem = _problem_for(name)
     algo = ntkbo.algorithms.for_problem(name, problem)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)

@@ -11,6 +11,7 @@ The public surface::
 from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, experiments, gp, kernels,
                    optimize, qmc, space)
 from ntkbo.base import Algorithm
+from ntkbo.lapack_threads import configure_blas_threads
 from ntkbo.loop import Result, best_so_far, maximize, minimize
 
 __version__ = "0.1.0"
@@ -23,6 +24,7 @@ __all__ = [
     "ask_tell",
     "benchmarks",
     "best_so_far",
+    "configure_blas_threads",
     "data",
     "experiments",
     "gp",

@@ -857,6 +857,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "float32", False) and getattr(args, "dtype", None) == "float64":
         parser.error("--float32 contradicts --dtype float64; give one of them")
+    if args.command in ("run", "demo", "bench", "coco"):
+        from ntkbo.lapack_threads import configure_blas_threads
+
+        # a command is a program: it sets the LAPACK threads as the environment says (one by
+        # default: ntkbo.lapack_threads), which importing ntkbo leaves to the program
+        configure_blas_threads()
     folder = None
     if args.command in ("run", "demo", "bench", "coco") and not args.no_cache:
         from ntkbo import cache

@@ -50,12 +50,6 @@ import jax.numpy as jnp
 
 from ntkbo import linalg
 from ntkbo.data import Data, mask as data_mask, register_growable
-from ntkbo.lapack_threads import configure_from_environment
-
-# Every kernel model factorises through this module: pin the LAPACK library jax's Cholesky and
-# triangular solves call to one thread unless the user chose otherwise (ntkbo.lapack_threads; its
-# default threads made BO steps 7-25x slower on 2 cores once the buffer reached 512 rows).
-configure_from_environment()
 
 Array = jax.Array
 Kernel = Callable[[Array, Array], Array]

@@ -11,8 +11,11 @@ with one; a whole 300-evaluation Ackley-10 run 99 s against 10.6 s for one seed 
 64 s for three vmapped seeds (the "capacity-512 cliff"); a vmapped posterior-variance gradient step
 at capacity 1024, 3.5 s against 0.14 s.
 
-So, on import, ntkbo sets that library to one thread (``configure_from_environment``) unless the
-user chose otherwise:
+So ntkbo sets that library to one thread with one explicit call, ``ntkbo.configure_blas_threads()``
+(``configure_blas_threads`` here), unless the user chose otherwise. Importing ntkbo changes nothing:
+the library is shared with the process's own scipy code, so changing it is the caller's decision.
+The command line (``ntkbo run|bench|demo|coco``) and ``ntkbo.experiments.run`` make the call; a
+script that runs ntkbo on CPU should make it first. With no argument it follows the environment:
 
 * ``NTKBO_LAPACK_THREADS=<n>`` sets ``n`` threads; ``NTKBO_LAPACK_THREADS=keep`` leaves the library
   alone;
@@ -31,7 +34,7 @@ import ctypes
 import os
 
 __all__ = ["ENV", "lapack_libraries", "get_lapack_threads", "set_lapack_threads",
-           "configure_from_environment"]
+           "configure_from_environment", "configure_blas_threads"]
 
 #: The environment variable read by ``configure_from_environment``.
 ENV = "NTKBO_LAPACK_THREADS"
@@ -116,3 +119,19 @@ def configure_from_environment() -> int | None:
     except OSError:  # a library that cannot be opened by path: leave it as it is
         return None
     return n
+
+
+def configure_blas_threads(threads: int | None = None) -> int | None:
+    """Sets the threads of the LAPACK library behind jax's CPU Cholesky and triangular solves
+    (scipy's OpenBLAS; numpy's own is never touched): ``threads`` of them, or with ``None`` the
+    environment's rule (module docstring: ``NTKBO_LAPACK_THREADS``, else leave a user's
+    ``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS`` alone, else one thread). Returns the count set,
+    or ``None`` where the library was left as it was (none found, ``keep``, or the user's own
+    variable). Call it once, before the first compiled step; importing ntkbo does not."""
+    if threads is None:
+        return configure_from_environment()
+    try:
+        set_lapack_threads(threads)
+    except OSError:  # a library that cannot be opened by path: leave it as it is
+        return None
+    return int(threads)

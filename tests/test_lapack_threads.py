@@ -3,8 +3,10 @@
 With OpenBLAS's default threads (one per core) every LAPACK call inside a compiled BO step competed
 with XLA's own busy thread pool: a 300-evaluation ntk_gp run took 99 s instead of 10.6 s and three
 vmapped seeds 426 s instead of 64 s on 2 cores (issue 16's "capacity-512 cliff";
-ntkbo/lapack_threads.py). Each case runs in a fresh interpreter, since the setting is made when
-ntkbo is imported and the test session itself pins the threads (conftest.py).
+ntkbo/lapack_threads.py). The setting is one explicit call, ``ntkbo.configure_blas_threads()``
+(the command line and the study runner make it; importing ntkbo does not: tests/test_layering.py).
+Each case runs in a fresh interpreter, since the test session itself pins the threads
+(conftest.py).
 """
 
 import json
@@ -14,8 +16,9 @@ import sys
 
 import pytest
 
-# Prints the thread count of scipy's OpenBLAS (the library jax's LAPACK calls), asked through
-# threadpoolctl when it is installed (independent of ntkbo's own ctypes query), and, with "time",
+# Prints the thread count of scipy's OpenBLAS (the library jax's LAPACK calls) after
+# ``ntkbo.configure_blas_threads()``, asked through threadpoolctl when it is installed
+# (independent of ntkbo's own ctypes query), and, with "time",
 # the wall time of the hot LAPACK pattern of a kernel model's suggest at capacity 1024 in float32:
 # a Cholesky fit, then 30 gradient steps of the posterior variance at 4 points (two triangular
 # solves each, as the acquisition optimiser does), vmapped over 2 seeds and looped over them.
@@ -24,6 +27,7 @@ import json, sys, time
 import jax, jax.numpy as jnp
 import ntkbo
 from ntkbo import data as D, gp as G, lapack_threads
+ntkbo.configure_blas_threads()
 try:
     import threadpoolctl
     libs = set(lapack_threads.lapack_libraries())
@@ -82,12 +86,12 @@ needs_cores = pytest.mark.skipif(
 
 
 @needs_cores
-def test_import_pins_lapack_threads_and_the_vmapped_step_is_not_slowed():
-    """Mutation caught: not calling ``configure_from_environment`` on import (the library keeps
-    one thread per core). The thread count is read through threadpoolctl; the timing compares the
+def test_the_call_pins_lapack_threads_and_the_vmapped_step_is_not_slowed():
+    """Mutation caught: ``configure_blas_threads`` not setting the threads (the library keeps one
+    thread per core). The thread count is read through threadpoolctl; the timing compares the
     vmapped hot step in a default environment with the same step under ``OPENBLAS_NUM_THREADS=1``
     (the known-good setting, run back to back). Measured here with OpenBLAS's default of 2 threads
-    (what the import left before the fix): 3.6 s against 0.31 s; after it 0.25 s against 0.31 s, so
+    (what ntkbo left before it pinned them): 3.6 s against 0.31 s; after it 0.25 s against 0.31 s, so
     a factor of 3 (plus 50 ms for jitter on a loaded machine) separates them by far."""
     default = run("time")
     reference = run("time", OPENBLAS_NUM_THREADS="1")
