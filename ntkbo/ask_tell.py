@@ -57,6 +57,8 @@ from ntkbo import data as D
 from ntkbo.base import Algorithm
 from ntkbo.loop import MIN_CAPACITY, grow_state, initial_design
 from ntkbo.optimize import MIN_DISTANCE
+from ntkbo.provenance import git_revision, versions
+from ntkbo.search_space import Space
 from ntkbo.validation import check_bounds, check_int
 
 #: The save format: 2 adds the float64 record and the bounds; 3 the algorithm's name and resolved
@@ -145,8 +147,6 @@ def record(algo: Algorithm) -> dict:
 @functools.lru_cache(maxsize=1)
 def _provenance() -> dict:
     """Versions, device kind and git revision (computed once per process)."""
-    from ntkbo.experiments.runner import git_revision, versions
-
     return {"versions": versions(), "device_kind": jax.devices()[0].device_kind,
             "git_revision": git_revision()}
 
@@ -858,8 +858,6 @@ def _saved_space(path, payload: dict):
     """The file's ``ntkbo.space.Space``, or ``None`` if it records none."""
     if "space" not in payload:
         return None
-    from ntkbo.space import Space
-
     try:
         return Space.from_json(json.loads(payload["space"]))
     except (ValueError, TypeError, KeyError) as err:

@@ -37,7 +37,7 @@ import numpy as np
 from ntkbo import data as D
 from ntkbo import qmc
 from ntkbo.base import Algorithm
-from ntkbo.benchmarks.problem import violation
+from ntkbo.objective import Problem, violation
 from ntkbo.validation import check_bounds
 
 Array = jax.Array
@@ -311,7 +311,7 @@ def _minimize(algo, problem, key, budget, n_init, q, min_capacity):
                   best_ok, failed(y, c_obs))
 
 
-def minimize(algo: Algorithm, problem, budget: int, key, *, n_init: int | None = None,
+def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int | None = None,
              min_capacity: int = MIN_CAPACITY) -> Result:
     """Minimises ``problem.fn`` over ``problem.bounds`` with ``budget`` evaluations.
 
@@ -354,7 +354,7 @@ def _negated(problem):
     return problem._replace(fn=neg, **({"optimum": None} if hasattr(problem, "optimum") else {}))
 
 
-def maximize(algo: Algorithm, problem, budget: int, key, **kwargs) -> Result:
+def maximize(algo: Algorithm, problem: Problem, budget: int, key, **kwargs) -> Result:
     """Maximises ``problem.fn``: ``minimize`` on ``-fn``; ``y``, ``f`` and ``best_*`` are reported in
     the original sign (``best_y`` is the largest observation among the observed-feasible points).
     The constraints keep their sign (``c_k <= 0`` feasible); ``metric`` is ``NaN`` (the problem's
@@ -410,8 +410,8 @@ def _chunk_many(algo, problem, states, keys, active, *, rounds, capacity):
     return jax.vmap(lambda s, k: _masked_rounds(algo, problem, s, k, rounds, active))(states, keys)
 
 
-def minimize_chunks(algo: Algorithm, problem, budget: int, keys, *, n_init: int | None = None,
-                    chunk: int = 10, min_capacity: int = MIN_CAPACITY,
+def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
+                    n_init: int | None = None, chunk: int = 10, min_capacity: int = MIN_CAPACITY,
                     programs=None) -> Iterator[Progress]:
     """Runs ``minimize`` for every key in ``keys`` ``(s, ...)`` (vmapped), yielding ``Progress``
     every ``chunk`` rounds. The evaluated points are those of ``minimize`` with the same keys up to

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from ntkbo.objective import violation  # noqa: F401  (re-exported; the drivers' own)
 from ntkbo.pde import Pde  # re-exported; it lives in ntkbo.pde, so algorithms need no benchmarks
 
 Array = jax.Array
@@ -142,12 +143,6 @@ def _observed(fn: Callable) -> Callable:
         return y + noise_std.astype(y.dtype) * eps
 
     return jax.jit(observe)
-
-
-def violation(c: Array) -> Array:
-    """Total violation ``sum_k [c_k]^+`` over the last axis of constraint values ``c`` ``(..., K)``
-    (0 for feasible rows and for ``K = 0``); Phan-Trong's thesis, Def. 4.2.1."""
-    return jnp.sum(jnp.maximum(jnp.asarray(c), 0.0), axis=-1)
 
 
 def uniform(key: Array, bounds: Array, n: int) -> Array:

@@ -34,10 +34,7 @@ files).
 from __future__ import annotations
 
 import datetime
-import importlib.metadata
 import os
-import platform
-import subprocess
 import sys
 import time
 from typing import Callable, Sequence
@@ -46,6 +43,8 @@ import numpy as np
 
 from ntkbo.experiments import store
 from ntkbo.experiments.spec import Cell, Spec, load
+from ntkbo.lapack_threads import configure_blas_threads
+from ntkbo.provenance import git_revision, versions  # noqa: F401  (re-exported)
 
 #: The ``Result`` fields a cell file keeps (``store`` module docstring), in order.
 FIELDS = ("x", "y", "f", "c", "c_obs", "feasible", "metric")
@@ -111,12 +110,12 @@ def _build_program(cell: Cell, mesh):
     import jax
     from jax.sharding import PartitionSpec
 
-    import ntkbo
+    from ntkbo.loop import minimize
 
     algo, problem = cell.build()
 
     def one(problem, key):
-        r = ntkbo.minimize(algo, problem, cell.budget, key, n_init=cell.n_init)
+        r = minimize(algo, problem, cell.budget, key, n_init=cell.n_init)
         return tuple(getattr(r, k) for k in FIELDS)
 
     # shard_map, not jit's automatic partitioning: the partitioner does not split some batched ops
@@ -253,28 +252,8 @@ def run_cell(cell: Cell, mesh=None, block: int | None | str = "auto",
 # provenance
 
 
-def versions() -> dict:
-    """Versions of ntkbo, jax, jaxlib, flax, optax, numpy and Python."""
-    out = {}
-    for name in ("ntkbo", "jax", "jaxlib", "flax", "optax", "numpy"):
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            mod = sys.modules.get(name)
-            out[name] = getattr(mod, "__version__", None)
-    out["python"] = platform.python_version()
-    return out
-
-
-def git_revision() -> str | None:
-    """The commit of the ntkbo source tree (``git rev-parse HEAD``), or ``None``."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return rev.stdout.strip() or None if rev.returncode == 0 else None
+# ``versions`` and ``git_revision`` live in the bottom module ``ntkbo.provenance`` (imported
+# above), which the ask/tell layer uses too; they stay importable from here.
 
 
 def _now() -> str:
@@ -405,6 +384,9 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
 
     from ntkbo import loop
 
+    # a study is a program's entry point: it sets the LAPACK threads as the environment says
+    # (one by default, ntkbo.lapack_threads), the call importing ntkbo does not make
+    configure_blas_threads()
     spec = load(spec)
     cells = spec.resolve(scale)
     pid = jax.process_index() if process_id is None else process_id
