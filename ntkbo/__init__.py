@@ -8,13 +8,24 @@ The public surface::
     results = jax.vmap(lambda k: ntkbo.minimize(algo, problem, 200, k))(keys)
 """
 
-from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, experiments, gp, kernels,
-                   optimize, qmc, space)
+from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc,
+                   space)
 from ntkbo.base import Algorithm
 from ntkbo.lapack_threads import configure_blas_threads
 from ntkbo.loop import Result, best_so_far, maximize, minimize
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """``ntkbo.experiments``, imported on first use: the study layer sits above every other
+    module here and imports them, so the package does not import it (no import cycle)."""
+    if name == "experiments":
+        import ntkbo.experiments  # binds the attribute: later accesses do not come here
+
+        return globals()["experiments"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Algorithm",

@@ -17,16 +17,16 @@ the papers' real-world tasks (robot pushing, rover, Lunar Lander, tuning: host p
 """
 
 # The package imports only the ``Problem`` type eagerly; the problems themselves (the registry,
-# its functions, suites and host tasks) load on first use (PEP 562 ``__getattr__``). The drivers'
-# ``violation`` therefore imports ``problem.py`` alone, not the problems; the algorithms need none
-# of this package (PINN-BO's ``Pde`` type lives in the neutral ``ntkbo.pde``).
+# its functions, suites and host tasks) load on first use (PEP 562 ``__getattr__``). The drivers
+# and the algorithms need none of this package (they take any object with ``ntkbo.objective``'s
+# ``Problem`` protocol; PINN-BO's ``Pde`` type lives in the neutral ``ntkbo.pde``).
 import importlib
 
 from ntkbo.benchmarks.problem import Problem, relative_noise_std, uniform
 
 #: Public names defined in submodules, loaded on first access: name -> (module, attribute).
 _LAZY = {
-    "get": ("registry", "get"), "names": ("registry", "names"),
+    "get": ("suites", "get"), "names": ("registry", "names"),
     "suite": ("suites", "suite"), "suite_names": ("suites", "suite_names"),
     "separable_minimum": ("optima", "separable_minimum"),
     "synthetic": ("synthetic", None), "tasks": ("tasks", None),

@@ -471,12 +471,13 @@ def get(
       ``get("rastrigin", 20, bounds=(-5, 5))``, ``noise_std=0.01``.
     - Greedy/SMB (Be Greedy, Section 3): ``get("ackley", d)``, ``get("hartmann6")``.
 
-    A suite member is named ``"<suite>/<member>"``, e.g. ``get("dev/ackley10")``
-    (``ntkbo.benchmarks.suites``): its shifted and rotated problem, with ``noise_std`` or
-    ``noise="relative"``; ``dim``, if given, must be the member's.
+    A suite member, named ``"<suite>/<member>"`` (e.g. ``"dev/ackley10"``), is got through
+    ``ntkbo.benchmarks.get`` (``ntkbo.benchmarks.suites.get``, which takes these arguments and
+    passes every other name here).
     """
-    if isinstance(name, str) and "/" in name:
-        return _suite_member(name, dim, noise_std, noise, noise_scale, bounds, case, task_options)
+    if isinstance(name, str) and "/" in name:  # the suites sit above the registry: not here
+        raise ValueError(f"problem {name!r} is a suite member: get it with ntkbo.benchmarks.get "
+                         "(ntkbo.benchmarks.suites.get)")
     if _is_task(name):
         return _task(name, dim, noise_std, noise, bounds, case, task_options)
     if task_options:
@@ -530,38 +531,6 @@ def get(
             problem = problem.replace(constraint_noise_std=jnp.asarray(
                 C.relative_constraint_noise_std(entry.constraints, problem.bounds, noise_scale)))
     return problem
-
-
-def _suite_member(name, dim, noise_std, noise, noise_scale, bounds, case, task_options) -> Problem:
-    """``get("<suite>/<member>")``: a member of ``ntkbo.benchmarks.suites.suite(<suite>)``."""
-    from ntkbo.benchmarks import suites
-
-    suite_name, member = name.split("/", 1)
-    if suite_name not in suites.suite_names():
-        raise ValueError(f"problem {name!r}: unknown suite {suite_name!r}; choose one of: "
-                         f"{', '.join(suites.suite_names())}")
-    members = suites.suite(suite_name)
-    if member not in members:
-        raise ValueError(f"problem {name!r}: suite {suite_name!r} has no member {member!r}; its "
-                         f"members: {', '.join(members)}")
-    problem = members[member]
-    if dim is not None and dim != problem.dim:
-        raise ValueError(f"problem {name!r} has dim {problem.dim}, got dim={dim!r}")
-    extra = sorted([*task_options] + [k for k, v in (("bounds", bounds), ("case", case))
-                                      if v is not None])
-    if extra:
-        raise ValueError(f"problem {name!r}: a suite member takes noise_std or noise only, got "
-                         f"{', '.join(extra)}")
-    if noise not in (None, "relative"):
-        raise ValueError(f"noise={noise!r} is not valid; valid choices: None, 'relative'")
-    if not (isinstance(noise_std, (int, float, np.floating, np.integer))
-            and math.isfinite(noise_std) and noise_std >= 0):
-        raise ValueError(f"noise_std={noise_std!r} must be a finite float >= 0")
-    if noise == "relative":
-        if noise_std != 0:
-            raise ValueError("give either noise_std or noise='relative', not both")
-        return problem.replace(noise_std=relative_noise_std(problem, scale=noise_scale))
-    return problem.replace(noise_std=float(noise_std))
 
 
 @functools.lru_cache(maxsize=512)

@@ -41,6 +41,7 @@ global bound to keep the optimum known). The constrained suite draws from
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable, NamedTuple, Optional
 
 import jax
@@ -50,7 +51,7 @@ import numpy as np
 from ntkbo.benchmarks import registry as R
 from ntkbo.benchmarks import synthetic as S
 from ntkbo.benchmarks.optima import separable_minimum
-from ntkbo.benchmarks.problem import Problem
+from ntkbo.benchmarks.problem import Problem, relative_noise_std
 
 #: The suite's seed: problem ``i`` draws its rotation and shift from ``default_rng([SEED, i])``.
 SEED = 20261123
@@ -204,3 +205,54 @@ def suite(name: str = "dev") -> dict[str, Problem]:
 def suite_names() -> list[str]:
     """The suites ``suite`` accepts."""
     return sorted(_SUITES)
+
+
+def get(
+    name: str,
+    dim: Optional[int] = None,
+    noise_std: float = 0.0,
+    *,
+    noise: Optional[str] = None,
+    noise_scale: float = 0.1,
+    bounds=None,
+    case: Optional[int] = None,
+    **task_options,
+) -> Problem:
+    """``ntkbo.benchmarks.get``: the problem ``name``, a registry problem (``registry.get``, which
+    documents the arguments) or a suite member named ``"<suite>/<member>"``, e.g.
+    ``get("dev/ackley10")``: its shifted and rotated problem, with ``noise_std`` or
+    ``noise="relative"``; ``dim``, if given, must be the member's."""
+    if isinstance(name, str) and "/" in name:
+        return _member(name, dim, noise_std, noise, noise_scale, bounds, case, task_options)
+    return R.get(name, dim, noise_std, noise=noise, noise_scale=noise_scale, bounds=bounds,
+                 case=case, **task_options)
+
+
+def _member(name, dim, noise_std, noise, noise_scale, bounds, case, task_options) -> Problem:
+    """``get("<suite>/<member>")``: a member of ``suite(<suite>)``."""
+    suite_name, member = name.split("/", 1)
+    if suite_name not in suite_names():
+        raise ValueError(f"problem {name!r}: unknown suite {suite_name!r}; choose one of: "
+                         f"{', '.join(suite_names())}")
+    members = suite(suite_name)
+    if member not in members:
+        raise ValueError(f"problem {name!r}: suite {suite_name!r} has no member {member!r}; its "
+                         f"members: {', '.join(members)}")
+    problem = members[member]
+    if dim is not None and dim != problem.dim:
+        raise ValueError(f"problem {name!r} has dim {problem.dim}, got dim={dim!r}")
+    extra = sorted([*task_options] + [k for k, v in (("bounds", bounds), ("case", case))
+                                      if v is not None])
+    if extra:
+        raise ValueError(f"problem {name!r}: a suite member takes noise_std or noise only, got "
+                         f"{', '.join(extra)}")
+    if noise not in (None, "relative"):
+        raise ValueError(f"noise={noise!r} is not valid; valid choices: None, 'relative'")
+    if not (isinstance(noise_std, (int, float, np.floating, np.integer))
+            and math.isfinite(noise_std) and noise_std >= 0):
+        raise ValueError(f"noise_std={noise_std!r} must be a finite float >= 0")
+    if noise == "relative":
+        if noise_std != 0:
+            raise ValueError("give either noise_std or noise='relative', not both")
+        return problem.replace(noise_std=relative_noise_std(problem, scale=noise_scale))
+    return problem.replace(noise_std=float(noise_std))

@@ -176,9 +176,9 @@ def _fopt_from_dat(folder: str, function: int, dim: int) -> float:
 def _versions() -> dict:
     import jax
 
-    import ntkbo
+    from ntkbo.provenance import versions
 
-    out = {"ntkbo": ntkbo.__version__, "jax": jax.__version__,
+    out = {"ntkbo": versions()["ntkbo"], "jax": jax.__version__,
            "python": platform.python_version()}
     try:
         from importlib.metadata import version
@@ -207,17 +207,16 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
     dimension, the fraction of (function, instance, target) triples solved within the budget).
     ``ValueError`` names the argument that is wrong (``--algo``, ``--dims``, ...), before cocoex
     is imported; ``ImportError`` names the extra if cocoex is missing."""
-    import ntkbo
-    from ntkbo import ask_tell
+    from ntkbo import algorithms, ask_tell
     from ntkbo.loop import default_n_init
 
     options = dict(options or {})
-    if algo_name not in ntkbo.algorithms.names():
+    if algo_name not in algorithms.names():
         raise ValueError(f"--algo: unknown algorithm {algo_name!r}; choose one of: "
-                         f"{', '.join(ntkbo.algorithms.names())}")
-    if ntkbo.algorithms.uses_pde(algo_name):
+                         f"{', '.join(algorithms.names())}")
+    if algorithms.uses_pde(algo_name):
         raise ValueError(f"--algo {algo_name} needs a PDE; the bbob problems have none")
-    if ntkbo.algorithms.models_constraints(algo_name, **options):
+    if algorithms.models_constraints(algo_name, **options):
         raise ValueError(f"--algo {algo_name} models black-box constraints; the bbob problems "
                          "have none (use its unconstrained counterpart)")
     dims = parse_ints(",".join(map(str, dims)), "--dims", BBOB_DIMS)
@@ -233,10 +232,10 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
     if os.path.exists(os.path.join(out, RUNS_FILE)) or os.path.exists(
             os.path.join(out, cocoex_name)):
         raise ValueError(f"--out {out!r} already holds a COCO run; choose a new folder")
-    algo = ntkbo.algorithms.get(algo_name, **options)  # ValueError/TypeError on a bad --set
+    algo = algorithms.get(algo_name, **options)  # ValueError/TypeError on a bad --set
     try:
         resolved = {k: repr(v) for k, v in
-                    ntkbo.algorithms.resolved_options(algo_name, **options).items()}
+                    algorithms.resolved_options(algo_name, **options).items()}
     except ValueError:
         resolved = {k: repr(v) for k, v in options.items()}
 

@@ -139,11 +139,11 @@ class Cell:
 
     def build(self):
         """``(algo, problem)``: the ``ntkbo.Algorithm`` and ``ntkbo.benchmarks.Problem`` of the cell."""
-        import ntkbo
+        from ntkbo import algorithms
 
         problem = _problem(self.problem, self.dim)
-        algo = ntkbo.algorithms.for_problem(self.algorithm.name, problem,
-                                            **dict(self.algorithm.options))
+        algo = algorithms.for_problem(self.algorithm.name, problem,
+                                       **dict(self.algorithm.options))
         return algo, problem
 
 
@@ -191,9 +191,9 @@ def jsonable(v):
 
 @functools.lru_cache(maxsize=256)
 def _problem_cached(name, dim, noise_std, options_json, x64):
-    import ntkbo
+    from ntkbo import benchmarks
 
-    return ntkbo.benchmarks.get(name, dim=dim, noise_std=noise_std, **json.loads(options_json))
+    return benchmarks.get(name, dim=dim, noise_std=noise_std, **json.loads(options_json))
 
 
 def _problem(p: ProblemSpec, dim):
@@ -430,13 +430,12 @@ class Spec:
         """
         import jax
 
-        import ntkbo
-        from ntkbo import loop
+        from ntkbo import algorithms, loop
 
         sc = self.scale(scale)
         seeds = min(self.seeds, sc.seeds or self.seeds)
         dtype = "float64" if jax.config.jax_enable_x64 else "float32"
-        algorithm_names = set(ntkbo.algorithms.names())
+        algorithm_names = set(algorithms.names())
         for i, a in enumerate(self.algorithms):
             if a.name not in algorithm_names:
                 raise ValueError(f"spec field 'algorithms[{i}].name': unknown algorithm {a.name!r};"
@@ -468,8 +467,8 @@ class Spec:
                     if a.id in sc.options:  # this scale's options for that algorithm
                         a = dataclasses.replace(a, options={**a.options, **sc.options[a.id]})
                     try:
-                        given = ntkbo.algorithms.problem_options(a.name, problem, **a.options)
-                        options = jsonable(ntkbo.algorithms.resolved_options(a.name, **given))
+                        given = algorithms.problem_options(a.name, problem, **a.options)
+                        options = jsonable(algorithms.resolved_options(a.name, **given))
                     except (ValueError, TypeError) as err:
                         raise ValueError(f"spec field 'algorithms[{j}]' ({a.id!r}) on problem "
                                          f"{p.id!r}: {err}") from None

@@ -19,6 +19,7 @@ from typing import Sequence
 import jax
 import jax.numpy as jnp
 
+from ntkbo.kernels import network as nets
 from ntkbo.kernels.activations import ActivationSpec
 from ntkbo.kernels.architecture import FloatOrSeq, OptFloatOrSeq, mlp_spec
 from ntkbo.kernels.native import kernel_fn_from_spec
@@ -71,8 +72,6 @@ def mlp(
         return nt.mlp_stax(depth, width, activation, W_std, b_std, parameterization)
     if backend != "native":
         raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}.")
-
-    from ntkbo import nets  # imported here: ntkbo.nets itself imports ntkbo.kernels.activations
 
     module = nets.MLP(
         depth=spec.depth,
