@@ -46,7 +46,6 @@ from typing import Any, Callable, NamedTuple, Union
 
 import jax
 import jax.numpy as jnp
-import optax
 from jax.flatten_util import ravel_pytree
 
 from ntkbo import linalg
@@ -57,11 +56,18 @@ from ntkbo.validation import check_positive as _check_positive
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize, qmc
-from ntkbo.algorithms.gp_bo import from_unit, standardize, to_sphere, to_unit
-from ntkbo.algorithms.observations import unit_box
+from ntkbo.algorithms.observations import (  # noqa: F401  (embed, input_dim re-exported)
+    embed, from_unit, input_dim, standardize, to_sphere, to_unit, unit_box)
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
+# The shared numerics live in their layers (the other neural algorithms use them too); they stay
+# importable from here. TrainNN (Algorithm 2) and the paper's scales: the networks layer.
+from ntkbo.feature_gp import (  # noqa: F401  (re-exported)
+    cholesky_update, dual_factor, empirical_gram, extend_dual_factor, gram_factor, gram_variance,
+    variance_diag, variance_dual, variance_primal)
+from ntkbo.nets import (  # noqa: F401  (re-exported)
+    _loss_fn, _sqnorm_diff, gd_learning_rate, make_optimizer, paper_W_std, train)
 
 Array = jax.Array
 Params = Any
@@ -212,74 +218,6 @@ class NeuralBOState(NamedTuple):
 # Building blocks (pure functions of arrays: jit/vmap them over hyper-parameters as well as keys).
 
 
-def input_dim(d: int, input_map: str) -> int:
-    """The network's input dimension for a ``d``-dimensional box under ``input_map``."""
-    return d + 1 if input_map == "sphere" else d
-
-
-def embed(z: Array, input_map: str) -> Array:
-    """The network's input for unit-cube points ``z`` ``(n, d)``: ``to_sphere(z)`` ``(n, d + 1)``
-    for ``"sphere"``, ``z`` itself for ``"cube"``, ``2 z - 1`` (the box mapped to ``[-1, 1]^d``,
-    the authors' code's normalisation) for ``"centered"``.
-
-    Inputs are mapped to the unit cube ``[0, 1]^d`` (``z = (x - lower) / (upper - lower)``) and
-    then, by default (``input_map="sphere"``), onto the unit sphere of ``R^(d+1)``: the network sees
-    ``u / |u|`` with ``u = (2 z - 1, 1)`` (``ntkbo.algorithms.gp_bo.to_sphere``; the box centre is
-    the pole), so ``d + 1`` inputs and ``W_std="paper"`` is ``(sqrt(d + 1), 1, ...)``. Why: the
-    theory assumes unit-norm inputs (``|x| = 1``, or a shell ``a <= |x| <= b``, Sections 3.1 and 5),
-    and a bias-free ReLU network is positively homogeneous, ``h(c z) = c h(z)``. On the raw cube
-    (``input_map="cube"``) that makes the model ``|z| F(z / |z|)``: linear along every ray from the
-    lower corner, where ``g(0) = 0``, ``h(0) = 0`` and ``sigma(0) = 0`` (the prior variance
-    ``k(z, z) = |z|^2`` grows away from that corner), so wherever it predicts below the mean its
-    minimum along the ray is on the far boundary of the box. On the sphere the prior variance is the
-    same everywhere (``k(u, u) = 1``) and the kernel depends on the angle only. On Hartmann-6 the
-    sphere beat the cube and random search (docs/decisions.md, 2026-11-22). Pass ``b_std`` (e.g.
-    ``0.1``) to add biases, which also removes the homogeneity; the authors' code maps to
-    ``[-1, 1]^d`` and uses biases. Outputs are standardised over the valid observations
-    (``standardize_y=True``; mean 0, std 1) before training, so ``lam`` (the noise variance relative
-    to the prior ``k(x, x) = 1``) and ``nu`` act on a fixed scale whatever the units of ``f``; the
-    paper does not say, and the authors' code does not standardise (``standardize_y=False``).
-    """
-    if input_map == "sphere":
-        return to_sphere(z)
-    return 2.0 * z - 1.0 if input_map == "centered" else z
-
-
-def paper_W_std(d: int, depth: int) -> tuple[float, ...]:
-    """``(sqrt(d), 1, ..., 1)``: the NTK-parameterised scales of the paper's experimental network
-    (all weights ``N(0, 1/m)``, output times ``sqrt(m)``); ``depth + 1`` values, readout last.
-
-    The paper's factors of ``m`` disappear. The paper's network is
-    ``h(x) = sqrt(m) W_L phi(... phi(W_1 x))`` with every entry of ``W_l`` drawn from ``N(0, 1/m)``
-    in the experiments (section 7), no biases. ntkbo's flax MLP (``ntkbo.kernels.mlp``) is in NTK
-    parameterisation, ``z = (W_std / sqrt(fan_in)) x @ W^``, ``W^ ~ N(0, 1)``. Write
-    ``W^ = sqrt(m) W`` for every layer. Because ReLU is positively homogeneous, the two networks are
-    the *same function* of ``W^`` when ``W_std = (sqrt(d), 1, ..., 1)`` (the product of the scale
-    factors ``sqrt(d) / (sqrt(d) m^{(L-1)/2})`` equals the paper's ``sqrt(m) m^{-L/2}``; in
-    neural-tangents, ``stax.serial(Dense(m, W_std=sqrt(d)), Relu(), Dense(1, W_std=1))``). This is
-    ``W_std="paper"``, the default. Let ``g = d h / d W^`` be the gradient w.r.t. ntkbo's parameters
-    and ``g_W = d h / d W`` the paper's. By the chain rule::
-
-        g = (d h / d W) (d W / d W^) = g_W / sqrt(m),
-
-    so every ``m`` of the paper is absorbed:
-
-    * the paper's features ``g_W / sqrt(m)`` are the plain gradient ``g``;
-    * ``U_t = lam I + sum g_W g_W^T / m = lam I + sum g g^T`` and
-      ``sigma^2 = lam g_W^T U^-1 g_W / m = lam g^T U^-1 g``;
-    * the penalty ``1/2 m lam ||W - W_0||^2 = 1/2 lam ||W^ - W^_0||^2``;
-    * the empirical NTK ``k(x, x') = g(x) . g(x')`` (the paper's ``<g_W, g_W'>/m``) converges as
-      ``m -> inf`` to ntkbo's analytic NTK
-      ``ntkbo.kernels.mlp(depth, m, W_std=(sqrt(d), 1, ...))[2]``; for one hidden layer, with ``t``
-      the angle between ``x`` and ``x'``,
-      ``K(x, x') = (x . x') (pi - t) / (2 pi) + |x| |x'| (sin t + (pi - t) cos t) / (2 pi)``, and
-      ``K(x, x) = |x|^2``;
-    * a GD step ``eta`` on ``W`` is a step ``eta m`` on ``W^``: the theory's
-      ``eta = (m lam + m L T)^-1`` is ``(lam + L T)^-1`` here.
-    """
-    return (math.sqrt(d),) + (1.0,) * depth
-
-
 def nu_repo(t: Array) -> Array:
     """The authors' increasing exploration schedule (an older build of their code, in the
     compiled files of ``phantrdat/neuralbo``, when ``nu == 0``):
@@ -288,206 +226,6 @@ def nu_repo(t: Array) -> Array:
     t = jnp.maximum(jnp.asarray(t, jnp.result_type(float)), 1.0)
     a = t / jnp.log1p(t)
     return jnp.sqrt(a * jnp.log1p(t * a))
-
-
-def cholesky_update(r: Array, v: Array) -> Array:
-    """Rank-one (or rank-``q``) update of an upper Cholesky factor: ``R'^T R' = R^T R + V^T V``.
-
-    The standard ``O(p^2)`` rank-one algorithm (Golub and Van Loan, section 6.5.4) applied for each
-    row of ``V`` in turn. Row ``k`` of ``R'`` depends only on row ``k`` of ``R`` and the running
-    vectors, so it is one ``lax.scan`` over the rows of ``R`` with ``V`` as the carry and the new
-    rows as outputs, whatever ``q`` (updating ``R`` in a loop carry would copy it at every step on
-    CPU, ``O(p^3)``). Zero rows of ``V`` leave ``R`` unchanged.
-
-    Args:
-      r: ``(p, p)`` upper triangular with a positive diagonal.
-      v: ``(p,)`` or ``(q, p)``.
-    """
-    p = r.shape[0]
-    idx = jnp.arange(p)
-    vs = jnp.reshape(v, (-1, p))
-
-    def rotate(k, row, v):
-        rkk, vk = row[k], v[k]
-        rho = jnp.hypot(rkk, vk)
-        c, s = rho / rkk, vk / rkk
-        after = idx > k
-        new = jnp.where(after, (row + s * v) / c, row)
-        new = jnp.where(idx == k, rho, new)
-        return new, jnp.where(after, c * v - s * new, v)
-
-    def body(vs, row_k):
-        row, k = row_k
-
-        def one(j, carry):
-            row, vs = carry
-            row, vj = rotate(k, row, vs[j])
-            return row, vs.at[j].set(vj)
-
-        row, vs = jax.lax.fori_loop(0, vs.shape[0], one, (row, vs))
-        return vs, row
-
-    return jax.lax.scan(body, vs, (r, idx))[1]
-
-
-def dual_factor(g_data: Array, mask: Array, lam, jitter=None) -> Array:
-    """Lower Cholesky factor ``(C, C)`` of the masked ``[[K + (lam + j) I, 0], [0, I]]``,
-    ``K = G G^T`` the empirical-NTK Gram matrix of the valid rows of ``g_data`` ``(C, p)``; ``j`` is
-    ``ntkbo.gp``'s relative jitter (``1e-10`` times the mean of ``diag K`` in float64)."""
-    return gram_factor(g_data @ g_data.T, mask, lam, jitter)
-
-
-def gram_factor(k: Array, mask: Array, lam, jitter=None) -> Array:
-    """``dual_factor`` from the Gram matrix ``k`` ``(C, C)`` itself (any way it was computed)."""
-    both = mask[:, None] & mask[None, :]
-    k = jnp.where(both, k, 0.0)
-    kd = jnp.diagonal(k)
-    jitter = G.default_jitter(k.dtype) if jitter is None else jitter
-    scale = jnp.sum(kd) / jnp.maximum(jnp.sum(mask), 1)
-    noise = lam + jitter * jnp.where(scale > 0, scale, 1.0)
-    return linalg.cholesky(k + jnp.diag(jnp.where(mask, noise, 1.0)))
-
-
-def variance_dual(g: Array, g_data: Array, mask: Array, chol: Array) -> Array:
-    """``k(x, x) - k_X(x)^T (K + lam I)^-1 k_X(x)``, ``k(x, x') = g(x) . g(x')``: the GP posterior
-    variance under the empirical NTK with noise ``lam`` (``ntkbo.gp.variance`` with that kernel).
-
-    Args:
-      g: ``(n, p)`` features of the points.
-      g_data: ``(C, p)`` features of the buffer rows; rows where ``mask`` is False are ignored.
-      mask: ``(C,)`` valid rows.
-      chol: ``dual_factor(g_data, mask, lam)``.
-
-    Returns:
-      ``(n,)``, equal to ``lam g^T (lam I + G^T G)^-1 g`` (the primal form), clipped at 0.
-    """
-    return gram_variance(jnp.sum(g * g, axis=-1), g @ g_data.T, mask, chol)
-
-
-def gram_variance(k_diag: Array, k_cross: Array, mask: Array, chol: Array) -> Array:
-    """``variance_dual`` from the kernel values themselves: ``k(x, x)`` ``(n,)`` and the cross
-    kernel ``k(x, X)`` ``(n, C)`` to the buffer rows (masked here)."""
-    cross = jnp.where(mask[None, :], k_cross, 0.0)
-    v = G.solve_lower(chol, cross.T)
-    return jnp.maximum(k_diag - jnp.sum(v * v, axis=0), 0.0)
-
-
-def empirical_gram(apply_fn, theta: Params, za: Array, zb: Array) -> Array:
-    """``(na, nb)`` empirical NTK ``g(za) . g(zb)`` at ``theta`` of the MLP ``apply_fn`` (``network``'s;
-    its ``.module``) by the per-layer factors of ``ntkbo.kernels.structured``, eq. (1) there."""
-    return S.gram(S.mlp_factors(apply_fn.module, theta, za),
-                  S.mlp_factors(apply_fn.module, theta, zb))
-
-
-def extend_dual_factor(f: G.Factor, apply_fn, theta_feat: Params, z: Array, data: D.Data, start,
-                       q: int, lam, jitter=None) -> G.Factor:
-    """``dual_factor`` of the buffer by extending ``f``, its factor over the first ``start`` rows,
-    by the ``q`` (static) rows written at ``start`` (``ntkbo.gp.factor_append`` with the kernel
-    ``g(x) . g(x')`` at ``theta_feat``, ``empirical_gram``): ``O(C w + C^2 q)`` instead of
-    ``O(C^2 w + C^3)``. Valid while the features are fixed (``features="static"``).
-
-    Args:
-      f: the factor of the rows before ``start`` (identity beyond).
-      apply_fn: ``network``'s MLP; theta_feat: ``theta_0``.
-      z: ``(C, d_in)`` the buffer's points as the network sees them (``embed``-ded).
-      data: the buffer after the append (its ``y`` marks failed rows, its ``count`` the rows
-        written); a batch the buffer did not take (``count != start + q``) leaves ``f`` as it is.
-
-    Returns:
-      The ``Factor`` of the first ``start + q`` rows; it equals ``dual_factor`` to rounding (the
-      new rows' jitter is taken from the current mean of ``diag K``, which moves a little as rows
-      are added: a relative ``1e-10`` in float64, ``1e-6`` in float32).
-    """
-    kernel = functools.partial(empirical_gram, apply_fn, theta_feat)
-    new = G.factor_append(kernel, f, D.Data(z, data.y, data.count), start, q, lam, jitter=jitter)
-    return G.Factor(jnp.where(data.count == start + q, new.chol, f.chol))
-
-
-def variance_primal(g: Array, r: Array, lam) -> Array:
-    """``lam g^T U^-1 g = lam |R^-T g|^2`` for ``U = R^T R``, ``R`` ``(p, p)`` upper triangular,
-    ``g`` ``(n, p)``."""
-    v = linalg.solve_triangular(r, g.T, lower=False, trans="T")
-    return jnp.maximum(lam * jnp.sum(v * v, axis=0), 0.0)
-
-
-def variance_diag(g: Array, u_diag: Array, lam) -> Array:
-    """``lam sum_j g_j^2 / U_jj``, the diagonal approximation of ``U``; ``g`` ``(n, p)``."""
-    return lam * jnp.sum(g * g / u_diag, axis=-1)
-
-
-def _sqnorm_diff(a: Params, b: Params) -> Array:
-    return sum(jnp.sum((x - y) ** 2) for x, y in
-               zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
-
-
-def _loss_fn(apply_fn, center, z, y, mask, lam, reduction):
-    n = jnp.maximum(jnp.sum(mask), 1).astype(y.dtype)
-    scale = 1.0 if reduction == "sum" else 1.0 / n
-
-    def loss(params):
-        r = jnp.where(mask, apply_fn(params, z)[:, 0] - y, 0.0)
-        return 0.5 * scale * jnp.sum(r * r) + 0.5 * lam * _sqnorm_diff(params, center)
-
-    return loss
-
-
-def gd_learning_rate(g_data: Array, mask: Array, lam, reduction: str = "sum") -> Array:
-    """``1 / (lam + s tr K)``, ``tr K = sum_valid |g(x_i)|^2``, ``s = 1`` (sum) or ``1 / n`` (mean):
-    below ``1 / lambda_max`` of the linearised loss's Hessian ``s G^T G + lam I``."""
-    tr = jnp.sum(jnp.where(mask, jnp.sum(g_data * g_data, axis=-1), 0.0))
-    if reduction == "mean":
-        tr = tr / jnp.maximum(jnp.sum(mask), 1)
-    return 1.0 / (lam + tr)
-
-
-def make_optimizer(optimizer: str, learning_rate) -> optax.GradientTransformation:
-    """TrainNN's optax optimiser: ``"gd"`` (``optax.sgd``, no momentum: its state is empty) or
-    ``"adam"`` (``optax.adam``) with step ``learning_rate`` (a number or a traced scalar; the
-    state's structure does not depend on it)."""
-    return optax.sgd(learning_rate) if optimizer == "gd" else optax.adam(learning_rate)
-
-
-def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, mask: Array, lam,
-          learning_rate, num_steps: int, *, optimizer: str = "gd", reduction: str = "sum",
-          opt_state=None, return_opt_state: bool = False):
-    """TrainNN (Algorithm 2): ``num_steps`` full-batch steps on
-    ``1/2 s sum_valid (h(z_i) - y_i)^2 + 1/2 lam |theta - center|^2`` from ``params_start``
-    (``s = 1`` for ``reduction="sum"``, ``1/n`` for ``"mean"``), by gradient descent with step
-    ``learning_rate`` or by Adam, whose moments start from ``opt_state`` when given (a state of
-    ``make_optimizer(optimizer, .)``; the last training's, to continue it) and from zero otherwise.
-
-    Returns:
-      ``(params, loss_start, loss, ok)``: the iterate with the lowest loss (the last one whenever
-      the loss decreases monotonically, as GD at the default rate does; never worse than the start),
-      the loss at the start and at ``params``, and ``ok``: the last iterate is finite and no worse
-      than the start (False flags a divergent learning rate). With ``return_opt_state``, the
-      optimiser's state after the last step is appended.
-    """
-    loss = _loss_fn(apply_fn, center, z, y, mask, lam, reduction)
-    value_and_grad = jax.value_and_grad(loss)
-
-    def select(c, a, b):
-        return jax.tree_util.tree_map(lambda u, v: jnp.where(c, u, v), a, b)
-
-    opt = make_optimizer(optimizer, learning_rate)
-
-    def step(carry, _):
-        p, s, best_p, best_l = carry
-        l, grads = value_and_grad(p)
-        better = l < best_l  # False for NaN
-        best_p, best_l = select(better, p, best_p), jnp.where(better, l, best_l)
-        u, s = opt.update(grads, s, p)
-        return (optax.apply_updates(p, u), s, best_p, best_l), None
-
-    l_start = loss(params_start)
-    s0 = opt.init(params_start) if opt_state is None else opt_state
-    init = (params_start, s0, params_start, l_start)
-    (p, s, best_p, best_l), _ = jax.lax.scan(step, init, None, length=num_steps)
-    l_end = loss(p)
-    ok = jnp.isfinite(l_end) & (l_end <= l_start)
-    last = l_end <= best_l
-    out = (select(last, p, best_p), l_start, jnp.where(last, l_end, best_l), ok)
-    return out + (s,) if return_opt_state else out
 
 
 # ---------------------------------------------------------------------------------------------

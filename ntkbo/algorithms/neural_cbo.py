@@ -44,12 +44,13 @@ from ntkbo import acquisition as acq
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize, qmc
-from ntkbo.algorithms.observations import from_unit, standardize, to_unit, unit_box
-from ntkbo.algorithms.neural_bo import (embed, extend_dual_factor, gd_learning_rate,
-                                        gram_variance, input_dim, paper_W_std, train)
+from ntkbo.algorithms.observations import (embed, from_unit, input_dim, standardize, to_unit,
+                                          unit_box)
 from ntkbo.base import Algorithm
+from ntkbo.feature_gp import extend_dual_factor, gram_variance
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
+from ntkbo.nets import gd_learning_rate, paper_W_std, train
 from ntkbo.validation import check_choice, check_int, check_positive, check_told
 
 Array = jax.Array

@@ -51,13 +51,13 @@ import jax.numpy as jnp
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.neural_bo import train as _nbo_train
 from ntkbo.algorithms.observations import best_points, from_unit, unit_view
 from ntkbo.algorithms.sto_bnts import (draw_params, embed_inputs, jvp_term, member_fn,
                                        prior_variances, target_noise, train_member,
                                        zero_last_layer)
 from ntkbo.base import Algorithm
 from ntkbo.kernels import mlp, mlp_spec
+from ntkbo.nets import train as _nbo_train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 

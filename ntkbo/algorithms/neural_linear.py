@@ -45,9 +45,9 @@ from ntkbo import acquisition as A
 from ntkbo import data as D
 from ntkbo import optimize
 from ntkbo.algorithms.observations import Y_TRANSFORMS, best_points, from_unit, unit_view
-from ntkbo.algorithms.neural_bo import train
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
+from ntkbo.nets import train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 

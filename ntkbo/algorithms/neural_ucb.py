@@ -47,11 +47,11 @@ from ntkbo import data as D
 from ntkbo import optimize
 from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, from_unit, to_unit,
                                           unit_view)
-from ntkbo.algorithms.neural_bo import (dual_factor, gd_learning_rate, train, variance_diag,
-                                        variance_dual)
 from ntkbo.algorithms.sto_bnts import embed_inputs
 from ntkbo.base import Algorithm
+from ntkbo.feature_gp import dual_factor, variance_diag, variance_dual
 from ntkbo.kernels import grad_features, mlp, mlp_spec
+from ntkbo.nets import gd_learning_rate, train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 

@@ -44,7 +44,8 @@ from ntkbo import data as D
 
 Array = jax.Array
 
-__all__ = ["LOG_OFFSET", "UnitView", "Y_TRANSFORMS", "best_points", "from_unit", "standardize",
+__all__ = ["LOG_OFFSET", "UnitView", "Y_TRANSFORMS", "best_points", "embed", "from_unit",
+           "input_dim", "standardize",
            "standardized_data", "to_sphere", "to_unit", "transform_outputs", "unit_box",
            "unit_view"]
 
@@ -73,6 +74,39 @@ def to_sphere(z: Array) -> Array:
     bias-free ReLU networks are positively homogeneous in their raw input."""
     u = jnp.concatenate([2.0 * z - 1.0, jnp.ones_like(z[..., :1])], axis=-1)
     return u / jnp.linalg.norm(u, axis=-1, keepdims=True)
+
+
+def input_dim(d: int, input_map: str) -> int:
+    """The network's input dimension for a ``d``-dimensional box under ``input_map``."""
+    return d + 1 if input_map == "sphere" else d
+
+
+def embed(z: Array, input_map: str) -> Array:
+    """The network's input for unit-cube points ``z`` ``(n, d)``: ``to_sphere(z)`` ``(n, d + 1)``
+    for ``"sphere"``, ``z`` itself for ``"cube"``, ``2 z - 1`` (the box mapped to ``[-1, 1]^d``,
+    the authors' code's normalisation) for ``"centered"``.
+
+    Inputs are mapped to the unit cube ``[0, 1]^d`` (``z = (x - lower) / (upper - lower)``) and
+    then, by default (``input_map="sphere"``), onto the unit sphere of ``R^(d+1)``: the network sees
+    ``u / |u|`` with ``u = (2 z - 1, 1)`` (``to_sphere``; the box centre is
+    the pole), so ``d + 1`` inputs and ``W_std="paper"`` is ``(sqrt(d + 1), 1, ...)``. Why: the
+    theory assumes unit-norm inputs (``|x| = 1``, or a shell ``a <= |x| <= b``, Sections 3.1 and 5),
+    and a bias-free ReLU network is positively homogeneous, ``h(c z) = c h(z)``. On the raw cube
+    (``input_map="cube"``) that makes the model ``|z| F(z / |z|)``: linear along every ray from the
+    lower corner, where ``g(0) = 0``, ``h(0) = 0`` and ``sigma(0) = 0`` (the prior variance
+    ``k(z, z) = |z|^2`` grows away from that corner), so wherever it predicts below the mean its
+    minimum along the ray is on the far boundary of the box. On the sphere the prior variance is the
+    same everywhere (``k(u, u) = 1``) and the kernel depends on the angle only. On Hartmann-6 the
+    sphere beat the cube and random search (docs/decisions.md, 2026-11-22). Pass ``b_std`` (e.g.
+    ``0.1``) to add biases, which also removes the homogeneity; the authors' code maps to
+    ``[-1, 1]^d`` and uses biases. Outputs are standardised over the valid observations
+    (``standardize_y=True``; mean 0, std 1) before training, so ``lam`` (the noise variance relative
+    to the prior ``k(x, x) = 1``) and ``nu`` act on a fixed scale whatever the units of ``f``; the
+    paper does not say, and the authors' code does not standardise (``standardize_y=False``).
+    """
+    if input_map == "sphere":
+        return to_sphere(z)
+    return 2.0 * z - 1.0 if input_map == "centered" else z
 
 
 def standardize(y: Array, mask: Array) -> tuple[Array, Array, Array]:

@@ -46,9 +46,9 @@ from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.algorithms.observations import best_points, standardize
-from ntkbo.algorithms.neural_bo import train
 from ntkbo.base import Algorithm
 from ntkbo.kernels import as_kernel, mlp, mlp_spec
+from ntkbo.nets import train
 from ntkbo.optimize import maximize_acquisition
 from ntkbo.pde import Pde
 from ntkbo.validation import check_choice, check_int, check_positive
