@@ -67,7 +67,7 @@ import ntkbo
 from ntkbo.benchmarks import suites
 from ntkbo.experiments import report as R
 from ntkbo.experiments import spec as S
-from ntkbo.experiments import stats
+from ntkbo.experiments import stats, store
 
 #: Algorithms that need a problem the dev suite does not have (constraints, a PDE).
 NEEDS_MORE = ("gp_cei", "ntk_gp_cei", "neural_cbo", "pinn_bo", "pinn_ntk_gp")
@@ -110,6 +110,19 @@ PANEL_KEYS = range(200000, 201000)
 #: The low-budget panel: the dev members with d <= PANEL_MAX_DIM, read at PANEL_BUDGETS.
 PANEL_MAX_DIM = 6
 PANEL_BUDGETS = (20, 30, 40)
+#: The panel's diagnostic of a stalled model: a step "revisits" when its point lies within this
+#: fraction of the box's width, in every coordinate, of an earlier evaluation.
+REVISIT = 1e-2
+
+
+def revisit_share(x, bounds, n_init: int) -> float:
+    """Of the evaluations after the first ``n_init`` of one run ``x`` ``(B, d)``, the share within
+    ``REVISIT`` of the box's width (Chebyshev, every coordinate) of an earlier evaluation."""
+    lo, hi = (np.asarray(b, float) for b in bounds)
+    u = (np.asarray(x, float) - lo) / np.where(hi > lo, hi - lo, 1.0)
+    close = np.tril(np.abs(u[:, None, :] - u[None, :, :]).max(-1) <= REVISIT, -1)
+    later = close.any(axis=1)[n_init:]
+    return float(later.mean()) if later.size else float("nan")
 
 
 def dev_spec(algorithms=None, members=None, name: str | None = None, keys: str = "reporting",
@@ -156,8 +169,18 @@ def panel_table(out: str) -> dict:
     """The panel's numbers from the cells in ``out``: for each budget of ``PANEL_BUDGETS``, per
     algorithm and problem the mean normalised regret after that many evaluations, the
     BH-adjusted p-value of "below random search" (one family per budget) and whether it passed;
-    ``failures``: ``(budget, algorithm, problem, reason)`` for every pair that did not pass."""
+    ``failures``: ``(budget, algorithm, problem, reason)`` for every pair that did not pass;
+    ``revisits``: per algorithm and problem the mean over seeds of ``revisit_share`` at the full
+    budget (why a model fails: its steps stay where it has already been)."""
     spec, cells = R.load(out)
+    revisits: dict = {}
+    for path in store.list_cells(out):
+        rec = store.read_cell(path)
+        meta = rec.meta
+        share = [revisit_share(run, meta["problem"]["bounds"], int(meta.get("n_init") or 0))
+                 for run in np.asarray(rec.x)]
+        revisits.setdefault(meta["algorithm"]["label"], {})[meta["problem"]["label"]] = \
+            float(np.mean(share))
     by_problem: dict = {}
     for c in cells:
         by_problem.setdefault(c.problem, {})[c.algorithm] = c
@@ -188,7 +211,7 @@ def panel_table(out: str) -> dict:
                                 f"not significant (BH p = {p_adj:.2g})")
                     failures.append((b, a, p, why))
         budgets[b] = rows
-    return {"budgets": budgets, "failures": failures, "algorithms": algos,
+    return {"budgets": budgets, "failures": failures, "revisits": revisits, "algorithms": algos,
             "problems": list(by_problem), "seeds": int(next(iter(cells)).curve.shape[0]),
             "seed_offset": int(((spec or {}).get("seeds") or {}).get("offset",
                                                                       PANEL_KEYS.start))}
@@ -225,6 +248,16 @@ def render_panel(t: dict) -> str:
         lines.append("")
     lines += ["### Failures", ""]
     lines += [f"- budget {b}, {a} on {p}: {why}" for b, a, p, why in t["failures"]] or ["- none"]
+    lines += ["", "### Where the evaluations went", "",
+              f"Share of the evaluations after the initial design within {REVISIT:g} of the box's "
+              "width (every coordinate) of an earlier one, at the full budget, mean over seeds: "
+              "a high share means the model's proposals stall where it has already been.", "",
+              "| algorithm | " + " | ".join(t["problems"]) + " |",
+              "|---|" + "---|" * len(t["problems"])]
+    for a in t["algorithms"]:
+        shares = t["revisits"].get(a, {})
+        lines.append(f"| {a} | " + " | ".join(
+            "" if p not in shares else f"{shares[p]:.2f}" for p in t["problems"]) + " |")
     return "\n".join(lines) + "\n"
 
 
