@@ -7,11 +7,15 @@
   every registered algorithm has a catalogue page with the sections every page has (paper,
   equation, defaults against the paper, cost per step, when to use it).
 - The hook docs/_ext/links.py finds a broken link between pages and ignores links that leave docs/.
+- docs/studies.md has a section for every committed study (a benchmarks/results/ folder with a
+  report.md and a spec in benchmarks/specs/), and docs/theory.md one for every check of
+  ``theory_checks.CHECKS``.
 
 ``mkdocs build --strict`` itself (API pages, anchors, the nav) is .ci/run's third lane.
 """
 
 import importlib.util
+import json
 import pathlib
 import re
 
@@ -122,3 +126,70 @@ def test_links_hook():
     assert links.broken_links(text, "index.md", files) == ["missing.md"]
     assert links.broken_links("[a](../results.md) [b](state.md) [c](../guide/no.md)",
                               "guide/keys.md", files) == ["../guide/no.md"]
+
+
+RESULTS = ROOT / "benchmarks" / "results"
+SPECS = ROOT / "benchmarks" / "specs"
+
+
+def committed_studies() -> list:
+    """The folders of benchmarks/results/ that hold a study: a ``report.md`` and a spec
+    ``benchmarks/specs/NAME.toml``, ``NAME`` being the folder's ``spec.json`` name (else the folder
+    name without its ``-cpu``/``-full``/... scale suffix). Read from the files, not from the page."""
+    studies = []
+    for folder in sorted(p for p in RESULTS.iterdir() if p.is_dir()):
+        if not (folder / "report.md").is_file():
+            continue
+        name = None
+        if (folder / "spec.json").is_file():
+            try:
+                name = json.loads((folder / "spec.json").read_text(encoding="utf-8")).get("name")
+            except (ValueError, AttributeError):
+                name = None
+        name = name or re.sub(r"-(smoke|cpu|full|gpu)$", "", folder.name)
+        if (SPECS / f"{name}.toml").is_file():
+            studies.append(folder.name)
+    return studies
+
+
+def headed_sections(text: str) -> dict:
+    """``{name: body}`` for every backquoted name in a level-2 or level-3 heading, the body running
+    to the next such heading (code blocks' ``#`` comment lines are not headings)."""
+    prose = re.sub(r"^```.*?^```", lambda m: re.sub(r"(?m)^#", " #", m.group(0)), text,
+                   flags=re.M | re.S)
+    parts = re.split(r"^#{2,3} (.+)$", prose, flags=re.M)
+    found = {}
+    for i in range(1, len(parts), 2):
+        for name in re.findall(r"`([^`]+)`", parts[i]):
+            found[name] = parts[i + 1]
+    return found
+
+
+def test_studies_page_has_a_section_for_every_committed_study():
+    """Every study folder (``committed_studies()``: report.md plus a matching spec) has a heading
+    naming the folder in docs/studies.md, and that section links to the folder's report.md. The
+    folders come from benchmarks/results/, not from the page, so a new committed study fails this
+    test until the page covers it. Mutation caught (checked): the section of
+    ``goucb_tuning-cpu`` deleted from docs/studies.md."""
+    studies = committed_studies()
+    assert len(studies) >= 8, studies        # the papers' eight cpu studies at least
+    found = headed_sections((DOCS / "studies.md").read_text(encoding="utf-8"))
+    missing = [s for s in studies if s not in found]
+    assert not missing, f"docs/studies.md has no section for {missing}"
+    unlinked = [s for s in studies if f"../benchmarks/results/{s}/report.md" not in found[s]]
+    assert not unlinked, f"docs/studies.md: these sections do not link their report.md: {unlinked}"
+
+
+def test_theory_page_has_a_section_for_every_check():
+    """Every check the command line runs (``theory_checks.CHECKS``, the registry
+    ``python -m theory_checks`` reads) has a heading naming it in docs/theory.md, with its cpu
+    verdict and its GPU status. Mutation caught (checked): the section of ``nngp_convergence``
+    deleted from docs/theory.md."""
+    import theory_checks
+
+    found = headed_sections((DOCS / "theory.md").read_text(encoding="utf-8"))
+    missing = [c for c in theory_checks.CHECKS if c not in found]
+    assert not missing, f"docs/theory.md has no section for {missing}"
+    incomplete = [c for c in theory_checks.CHECKS
+                  if "Verdict at cpu scale" not in found[c] or "GPU" not in found[c]]
+    assert not incomplete, f"docs/theory.md: no cpu verdict or GPU status for {incomplete}"
