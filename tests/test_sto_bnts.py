@@ -1,5 +1,6 @@
 """STO-BNTS and STO-BNTS-Linear: the closed form, the posterior moments of the samples, the trainer,
-runs through the driver, keys, and argument checks (seed-003 digest)."""
+runs through the driver, keys, and argument checks (Dai et al., NeurIPS 2022, Algorithms 1-2,
+Appendix A)."""
 
 import importlib
 
@@ -40,7 +41,7 @@ def net(parameterization="ntk", width=16, depth=1, activation="relu", W_std=(1.0
 @pytest.mark.parametrize("parameterization,W_std,b_std",
                          [("ntk", (1.0, 2**0.5), None), ("standard", 1.5, 0.05)])
 def test_prior_draws_have_the_nngp_and_ntk_covariances(parameterization, W_std, b_std):
-    """At initialisation (digest sections 1.4, 5.7): over draws of ``theta_0`` (``draw_params``),
+    """At initialisation (Appendix A): over draws of ``theta_0`` (``draw_params``),
     ``f(.; theta_0)`` has the NNGP covariance of ``kernel_fn``, and the STO-BNTS prior sample
     ``f(.; theta_0) + <grad f(.; theta_0), theta_0'>`` (readout of theta_0' zeroed) the NTK. For
     the standard parameterisation with the prior-precision metric (the authors' code), the NTK is
@@ -82,7 +83,7 @@ def test_prior_draws_have_the_nngp_and_ntk_covariances(parameterization, W_std, 
 def test_embed_inputs_puts_the_box_on_the_unit_sphere():
     """``input_map="sphere"``: every point of the cube lands on the sphere of radius sqrt(d + 1)
     (the unit sphere for the first layer), injectively, so the paper's bias-free network (W_std
-    ``(1, sqrt2, sqrt2)``) has the constant prior NTK variance L + 1 = 3 (digest section 1.1)."""
+    ``(1, sqrt2, sqrt2)``) has the constant prior NTK variance L + 1 = 3 (Section 2)."""
     z = jnp.concatenate([Z, jnp.array([[0.0, 0.0], [1.0, 1.0], [0.5, 0.5]])])
     x = S.embed_inputs(z, "sphere")
     assert x.shape == (11, 3)
@@ -187,7 +188,7 @@ def linear_samples():
         return G.predict(kernel, post, ZT, full_cov=True), kernel(ZT, Z[:6]), kernel(Z[:6], Z[:6])
 
     (mu, cov), kx, kxx = map(lambda a: jax.tree_util.tree_map(np.asarray, a), reference())
-    # Deficit of the unperturbed sampler (digest section 1.6): lam k_tX A^-2 k_Xt.
+    # Deficit of the unperturbed sampler (module docstring): lam k_tX A^-2 k_Xt.
     a_inv_k = np.linalg.solve(kxx + lam * np.eye(6), kx.T)
     return s_pert, s_plain, mu, cov, lam * a_inv_k.T @ a_inv_k, mean
 
@@ -218,7 +219,7 @@ def test_linear_samples_are_exact_posterior_samples_with_target_perturbation(lin
 
 def test_linear_samples_without_perturbation_are_under_dispersed(linear_samples):
     _, s_plain, mu, cov, deficit, _ = linear_samples
-    # The mean is exact and the covariance is the posterior's minus the deficit (digest 1.6).
+    # The mean is exact and the covariance is the posterior's minus the deficit.
     _check_moments(s_plain, mu, cov - deficit)
     # Robust inequality: with sigma^2 = 0.25 the deficit is 86% of the posterior variance at the
     # two test points near the data and 37% at the corner, against a Monte Carlo relative standard
@@ -280,33 +281,26 @@ def test_trainer_reaches_the_minimiser_of_loss_1():
     assert float(l_loose) == float(l_two)
 
 
-def test_default_training_reaches_the_linearised_posterior_sample():
-    """STO-BNTS's *default* training (the factory's signature defaults, through ``suggest``)
-    reaches the sample-then-optimise posterior sample: the closed-form minimiser of loss (1) for the
-    member linearised at theta_0 (issue 15 item 5; module docstring), computed here independently
-    from ``ntkbo.kernels.empirical_ntk`` and numpy: ``f* = g + K_tX (K_XX + lam I)^-1 (y - g(X))``,
-    ``g`` the member's prior draw, with the minimum of the loss ``lam r^T (K_XX + lam I)^-1 r``.
+@pytest.fixture(scope="module")
+def tiny_member():
+    """One member as ``suggest`` draws it (module docstring, "Randomness": member key -> (theta_0,
+    theta_0') from the first half of its split; the paper's network on sphere inputs), width 64,
+    on the 6 points of ``Z``, and the sample-then-optimise sample of its linearisation at theta_0
+    computed independently from ``ntkbo.kernels.empirical_ntk`` and numpy::
 
-    Mutation caught (checked by hand): the former default ``optimizer="levenberg_marquardt"`` (10
-    steps) in ``sto_bnts``'s signature: its loss, (1) of the network, is 1.43x the linearised
-    minimum here and its function up to 0.81 posterior sd from f* (the network trained to
-    convergence, 300 steps, is no closer: 1.42x, 0.82 sd). Also caught: the query evaluating the
-    linearised parameters with the network (``trained_member_fn`` returning ``member_fn``: one
-    Gauss-Newton step of the network, 0.94 sd away)."""
+        f* = g + K_tX (K_XX + lam I)^-1 (y - g(X)),   min of (1) = lam r^T (K_XX + lam I)^-1 r
+
+    ``g`` the member's prior draw, ``r = y - g(X)``."""
     import inspect
 
     defaults = {k: v.default for k, v in inspect.signature(S.sto_bnts).parameters.items()}
     width, depth, sigma = 64, defaults["depth"], defaults["sigma"]  # a narrow net: seconds
-    algo = S.sto_bnts(width, num_candidates=16, num_restarts=1, acq_method="none")
     bounds = jnp.array([[0.0, 0.0], [1.0, 1.0]])
+    algo = S.sto_bnts(width)
     state = algo.update(algo.init(jax.random.PRNGKey(0), bounds, 8), Z[:6], _Y[:6])
     key = jax.random.PRNGKey(7)
-    _, info = jax.jit(algo.suggest)(key, state)
-
-    # The member suggest trained (module docstring, "Randomness"): member key -> (theta_0,
-    # theta_0') from the first half of its split, the paper's network on sphere inputs.
-    spec, _, apply_fn, _, pvar = net(width=width, depth=depth, W_std=(1.0,) + (2**0.5,) * depth,
-                                     d=3)
+    _, _, apply_fn, _, pvar = net(width=width, depth=depth, W_std=(1.0,) + (2**0.5,) * depth,
+                                  d=3)
     k_member = S.member_keys(key, state.seed, 1)[0][0]
     theta0, theta0p = S.draw_params(jax.random.split(k_member)[0], pvar, 2)
     theta0p = S.zero_last_layer(theta0p, depth)
@@ -323,23 +317,84 @@ def test_default_training_reaches_the_linearised_posterior_sample():
     f_star = g(xt) + k_tx @ np.linalg.solve(a_mat, r)
     sd = np.sqrt(k_tt - np.sum(k_tx * np.linalg.solve(a_mat, k_tx.T).T, axis=1))
     loss_star = lam * r @ np.linalg.solve(a_mat, r)
+    return dict(defaults=defaults, width=width, depth=depth, bounds=bounds, state=state, key=key,
+                apply_fn=apply_fn, pvar=pvar, theta0=theta0, theta0p=theta0p, lam=lam, ys=ys,
+                x=x, xt=xt, f_star=f_star, sd=sd, loss_star=loss_star)
+
+
+def test_linearized_training_reaches_the_linearised_posterior_sample(tiny_member):
+    """``optimizer="linearized"`` (through ``suggest`` and the building blocks) is the
+    sample-then-optimise sample of the member linearised at theta_0: the closed-form minimiser of
+    loss (1) for that linear model, ``tiny_member``'s ``f*`` and minimum.
+
+    Mutation caught (checked by hand): the query evaluating the linearised parameters with the
+    network (``trained_member_fn`` returning ``member_fn``: one Gauss-Newton step of the network,
+    0.94 sd away)."""
+    m = tiny_member
+    algo = S.sto_bnts(m["width"], optimizer="linearized", num_candidates=16, num_restarts=1,
+                      acq_method="none")
+    _, info = jax.jit(algo.suggest)(m["key"], m["state"])
 
     @jax.jit
-    def trained():  # the same member through the building blocks, with the factory's defaults
-        optimizer = defaults["optimizer"]
-        steps = defaults["num_steps"] or S.default_num_steps(optimizer)
-        th, _, _, _, _ = S.train_member(apply_fn, theta0, theta0p, x, ys, jnp.ones(6, bool), lam,
-                                        pvar, optimizer=optimizer, num_steps=steps,
-                                        tol=defaults["tol"])
-        return S.trained_member_fn(optimizer)(apply_fn, th, theta0, theta0p, xt)
+    def trained():  # the same member through the building blocks
+        th, _, _, _, _ = S.train_member(m["apply_fn"], m["theta0"], m["theta0p"], m["x"], m["ys"],
+                                        jnp.ones(6, bool), m["lam"], m["pvar"],
+                                        optimizer="linearized")
+        return S.trained_member_fn("linearized")(m["apply_fn"], th, m["theta0"], m["theta0p"],
+                                                 m["xt"])
 
     # float64; K_XX + lam I has condition number ~25 here, so both sides agree to ~1e-14 (measured
     # 6e-15 sd). 1e-6 posterior sd (and 1e-8 relative on the loss) leaves that room many times
-    # over, while the former default is 0.81 sd and 43% of the loss away.
-    np.testing.assert_allclose(info["loss"][0], loss_star, rtol=1e-8)
+    # over, while the network trained on (1) is 0.8 sd and 43% of the loss away.
+    np.testing.assert_allclose(info["loss"][0], m["loss_star"], rtol=1e-8)
     assert info["grad_norm"][0] < 1e-8 * info["loss_start"][0]  # a stationary point
-    dist = np.abs(np.asarray(trained()) - f_star) / sd
+    dist = np.abs(np.asarray(trained()) - m["f_star"]) / m["sd"]
     assert np.all(dist < 1e-6), dist
+
+
+def test_default_trains_the_network_on_loss_1(tiny_member):
+    """``sto_bnts()``'s defaults are Algorithm 1: the *network* is trained on loss (1) from
+    theta_0. Through ``suggest`` (defaults but the width and a cheap query): the parameters move
+    from theta_0, the loss reported is loss (1) of the network at the parameters the building
+    blocks reach with the factory's default training, written out here independently (``f(x;
+    theta) + <grad f(x; theta_0), theta_0'>`` by ``jax.jvp`` on the raw network, numpy sums), it
+    is below its value at theta_0 and it is not the linearised model's minimum (``tiny_member``);
+    and the suggestion differs from ``sto_bnts_linear``'s with the same options and key.
+
+    Mutation caught (checked by hand): the default falling back to the closed form,
+    ``optimizer="linearized"`` in ``sto_bnts``'s signature: ``suggest``'s loss is then the
+    linearised minimum (``rel`` 0 against 0.43) and not the network's loss at those parameters."""
+    m = tiny_member
+    cheap = dict(num_candidates=256, num_restarts=1, acq_method="none")
+    x_sto, info = jax.jit(S.sto_bnts(m["width"], **cheap).suggest)(m["key"], m["state"])
+    lin = S.sto_bnts_linear(m["width"], **cheap)
+    x_lin, _ = jax.jit(lin.suggest)(m["key"], lin.update(
+        lin.init(jax.random.PRNGKey(0), m["bounds"], 8), Z[:6], _Y[:6]))
+
+    d = m["defaults"]
+    th, _, _, _, _ = jax.jit(lambda: S.train_member(
+        m["apply_fn"], m["theta0"], m["theta0p"], m["x"], m["ys"], jnp.ones(6, bool), m["lam"],
+        m["pvar"], optimizer=d["optimizer"],
+        num_steps=d["num_steps"] or S.default_num_steps(d["optimizer"]), tol=d["tol"]))()
+    flat0, unravel = ravel_pytree(m["theta0"])
+    flat = ravel_pytree(th)[0]
+    tangent = ravel_pytree(m["theta0p"])[0]
+
+    def net_loss(f):  # loss (1) of the network, written out (P = I: the NTK parameterisation)
+        fn = lambda t: m["apply_fn"](unravel(t), m["x"])[:, 0]  # noqa: E731
+        pred = np.asarray(fn(f) + jax.jvp(fn, (flat0,), (tangent,))[1])
+        res = np.asarray(m["ys"]) - pred
+        return float(np.sum(res**2) + m["lam"] * np.sum((np.asarray(f) - np.asarray(flat0))**2))
+
+    moved = float(jnp.linalg.norm(flat - flat0) / jnp.linalg.norm(flat0))
+    assert moved > 1e-3, moved
+    l_start, l_end = net_loss(flat0), net_loss(flat)
+    np.testing.assert_allclose(info["loss_start"][0], l_start, rtol=1e-10)
+    np.testing.assert_allclose(info["loss"][0], l_end, rtol=1e-10)
+    assert l_end < 0.5 * l_start, (l_start, l_end)
+    rel = abs(l_end - m["loss_star"]) / m["loss_star"]
+    assert rel > 0.05, rel  # the network's minimum of (1), not its linearisation's
+    assert not np.allclose(np.asarray(x_sto), np.asarray(x_lin)), (x_sto, x_lin)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,8 +529,7 @@ def test_wide_sto_bnts_networks_sample_the_ntk_gp_posterior():
     # Mean: 4 standard errors (sd / sqrt(n) = 0.032 sd) plus 0.25 posterior sd: the trained finite
     # network is not the linearised one, and its ensemble mean is shifted by up to ~0.2 sd here
     # (measured: 0.16-0.19 sd at width 4096; the shift from the linearised network's mean was
-    # 0.27 sd at width 1024 and 0.08 sd at 16384, so it vanishes slowly, ~width^-0.4; the digest,
-    # section 2.6.3, reports about 1 sd at width 256).
+    # 0.27 sd at width 1024 and 0.08 sd at 16384, so it vanishes slowly, ~width^-0.4).
     assert np.all(np.abs(s.mean(0) - mu) <= 4 * sd / np.sqrt(n) + 0.25 * sd), (s.mean(0), mu, sd)
     # Variance: the sample variance of n Gaussian draws has relative sd sqrt(2 / (n - 1)) = 4.5%,
     # 4 of them = 18%, plus 8% finite width (the empirical NTK is within ~4% of the analytic one
