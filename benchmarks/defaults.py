@@ -250,8 +250,10 @@ def render_panel(t: dict) -> str:
     lines += [f"- budget {b}, {a} on {p}: {why}" for b, a, p, why in t["failures"]] or ["- none"]
     lines += ["", "### Where the evaluations went", "",
               f"Share of the evaluations after the initial design within {REVISIT:g} of the box's "
-              "width (every coordinate) of an earlier one, at the full budget, mean over seeds: "
-              "a high share means the model's proposals stall where it has already been.", "",
+              "width (every coordinate) of an earlier one, at the full budget, mean over seeds. "
+              "With a low regret a high share is refinement near the optimum; with a regret "
+              "above random search's it means the model's proposals stall where it has already "
+              "been.", "",
               "| algorithm | " + " | ".join(t["problems"]) + " |",
               "|---|" + "---|" * len(t["problems"])]
     for a in t["algorithms"]:
