@@ -153,11 +153,20 @@ def environment() -> dict:
             "n_init": N_INIT, "rounds": ROUNDS}
 
 
-def record(out: str, algos=None, log=sys.stderr, options=None) -> dict:
+def _write(out: str, manifest: dict, arrays: dict) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    tmp = out + ".tmp.npz"
+    np.savez_compressed(tmp, __manifest__=np.asarray(json.dumps(manifest)), **arrays)
+    os.replace(tmp, out)
+
+
+def record(out: str, algos=None, log=sys.stderr, options=None, exclude=()) -> dict:
     """Runs ``cases(algos)`` and writes ``out`` (``.npz``: ``a<i>`` arrays and a JSON manifest
     ``{"environment", "cases": [{"algorithm", "preset", "seconds", "error" | "leaves":
     {leaf: [array key, sha256]}}]}`` as ``__manifest__``); returns the manifest. ``options``:
-    name -> extra options for every case of that name (recorded in the manifest)."""
+    name -> extra options for every case of that name (recorded in the manifest). ``exclude``:
+    ``(name, preset)`` cases to leave out (recorded as skipped). The file is rewritten after each
+    case, so a record stopped early keeps the cases it finished."""
     import jax
     jax.config.update("jax_enable_x64", True)
     from ntkbo import lapack_threads
@@ -168,6 +177,9 @@ def record(out: str, algos=None, log=sys.stderr, options=None) -> dict:
     for name, preset in cases(algos):
         t0 = time.perf_counter()
         entry = {"algorithm": name, "preset": preset}
+        if (name, preset or DEFAULT) in exclude:
+            manifest["cases"].append({**entry, "skipped": True, "seconds": 0.0})
+            continue
         extra = (options or {}).get(name, {})
         if extra:
             entry["options"] = extra
@@ -185,10 +197,8 @@ def record(out: str, algos=None, log=sys.stderr, options=None) -> dict:
         manifest["cases"].append(entry)
         print(f"{name} {preset or DEFAULT}: {'error' if 'error' in entry else 'ok'} "
               f"{entry['seconds']:.1f} s", file=log, flush=True)
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    tmp = out + ".tmp.npz"
-    np.savez_compressed(tmp, __manifest__=np.asarray(json.dumps(manifest)), **arrays)
-    os.replace(tmp, out)
+        _write(out, manifest, arrays)
+    _write(out, manifest, arrays)
     return manifest
 
 
@@ -217,9 +227,7 @@ def merge(out: str, paths) -> dict:
                     leaves[leaf] = [new, h]
                 case["leaves"] = leaves
             manifest["cases"].append(case)
-    tmp = out + ".tmp.npz"
-    np.savez_compressed(tmp, __manifest__=np.asarray(json.dumps(manifest)), **arrays)
-    os.replace(tmp, out)
+    _write(out, manifest, arrays)
     return manifest
 
 
@@ -255,6 +263,8 @@ def compare(base: str, new: str) -> tuple[list[dict], dict, dict]:
         b, n = by_b.get(key), by_n.get(key)
         if b is None or n is None:
             row["status"] = "missing in " + ("base" if b is None else "new")
+        elif b.get("skipped") or n.get("skipped"):
+            row["status"] = "skipped in " + ("base" if b.get("skipped") else "new")
         elif "error" in b or "error" in n:
             same = b.get("error") == n.get("error")
             row["status"] = "identical (same error)" if same else "error"
@@ -295,7 +305,7 @@ def summary(manifest: dict) -> str:
              "(`benchmarks/bit_identity.py`).", "",
              "| algorithm | preset | leaves | seconds | status |", "|---|---|---:|---:|---|"]
     for c in manifest["cases"]:
-        status = c["error"][:80] if "error" in c else "ok"
+        status = c["error"][:80] if "error" in c else "skipped" if c.get("skipped") else "ok"
         lines.append(f"| {c['algorithm']} | {c['preset'] or DEFAULT} | "
                      f"{len(c.get('leaves', {}))} | {c['seconds']:.1f} | {status} |")
     return "\n".join(lines) + "\n"
@@ -308,6 +318,8 @@ def main(argv=None) -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--algos", default="all", help="comma-separated registry names, or 'all'")
     r.add_argument("--md", help="also write a Markdown summary here")
+    r.add_argument("--exclude", action="append", default=[], metavar="NAME:PRESET",
+                   help="leave a case out (PRESET '(defaults)' for the defaults; repeatable)")
     r.add_argument("--set", action="append", default=[], metavar="NAME.OPTION=JSON",
                    help="an extra option for algorithm NAME (a deliberate change; repeatable)")
     m = sub.add_parser("merge", help="join records made in parts into one file")
@@ -326,7 +338,8 @@ def main(argv=None) -> int:
             target, value = item.split("=", 1)
             name, option = target.split(".", 1)
             options.setdefault(name, {})[option] = json.loads(value)
-        manifest = record(args.out, algos, options=options)
+        exclude = {tuple(item.split(":", 1)) for item in args.exclude}
+        manifest = record(args.out, algos, options=options, exclude=exclude)
         if args.md:
             with open(args.md, "w") as f:
                 f.write(summary(manifest))
