@@ -1,8 +1,7 @@
 """The docstrings and comments of ``ntkbo/`` read as reference text, not as a lab notebook.
 
-Every ``ntkbo/**/*.py`` (except ``EXCLUDED`` below) is read with ``ast`` (docstrings, and the
-string statements mkdocstrings shows as attribute docs) and ``tokenize`` (comments, ``#:``
-included), and the test fails on:
+Every ``ntkbo/**/*.py`` is read with ``ast`` (docstrings, and the string statements mkdocstrings
+shows as attribute docs) and ``tokenize`` (comments, ``#:`` included), and the test fails on:
 
 - the word "digest" (a reading note kept outside the repository: cite the paper and its equation
   instead). The SHA-256 ``digest`` of an experiment cell and ``source_digest()`` are names of
@@ -33,13 +32,6 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ntkbo"
 
-#: Files left out for now, each with the reason. Remove an entry once its file is rewritten.
-EXCLUDED = {
-    # Being rewritten by someone else at the time this test was written (2026-11-27); its
-    # docstrings still cite the reading notes and its module docstring is ~180 lines.
-    "ntkbo/algorithms/sto_bnts.py",
-}
-
 MAX_MODULE_DOC_LINES = 40
 
 _CODE_SPAN = re.compile(r"``.*?``|`[^`\n]*`", re.S)
@@ -47,8 +39,7 @@ _DIGEST = re.compile(r"(?<![\w.])digests?\b", re.I)
 _ISSUE = re.compile(r"\bissues?\s*(?:no\.?\s*|number\s*)?#?\s*\d+", re.I)
 _SEED = re.compile(r"(?<![\w-])seed-\d{3}\b", re.I)
 
-FILES = sorted(p for p in PACKAGE.rglob("*.py")
-               if p.relative_to(ROOT).as_posix() not in EXCLUDED)
+FILES = sorted(PACKAGE.rglob("*.py"))
 
 
 def _texts(path: pathlib.Path):
@@ -83,8 +74,8 @@ def problems(path: pathlib.Path) -> list[str]:
 
 def test_the_walk_sees_the_package():
     names = {p.relative_to(ROOT).as_posix() for p in FILES}
-    assert {"ntkbo/gp.py", "ntkbo/algorithms/gp_bo.py", "ntkbo/experiments/spec.py"} <= names
-    assert all((ROOT / e).is_file() for e in EXCLUDED), "an excluded file no longer exists"
+    assert {"ntkbo/gp.py", "ntkbo/algorithms/gp_bo.py", "ntkbo/experiments/spec.py",
+            "ntkbo/algorithms/sto_bnts.py"} <= names
 
 
 def test_patterns():

@@ -188,7 +188,7 @@ def linear_samples():
         return G.predict(kernel, post, ZT, full_cov=True), kernel(ZT, Z[:6]), kernel(Z[:6], Z[:6])
 
     (mu, cov), kx, kxx = map(lambda a: jax.tree_util.tree_map(np.asarray, a), reference())
-    # Deficit of the unperturbed sampler (module docstring): lam k_tX A^-2 k_Xt.
+    # Deficit of the unperturbed sampler (target_noise): lam k_tX A^-2 k_Xt.
     a_inv_k = np.linalg.solve(kxx + lam * np.eye(6), kx.T)
     return s_pert, s_plain, mu, cov, lam * a_inv_k.T @ a_inv_k, mean
 
@@ -283,7 +283,7 @@ def test_trainer_reaches_the_minimiser_of_loss_1():
 
 @pytest.fixture(scope="module")
 def tiny_member():
-    """One member as ``suggest`` draws it (module docstring, "Randomness": member key -> (theta_0,
+    """One member as ``suggest`` draws it (member_keys: member key -> (theta_0,
     theta_0') from the first half of its split; the paper's network on sphere inputs), width 64,
     on the 6 points of ``Z``, and the sample-then-optimise sample of its linearisation at theta_0
     computed independently from ``ntkbo.kernels.empirical_ntk`` and numpy::

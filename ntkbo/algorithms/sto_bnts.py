@@ -1,9 +1,10 @@
 r"""STO-BNTS and STO-BNTS-Linear (Dai, Shu, Low and Jaillet, "Sample-Then-Optimize Batch Neural
-Thompson Sampling", NeurIPS 2022): batch neural Thompson sampling by *sample-then-optimise*.
+Thompson Sampling", NeurIPS 2022, arXiv:2210.06850): batch neural Thompson sampling by
+*sample-then-optimise*.
 
 Each of the ``q = B`` points of a round comes from its own, independently initialised network,
-with fresh random keys every round (all drawn from ``suggest``'s key), trained on the same data
-``D = {(z_j, y_j)}``, ``j = 1..N`` (Algorithms 1 and 2, Section 3)::
+trained on the same data ``D = {(z_j, y_j)}``, ``j = 1..N`` (inputs ``z`` ``(N, d)`` mapped from
+the box to the unit cube, outputs ``y`` ``(N,)`` standardised), Algorithms 1 and 2, Section 3::
 
     STO-BNTS (Algorithm 1)                          STO-BNTS-Linear (Algorithm 2)
     theta_0, theta_0' ~ init,  last layer of         theta_0', theta_0 ~ init   (independent)
@@ -14,173 +15,29 @@ with fresh random keys every round (all drawn from ``suggest``'s key), trained o
     L(th)  = sum_j (y~_j - f~(z_j; th))^2 + beta^2 sigma^2 (th - theta_0)^T P (th - theta_0)   (1)
     x      = argmin_z f~(z; theta*) over the box (the paper: argmax; sign convention below)
 
-``P`` is the prior precision of the parameters: the identity in the paper's NTK parameterisation
-(every parameter ``~ N(0, 1)``), ``diag(fan_in / W_std^2, 1 / b_std^2)`` in the standard one (the
-authors' code, He et al. 2020's weighting). ``y~_j = y_j`` is the paper's
-loss (1); with ``perturb_targets=True``, ``y~_j = y_j + eps_j``, ``eps_j ~ N(0, beta^2 sigma^2)``
-drawn afresh for every member, which makes the minimiser of (1) for a linear model an exact
-posterior sample for that model's kernel (Appendix A; for the trained network, in the
-infinite-width limit only).
-
-**Why it is a posterior sample.** Write ``lam = beta^2 sigma^2``, ``k`` the kernel of the
-(linearised) model and ``A = K_XX + lam I``. The prior draw is ``g = f~(.; theta_0) ~ GP(0, k)``
-and the minimiser of (1) for a linear model is (Appendix A)::
-
-    f*(z) = g(z) + k(z, X) A^-1 (y~ - g(X))
-
-* STO-BNTS-Linear: ``k = beta^2 Theta~``, the *empirical* NTK
-  ``grad f(.; theta_0') P^-1 grad f(.; theta_0')^T`` at ``theta_0'``; the formula holds exactly
-  at any width, for that kernel.
-* STO-BNTS: as ``width -> inf``, ``f(.; theta_0) ~ GP(0, K)`` (the NNGP), the JVP term with the
-  readout of ``theta_0'`` zeroed ``~ GP(0, Theta - K)``, so ``g ~ GP(0, Theta)`` and
-  ``k = beta^2 Theta`` with the analytic NTK (``ntkbo.kernels.mlp(...)[2]``), and training is
-  linear (lazy regime). With the standard parameterisation and the precision-weighted
-  regulariser, ``Theta`` is the NTK of the *NTK* parameterisation with the same ``W_std, b_std``
-  (``theta = sqrt(prior_var) u`` maps one network onto the other).
-
-``f*`` has mean ``Theta(z, X) (Theta_XX + sigma^2 I)^-1 y``, the NTK-GP posterior mean (eq. 2,
-unchanged by ``beta``) and, with ``perturb_targets``, ``beta^2`` times the posterior covariance
-(eq. 3). Without it (the paper, and the authors' code) the covariance falls short by
-``lam k(z, X) A^-2 k(X, z')``: under-dispersed near the data; the shortfall vanishes only as
-``k(z, X) -> 0``, far from it.
-
-**Training** (``optimizer``). The paper trains the network itself "by gradient descent till
-convergence" (Algorithm 1 line 6); only the point it converges to matters. Plain GD needs about
-``kappa log(1/tol)`` steps, ``kappa = (lambda_max + lam) / (lambda_min + lam)`` of the Gram matrix,
-which is 10^3-10^4 already at ``N = 8``, so the default trains the network on (1) by
-Levenberg-Marquardt: 10 steps (:func:`default_num_steps`) at width 128, chosen on the tuning keys
-by a rule fixed before the run (``benchmarks/results/tuning-sto_bnts-train``; mean normalised
-regret 0.066 on Branin, Hartmann-6 and Levy-10, against 0.072 for 30 steps at width 128, 0.077 for
-10 steps at width 256 and 0.080 for ``"linearized"``; 8 keys, differences within the noise).
-Trained on (1), the network does not reach the sample-then-optimise sample of its linearisation at
-``theta_0`` at this width however long it is trained (``benchmarks/sto_convergence.py``, float32,
-width 256, depth 2, ``sigma = 0.1``, 4 members, dev-suite points: d, n = 2, 10; 6, 30; 10, 50; 20,
-100): ten Levenberg-Marquardt steps leave (1) 4-11% above the lowest loss found (300 steps, or
-``tol=1e-4``), and the trained function is 0.21-0.39 posterior sd (RMS over 64 test points) from
-that sample; trained to convergence it is still 0.22-0.35 sd away. The gap is the network's
-finite-width nonlinearity, not the optimiser: it is what Algorithm 1 adds over Algorithm 2 (the
-paper credits the trained nonlinear network for STO-BNTS beating STO-BNTS-Linear, Section 5.2,
-Figs. 2a and 2c), and the posterior-sample property holds for it in the infinite-width limit only
-(Appendix A).
-
-* ``"levenberg_marquardt"``, in the dual (``N x N``) form. At ``theta_k`` with Jacobian
-  ``J`` (``N x p``) of ``f~``, residual ``r = y~ - f~(X; theta_k)`` and ``e = theta_k - theta_0``,
-  the minimiser of (1) for the network linearised at ``theta_k``, plus a damping
-  ``mu |theta - theta_k|_P^2``, is (``c = mu / (lam + mu)``)::
-
-      theta_0 + c e + P^-1 J^T (J P^-1 J^T + (lam + mu) I)^-1 (r + (1 - c) J e)
-
-  Each step tries ``mu = 0`` (the Gauss-Newton step) and ``mu`` = ``1e-3 .. 10`` times the mean
-  diagonal of ``J P^-1 J^T`` (:data:`LM_DAMPING`) and keeps the trial with the lowest loss (1), if
-  lower than the current one: monotone; the ``mu = 0`` trial of the first step has the
-  ``"linearized"`` parameters (but the member is the network at them; after one step the network is
-  0.2-1.1 sd from ``f*`` in the table). ``num_steps`` (default 10) steps, each ``O(N p)`` memory
-  and ``O(N^2 p + N^3)`` time, or, with ``tol``, until a step lowers (1) by less than ``tol`` times
-  its value (at most ``num_steps``): the paper's "till convergence" is ``num_steps=300, tol=1e-4``
-  (in the table: the lowest loss, at 6-8 times the cost of 10 steps; 100 steps are within 0.3% of
-  300). For ReLU networks of moderate width (1) is far from quadratic and no number of steps gives
-  an exact stationary point (``info["grad_norm"]``: about 1e-3 of its initial value after 10 to 300
-  steps). Loss (1) is not convex in the network's parameters, so the point reached is a local
-  minimiser that need not be the one gradient descent from ``theta_0`` would converge to; on smooth
-  networks it is the one L-BFGS from ``theta_0`` finds (tested).
-* ``"gd"``: the paper's full-batch gradient descent, ``num_steps`` (default 10,000, the authors'
-  code) steps of size ``learning_rate`` (default ``1 / (c (lam max P + tr K))``, ``K = J J^T``
-  at ``theta_0``, ``c = 2`` for the sum loss (1) and ``1/N`` for ``loss_reduction="mean"``: at
-  most ``1 / lambda_max`` of the linearised loss's Hessian, a factor two inside the stability
-  bound). The authors' code: ``optimizer="gd", learning_rate=1e-3, num_steps=10_000,
-  loss_reduction="mean"``, i.e. ``1/2 mean_j (y_j - f~_j)^2 + 1/2 (lam / N) |th - theta_0|_P^2``
-  (the same minimiser).
-* ``"linearized"``: *not* Algorithm 1's training; the closed-form minimiser of (1) for ``f~``
-  *linearised at* ``theta_0``, ``f~(z; theta_0) + <grad f~(z; theta_0), theta - theta_0>``
-  (one ``N x N`` Cholesky solve on ``J = grad f~(X; theta_0)``, as STO-BNTS-Linear's below), the
-  member being that linearised network (:func:`linearized_member_fn`, one JVP per evaluation).
-  This is STO-BNTS-Linear's member (Algorithm 2) with the readout anchor tied: features
-  ``grad f(.; theta_0)`` and an anchor whose hidden layers are ``theta_0'``'s and whose readout
-  is the feature network's own (``f`` is linear in its readout, so ``f(z; theta_0)`` is the
-  readout block of ``<grad f(z; theta_0), theta_0>``), so its function is
-  ``f* = g + k(., X) A^-1 (y~ - g(X))`` above with ``k`` the empirical NTK at ``theta_0`` (exactly,
-  for that kernel). It was the default
-  until 2026-11-27 (``docs/decisions.md``): 0.08-0.9 s a member against 0.2-3.3 s for 10
-  Levenberg-Marquardt steps from n = 10 to 100, width 256, on 2 cores under load.
-
-STO-BNTS-Linear is solved in closed form (one ``N x N`` Cholesky solve on the gradient features
-``J = beta grad f(X; theta_0')``, never a ``p x p`` matrix)::
-
-    theta* = theta_0 + P^-1 J^T (J P^-1 J^T + lam I)^-1 (y~ - J theta_0)
-
-the unique minimiser of the strictly convex (1), i.e. exactly what gradient descent on the linear
-model converges to.
-
-**The query.** Each member's trained function is a deterministic, differentiable function of ``z``,
-so its minimiser over the box is found by ``ntkbo.optimize.maximize_acquisition`` on ``-f~``
-(quasi-random candidates plus perturbations of the 4 best observed points, then projected gradient
-refinement of the best ``num_restarts``; the paper: 10,000 random points and L-BFGS-B from 100
-starts, Appendix F). The ``q`` members, their training and their optimisation are one
-``jax.vmap`` over the member keys. Two members may return the same point; as in the paper, nothing
-prevents it.
+``P`` is the parameters' prior precision (:func:`prior_variances`), ``y~_j = y_j`` (loss (1)) or
+``y_j + eps_j`` with ``perturb_targets`` (:func:`target_noise`). For a linear model the minimiser
+of (1) is ``f* = g + k(., X) (K_XX + lam I)^-1 (y~ - g(X))``, ``g = f~(.; theta_0)`` the prior
+draw, ``k`` the model's kernel, ``lam = beta^2 sigma^2`` (Appendix A): its mean is the NTK-GP
+posterior mean (eq. 2), its covariance ``beta^2`` times the posterior covariance (eq. 3) with
+perturbed targets. STO-BNTS-Linear solves (1) in closed form (:func:`linear_solve`); STO-BNTS
+trains the network (:func:`train_member`). The ``q`` members, training and query (the minimiser
+over the box) included, are one ``jax.vmap``; ``suggest`` returns ``x`` ``(q, d)``.
 
 **Sign convention.** The paper maximises ``f``; ntkbo minimises. The network models the
-(standardised) observations of the objective itself and the query is the *minimiser* of the sample,
-i.e. the maximiser of the acquisition ``-f~``. This is the paper's algorithm run on ``-f`` (the
-zero-mean GP prior is symmetric, so a posterior sample for ``-f`` is minus a posterior sample for
-``f``). ``info["acq_value"]`` is ``-f~`` at the query, in standardised units.
+standardised observations of the objective itself and the query is the *minimiser* of the
+sample, i.e. the maximiser of the acquisition ``-f~``: the paper's algorithm run on ``-f`` (the
+zero-mean prior is symmetric). ``info["acq_value"]`` is ``-f~`` at the query, standardised.
 
-**Inputs and outputs.** Inputs are mapped to the unit cube, ``z = (x - lower) / (upper - lower)``,
-and then into the paper's input domain (:func:`embed_inputs`). The paper's network (Arora et al.
-2019's construction, Section 2) is ``f(x) = W_{L+1} sqrt(2/m) relu(... sqrt(2/m)
-relu(W_1 x))``, all ``W ~ N(0, 1)``, no biases, for ``x`` in the unit ball; its NTK is
-``Theta(x, x) = (L + 1) |x|^2``. It is ntkbo's MLP (``ntkbo.kernels.mlp``, NTK parameterisation)
-with ``W_std = (1, sqrt2, ..., sqrt2)`` on ``sqrt(fan_in) x`` (``W_std="paper"``, the default). The
-paper's analysis needs the unit *sphere* (footnote 3, for ``gamma_T``), the main text the ball and
-Appendix E ``[0, 1]^d``, so the placement of the box is open:
-
-* ``input_map="sphere"`` (default): ``u = (2 z - 1, 1)``, ``x = u / |u|`` on the unit sphere in
-  ``d + 1`` dimensions (the centre of the box at the pole, the corners at angle ``atan(sqrt d)``
-  from it). The prior variance is ``L + 1`` everywhere.
-* ``input_map="ball"``: ``x = z / sqrt(d)``. The bias-free network is then positively homogeneous,
-  ``f(c x) = c f(x)``: every sample is linear along rays from the lower corner, where the prior
-  variance ``(L + 1) |z|^2 / d`` vanishes and every sample equals the data mean. In our runs
-  (STO-BNTS-Linear, ``q = 4``, 6 seeds) this was worse than random search on Branin (median simple
-  regret after 43 evaluations 1.42 against 0.70; ``"sphere"``: 0.15) and worse than ``"sphere"``
-  on Hartmann-6 (0.96 against 0.31 after 47; random 1.57).
-
-``b_std`` adds biases (the authors' code uses ``b_std=0.05`` with ``W_std=1.5``,
-``parameterization="standard"`` and inputs in ``[0, 1]^d``, i.e. ``input_map="ball"``). Outputs
-are standardised over the valid observations (mean 0, std 1) before training, so ``sigma`` is
-relative to the spread of the data (the authors' code fixes ``sigma = 0.1`` on raw, unnormalised
-returns); the sample's argmin is unchanged by this affine map.
-
-**Defaults** (the paper's experiments): ``depth=2`` hidden layers (its ``L = 2``), ReLU, NTK
-parameterisation without biases, ``beta_t = 1`` (the theory's ``beta_t`` is
-:func:`theorem1_beta`), no target perturbation, fresh networks every round, and the network
-itself trained on loss (1) from ``theta_0`` (Algorithm 1); inputs on the unit sphere and
-``sigma = 0.1`` (the paper leaves both open; the authors' code uses 0.1). **Where the default
-differs:** the width, 128 (the paper: 256), and the training, 10 Levenberg-Marquardt steps,
-short of convergence, where the paper runs gradient descent till convergence ("Training");
-``preset="paper"`` has width 256 and trains by
-``optimizer="levenberg_marquardt", num_steps=300, tol=1e-4`` instead (reached in far fewer steps
-than GD, a local minimiser of the non-convex (1) but not necessarily GD's; it also has the
-paper's query search, :data:`PRESETS_BY_NAME`). ``preset="former"`` is the default before
-2026-11-27, ``optimizer="linearized"`` ("Training": STO-BNTS-Linear's member with the readout
-anchor tied, not Algorithm 1). The authors'
-code's variants (``preset="authors"``): ``parameterization="standard", W_std=1.5,
-b_std=0.05, input_map="ball"`` (with the precision-weighted regulariser), ``optimizer="gd",
-learning_rate=1e-3, num_steps=10_000, loss_reduction="mean"``, and ``fixed_key=True``: the
-same ``q`` networks ``(theta_0, theta_0')`` every round (the code re-creates ``PRNGKey(10)``
-inside its loop; here the fixed key is drawn once per run in ``init``),
-contrary to the paper's independent draws.
-
-**Randomness** (:func:`member_keys`). ``suggest``'s key is split into the network key and the
-optimiser key; the network key into ``q`` member keys, each giving ``(theta_0, theta_0')`` (one
-normal draw, :func:`draw_params`) and the target noise. The driver passes a fresh key every round,
-so every round draws ``q`` new networks; the same key gives bit-identical suggestions.
-
-Building blocks (pure, ``jit``/``vmap``-able, for theory checks and ``vmap`` over hyper-parameters):
-:func:`draw_params`, :func:`zero_last_layer`, :func:`prior_variances`, :func:`jvp_term`,
-:func:`member_fn`, :func:`linearized_member_fn`, :func:`trained_member_fn`,
-:func:`linear_member_fn`, :func:`sto_loss`, :func:`linear_solve`, :func:`train_member`,
-:func:`default_num_steps`, :func:`target_noise`, :func:`sample_member`,
-:func:`sample_linear_member`, :func:`member_keys`, :func:`embed_inputs`, :func:`theorem1_beta`.
+**Defaults and the paper.** The defaults are the paper's experiments (``depth=2``, ReLU, NTK
+parameterisation without biases, ``beta_t = 1``, no target perturbation, fresh networks every
+round, the network trained on (1)), with inputs on the unit sphere and ``sigma = 0.1`` where the
+paper leaves them open (:func:`embed_inputs`). They depart from it in the training, 10
+Levenberg-Marquardt steps of the nonlinear network at width 128 (the paper: gradient descent till
+convergence, width 256; :func:`train_member`), and a cheaper query search (:func:`sto_bnts`).
+``optimizer="linearized"`` (``preset="former"``) is STO-BNTS-Linear's member with the readout
+anchor tied, not Algorithm 1. The posterior-sample property is exact only in the infinite-width
+limit for the trained network, and for its own kernel, the empirical NTK, for the linear members.
 """
 
 from __future__ import annotations
@@ -230,7 +87,7 @@ NUM_BEST = 4
 #:   trained on (1) "till convergence" (Algorithm 1 line 6) by Levenberg-Marquardt until a step
 #:   gains less than 1e-4 of the loss, at most 300 steps, where the paper uses gradient descent:
 #:   (1) is not convex in the network's parameters, so the local minimiser reached need not be
-#:   the one gradient descent from ``theta_0`` converges to (module docstring, "Training"); the
+#:   the one gradient descent from ``theta_0`` converges to (:func:`train_member`); the
 #:   query by 10,000 candidates and L-BFGS from 100 starts (Appendix F: 10,000 random points,
 #:   L-BFGS-B from 100 random restarts; here scrambled Sobol points plus the best observed
 #:   points and perturbations of them, and the 100 best candidates refined). The input map and
@@ -250,7 +107,7 @@ NUM_BEST = 4
 #: The defaults differ from ``"paper"`` in the width (128 against 256; chosen on the tuning keys,
 #: ``benchmarks/results/tuning-sto_bnts-train``), the training (10 Levenberg-Marquardt steps of the
 #: network on (1), where ``"paper"`` runs them until a step gains less than 1e-4 of the loss;
-#: module docstring, "Training") and the cheaper query search.
+#: :func:`train_member`) and the cheaper query search.
 _PAPER_QUERY = dict(num_candidates=10_000, num_restarts=100, acq_method="lbfgs")
 _PAPER_NET = dict(width=256, depth=2, activation="relu", W_std="paper", b_std=None,
                   parameterization="ntk", beta=1.0, perturb_targets=False, fixed_key=False)
@@ -310,9 +167,12 @@ def zero_last_layer(params: Params, depth: int) -> Params:
 def prior_variances(params: Params, spec) -> Params:
     """The prior variance of every parameter of ``ntkbo.nets.MLP`` (a pytree like ``params``).
 
-    ``"ntk"`` parameterisation: 1 (every parameter ``~ N(0, 1)``). ``"standard"``:
-    ``W_std_l^2 / fan_in_l`` for the kernel of layer ``l``, ``b_std_l^2`` for its bias. The
-    regulariser of (1) is weighted by the inverse (He et al. 2020).
+    ``"ntk"`` parameterisation: 1 (every parameter ``~ N(0, 1)``; ``P`` is the identity, as in
+    the paper). ``"standard"``: ``W_std_l^2 / fan_in_l`` for the kernel of layer ``l``,
+    ``b_std_l^2`` for its bias. The regulariser of (1) is weighted by the inverse,
+    ``P = diag(fan_in / W_std^2, 1 / b_std^2)`` (the authors' code, He et al. 2020's weighting);
+    the NTK of the standard network with this regulariser is that of the NTK parameterisation with
+    the same ``W_std, b_std`` (``theta = sqrt(prior_var) u`` maps one network onto the other).
     """
 
     def var(path, v):
@@ -340,7 +200,14 @@ def jvp_term(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array) -> Ar
 def member_fn(apply_fn: ApplyFn, theta: Params, theta0: Params, theta0p: Params, z: Array,
               beta=1.0) -> Array:
     """STO-BNTS's ``f~(z; theta) = beta [f(z; theta) + <grad f(z; theta_0), theta_0'>]`` ``(n,)``
-    (``theta_0'`` with its readout already zeroed, :func:`zero_last_layer`)."""
+    (``theta_0'`` with its readout already zeroed, :func:`zero_last_layer`).
+
+    Why the trained member is a posterior sample in the limit (Appendix A): as
+    ``width -> inf``, ``f(.; theta_0) ~ GP(0, K)`` (the NNGP) and the JVP term, with the readout
+    of ``theta_0'`` zeroed, ``~ GP(0, Theta - K)``, so the prior draw ``f~(.; theta_0)`` is
+    ``GP(0, beta^2 Theta)`` with the analytic NTK ``Theta`` (``ntkbo.kernels.mlp(...)[2]``), and
+    training is linear (the lazy regime): the minimiser of (1) is the ``f*`` of the module
+    docstring with ``k = beta^2 Theta``. At finite width it is not (:func:`train_member`)."""
     return beta * (_scalar(apply_fn, theta, z) + jvp_term(apply_fn, theta0, theta0p, z))
 
 
@@ -353,7 +220,14 @@ def linearized_member_fn(apply_fn: ApplyFn, theta: Params, theta0: Params, theta
 
     one JVP at ``theta_0`` (the tangent ``theta_0' + theta - theta_0``), the cost of
     :func:`member_fn`. Equal to :func:`member_fn` at ``theta = theta_0`` and, as the width grows,
-    everywhere along training (the lazy regime; module docstring)."""
+    everywhere along training (the lazy regime, :func:`member_fn`).
+
+    ``f`` is linear in its readout, so ``f(z; theta_0)`` is the readout block of
+    ``<grad f(z; theta_0), theta_0>``: this is STO-BNTS-Linear's member (:func:`linear_member_fn`)
+    with features ``grad f(.; theta_0)`` and an anchor whose hidden layers are ``theta_0'``'s and
+    whose readout is ``theta_0``'s (the readout anchor tied), not Algorithm 1's network. Trained
+    in closed form (:func:`train_member`), its function is the module docstring's ``f*`` with
+    ``k`` the empirical NTK at ``theta_0``: exact for that kernel, at any width."""
     tangent = jax.tree_util.tree_map(lambda a, t, t0: a + t - t0, theta0p, theta, theta0)
     f0, df = jax.jvp(lambda p: _scalar(apply_fn, p, z), (theta0,), (tangent,))
     return beta * (f0 + df)
@@ -369,7 +243,9 @@ def trained_member_fn(optimizer: str) -> Callable:
 def linear_member_fn(apply_fn: ApplyFn, theta: Params, theta0p: Params, z: Array,
                      beta=1.0) -> Array:
     """STO-BNTS-Linear's ``f~(z; theta) = beta <grad f(z; theta_0'), theta>`` ``(n,)``: a JVP, not
-    ``nt.linearize`` (no ``f(z; theta_0')`` offset)."""
+    ``nt.linearize`` (no ``f(z; theta_0')`` offset). Its kernel is ``beta^2 Theta~``, the
+    empirical NTK ``grad f(.; theta_0') P^-1 grad f(.; theta_0')^T`` at ``theta_0'``, for which
+    the trained member is the module docstring's ``f*`` exactly, at any width."""
     return beta * jvp_term(apply_fn, theta0p, theta, z)
 
 
@@ -467,15 +343,47 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
                  reduction: str = "sum", jitter=None, tol=None):
     """Trains STO-BNTS's ``f~`` (:func:`member_fn`) from ``theta_0`` on loss (1).
 
-    ``optimizer="levenberg_marquardt"``, ``"gd"`` or ``"linearized"`` (module docstring);
-    ``reduction`` scales the GD loss (``"sum"``: (1); ``"mean"``: the authors' code);
-    ``learning_rate=None``: the default GD step. ``tol`` (Levenberg-Marquardt only; ``None``:
-    exactly ``num_steps`` steps): stop after the first step that lowers (1) by less than ``tol``
-    times its new value (a step that finds no lower loss included), at most ``num_steps`` steps.
-    ``num_steps`` is ignored by ``"linearized"``, which returns the closed-form minimiser of (1)
-    for ``f~`` linearised at ``theta_0``; evaluate those parameters with
-    :func:`linearized_member_fn` (with :func:`member_fn` they are one Gauss-Newton step of the
-    network, not a posterior sample).
+    The paper trains the network "by gradient descent till convergence" (Algorithm 1, line 6);
+    only the point it converges to matters. Plain GD needs about ``kappa log(1/tol)`` steps,
+    ``kappa = (lambda_max + lam) / (lambda_min + lam)`` of the Gram matrix, so the default is
+    Levenberg-Marquardt. At this width the trained network does not reach the sample of its
+    linearisation at ``theta_0`` however long it is trained: the gap is its finite-width
+    nonlinearity, what Algorithm 1 adds over Algorithm 2 (the paper credits it for STO-BNTS
+    beating STO-BNTS-Linear, Section 5.2, Figs. 2a and 2c); the measurements are in
+    docs/decisions.md (2026-11-24, ``benchmarks/sto_convergence.py``).
+
+    * ``"levenberg_marquardt"``, in the dual (``N x N``) form. At ``theta_k`` with Jacobian ``J``
+      (``N x p``) of ``f~``, residual ``r = y~ - f~(X; theta_k)`` and ``e = theta_k - theta_0``,
+      the minimiser of (1) for the network linearised at ``theta_k``, plus a damping
+      ``mu |theta - theta_k|_P^2``, is (``c = mu / (lam + mu)``)::
+
+          theta_0 + c e + P^-1 J^T (J P^-1 J^T + (lam + mu) I)^-1 (r + (1 - c) J e)
+
+      Each step tries ``mu = 0`` (the Gauss-Newton step) and ``mu`` = ``1e-3 .. 10`` times the
+      mean diagonal of ``J P^-1 J^T`` (:data:`LM_DAMPING`) and keeps the trial with the lowest
+      loss (1), if lower than the current one: monotone; the ``mu = 0`` trial of the first step
+      has the ``"linearized"`` parameters (but the member is the network at them). ``num_steps``
+      steps, each ``O(N p)`` memory and ``O(N^2 p + N^3)`` time, or, with ``tol`` (``None``:
+      exactly ``num_steps`` steps), until a step lowers (1) by less than ``tol`` times its new
+      value (a step that finds no lower loss included), at most ``num_steps``: the paper's "till
+      convergence" is ``num_steps=300, tol=1e-4``. For ReLU networks of moderate width (1) is far
+      from quadratic and no number of steps gives an exact stationary point. Loss (1) is not
+      convex in the network's parameters, so the point reached is a local minimiser that need not
+      be the one gradient descent from ``theta_0`` would converge to; on smooth networks it is
+      the one L-BFGS from ``theta_0`` finds (tested).
+    * ``"gd"``: the paper's full-batch gradient descent, ``num_steps`` steps of size
+      ``learning_rate`` (``None``: ``1 / (c (lam max P + tr K))``, ``K = J J^T`` at ``theta_0``,
+      ``c = 2`` for the sum loss (1) and ``1/N`` for ``reduction="mean"``: at most
+      ``1 / lambda_max`` of the linearised loss's Hessian, a factor two inside the stability
+      bound). ``reduction`` scales the GD loss only: ``"sum"`` is (1), ``"mean"`` the authors'
+      code's ``1/2 mean_j (y_j - f~_j)^2 + 1/2 (lam / N) |th - theta_0|_P^2`` (the same
+      minimiser); the authors' code runs ``learning_rate=1e-3, num_steps=10_000,
+      reduction="mean"``.
+    * ``"linearized"``: *not* Algorithm 1's training; the closed-form minimiser of (1) for ``f~``
+      linearised at ``theta_0``, ``f~(z; theta_0) + <grad f~(z; theta_0), theta - theta_0>`` (one
+      ``N x N`` Cholesky solve on ``J = grad f~(X; theta_0)``, as :func:`linear_solve`);
+      ``num_steps`` is ignored. Evaluate those parameters with :func:`linearized_member_fn` (with
+      :func:`member_fn` they are one Gauss-Newton step of the network, not a posterior sample).
 
     Returns:
       ``(theta, loss_start, loss, grad_norm, ok)``: the trained parameters, loss (1) (sum form) at
@@ -523,7 +431,7 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
             je = jac @ e
 
             def trial(mu):
-                # The Levenberg-Marquardt step with damping mu (module docstring); mu = 0 is the
+                # The Levenberg-Marquardt step with damping mu (docstring); mu = 0 is the
                 # Gauss-Newton step, the minimiser of (1) for the network linearised at theta.
                 c = mu / (lam + mu)
                 return flat0 + c * e + _dual_solve(jw, gram, r + (1.0 - c) * je, mask,
@@ -592,7 +500,14 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
 
 def target_noise(key, mask: Array, lam) -> Array:
     """``(capacity,)`` perturbations ``eps_j ~ N(0, lam)`` on the valid rows, 0 on padding; row
-    ``j`` is drawn from ``fold_in(key, j)``, so the draws do not depend on the capacity."""
+    ``j`` is drawn from ``fold_in(key, j)``, so the draws do not depend on the capacity.
+
+    ``perturb_targets``: ``y~_j = y_j + eps_j``, ``lam = beta^2 sigma^2``, drawn afresh for every
+    member, makes the minimiser of (1) for a linear model an exact posterior sample for that
+    model's kernel (Appendix A; for the trained network in the infinite-width limit only). Without
+    it (the paper, and the authors' code) the sample's covariance falls short of the posterior's
+    by ``lam k(z, X) A^-2 k(X, z')``, ``A = K_XX + lam I``: under-dispersed near the data; the
+    shortfall vanishes only as ``k(z, X) -> 0``, far from it."""
     rows = jnp.arange(mask.shape[0])
     dtype = jnp.result_type(float)
     eps = jax.vmap(lambda j: jax.random.normal(jax.random.fold_in(key, j), (), dtype))(rows)
@@ -618,7 +533,7 @@ def sample_linear_member(key, apply_fn, theta0p: Params, z: Array, y: Array, mas
     ``key`` gives ``theta_0 ~ init`` (unless ``theta0`` is given) and, with ``perturb_targets``, the
     target noise. Over keys, ``linear_member_fn(apply_fn, theta, theta0p, ., beta)`` is distributed
     as the GP posterior with kernel ``beta^2 Theta~(theta_0')`` and noise ``lam``, exactly with
-    ``perturb_targets`` (module docstring).
+    ``perturb_targets`` (:func:`linear_member_fn`, :func:`target_noise`).
 
     Returns:
       ``(theta, (loss_start, loss, grad_norm))``.
@@ -662,12 +577,26 @@ def _check_bool(name, value):
 
 
 def embed_inputs(z: Array, input_map: str = "sphere") -> Array:
-    """The network's input for unit-cube points ``z`` ``(n, d)`` (module docstring).
+    """The network's input for unit-cube points ``z = (x - lower) / (upper - lower)`` ``(n, d)``.
 
-    ``"sphere"``: ``sqrt(d + 1) u / |u|`` with ``u = (2 z - 1, 1)``, ``(n, d + 1)``: the unit
-    sphere (times ``sqrt(fan_in)``, which the first layer's ``W_std = 1`` divides out); the centre
-    of the box is the pole. ``"ball"``: ``z`` itself, ``(n, d)``, which the first layer sees as
-    ``z / sqrt(d)``, a point of the unit ball.
+    The paper's network (Arora et al. 2019's construction, Section 2) is ``f(x) = W_{L+1} sqrt(2/m)
+    relu(... sqrt(2/m) relu(W_1 x))``, all ``W ~ N(0, 1)``, no biases, for ``x`` in the unit ball;
+    its NTK is ``Theta(x, x) = (L + 1) |x|^2``. It is ntkbo's MLP (``ntkbo.kernels.mlp``, NTK
+    parameterisation) with ``W_std = (1, sqrt2, ..., sqrt2)`` on ``sqrt(fan_in) x``
+    (``W_std="paper"``). The paper's analysis needs the unit *sphere* (footnote 3, for
+    ``gamma_T``), the main text the ball and Appendix E ``[0, 1]^d``, so the placement of the box
+    is open:
+
+    * ``"sphere"`` (default): ``sqrt(d + 1) u / |u|`` with ``u = (2 z - 1, 1)``, ``(n, d + 1)``:
+      the unit sphere in ``d + 1`` dimensions (times ``sqrt(fan_in)``, which the first layer's
+      ``W_std = 1`` divides out); the centre of the box is the pole, the corners at angle
+      ``atan(sqrt d)`` from it. The prior variance is ``L + 1`` everywhere.
+    * ``"ball"``: ``z`` itself, ``(n, d)``, which the first layer sees as ``z / sqrt(d)``, a point
+      of the unit ball (the authors' code: inputs in ``[0, 1]^d``). The bias-free network is then
+      positively homogeneous, ``f(c x) = c f(x)``: every sample is linear along rays from the
+      lower corner, where the prior variance ``(L + 1) |z|^2 / d`` vanishes and every sample
+      equals the data mean; it was worse than random search on Branin (docs/decisions.md,
+      2026-11-22).
     """
     if input_map == "ball":
         return z
@@ -677,7 +606,13 @@ def embed_inputs(z: Array, input_map: str = "sphere") -> Array:
 def member_keys(key, seed, q: int, fixed_key: bool = False):
     """``(network keys (q,), optimiser keys (q,))`` for one round: both from ``key`` (fresh networks
     every round), or, with ``fixed_key`` (the authors' code), the network keys from the run's
-    ``seed`` alone (the same ``q`` networks every round)."""
+    ``seed`` alone (the same ``q`` networks every round).
+
+    ``suggest``'s key is split into the network key and the optimiser key; the network key into
+    ``q`` member keys, each giving ``(theta_0, theta_0')`` (one normal draw, :func:`draw_params`)
+    and the target noise. The driver passes a fresh key every round, so every round draws ``q``
+    new networks; the same key gives bit-identical suggestions. The authors' code re-creates
+    ``PRNGKey(10)`` inside its loop; here the fixed seed is drawn once per run, in ``init``."""
     k_net, k_opt = jax.random.split(key)
     if fixed_key:
         k_net = jax.random.fold_in(jax.random.PRNGKey(0), seed)
@@ -686,7 +621,8 @@ def member_keys(key, seed, q: int, fixed_key: bool = False):
 
 def default_num_steps(optimizer: str) -> int:
     """``num_steps=None``'s value: 10,000 GD steps (the authors' code), else 10
-    (Levenberg-Marquardt; ignored by ``"linearized"``)."""
+    (Levenberg-Marquardt, chosen with the width 128 on the tuning keys, docs/decisions.md,
+    2026-11-27; ignored by ``"linearized"``)."""
     return 10_000 if optimizer == "gd" else 10
 
 
@@ -821,7 +757,26 @@ def sto_bnts(
     jitter: float | None = None,
     input_map: str = "sphere",
 ) -> Algorithm:
-    """STO-BNTS (Algorithm 1; formulas, conventions and defaults in the module docstring).
+    """STO-BNTS (Algorithm 1; the formulas and the sign convention in the module docstring).
+
+    Outputs are standardised over the valid observations (mean 0, std 1) before training, so
+    ``sigma`` is relative to the spread of the data (the authors' code fixes ``sigma = 0.1`` on
+    raw returns); the sample's argmin is unchanged by this affine map. Each member's trained
+    function is a deterministic, differentiable function of ``z``, so its minimiser over the box
+    is found by ``ntkbo.optimize.maximize_acquisition`` on ``-f~``: quasi-random candidates plus
+    perturbations of the 4 best observed points, then projected gradient refinement of the best
+    ``num_restarts`` (the paper: 10,000 random points and L-BFGS-B from 100 starts, Appendix F;
+    ``preset="paper"``). Two members may return the same point; as in the paper, nothing
+    prevents it.
+
+    The defaults' training is the nonlinear network on (1) by 10 Levenberg-Marquardt steps at
+    width 128, short of convergence (:func:`train_member`); ``preset="paper"`` has width 256 and
+    ``optimizer="levenberg_marquardt", num_steps=300, tol=1e-4`` (reached in far fewer steps than
+    GD, a local minimiser of the non-convex (1) but not necessarily GD's), ``preset="authors"``
+    the authors' code (``parameterization="standard", W_std=1.5, b_std=0.05, input_map="ball"``,
+    ``optimizer="gd", learning_rate=1e-3, num_steps=10_000, loss_reduction="mean"`` and
+    ``fixed_key=True``, contrary to the paper's independent draws), ``preset="former"`` the
+    defaults before 2026-11-27 (``optimizer="linearized"``, width 256): :data:`PRESETS_BY_NAME`.
 
     Args:
       width: hidden width ``m`` (default 128, chosen on the tuning keys with the training;
@@ -840,7 +795,7 @@ def sto_bnts(
         ``W_std="paper"`` is Arora et al.'s ``(1, sqrt2, ..., sqrt2)`` on ``embed_inputs``'s
         output, with no biases and ``"ntk"`` (paper). Authors' code: ``W_std=1.5, b_std=0.05,
         parameterization="standard", input_map="ball"``.
-      optimizer: how the network is trained on loss (1) (module docstring, "Training"):
+      optimizer: how the network is trained on loss (1) (:func:`train_member`):
         ``"levenberg_marquardt"`` (default: the network itself, towards a local minimiser of (1);
         ``preset="paper"`` stands in for the paper's training "till convergence" with
         ``num_steps=300, tol=1e-4``), ``"gd"`` (the paper's gradient descent; the authors' code,
@@ -849,7 +804,7 @@ def sto_bnts(
         readout anchor tied; the default before 2026-11-27, ``preset="former"``).
       num_steps: training steps (``None``: 10 Levenberg-Marquardt or 10,000 GD
         steps; unused by ``"linearized"``).
-      learning_rate: GD step (``None``: the stable default of the module docstring; authors' code
+      learning_rate: GD step (``None``: the stable default of :func:`train_member`; authors' code
         ``1e-3`` with ``loss_reduction="mean"``).
       loss_reduction: ``"sum"`` (loss (1)) or ``"mean"`` (authors' code); changes GD's scale only.
       tol: Levenberg-Marquardt only (unused otherwise): stop after the first step that lowers
@@ -863,7 +818,7 @@ def sto_bnts(
       jitter: relative Cholesky jitter of the ``N x N`` solves, used only where ``lam`` is below it
         (``None``: ``ntkbo.gp.default_jitter``).
       input_map: ``"sphere"`` (default) or ``"ball"``: where the unit cube goes in the paper's
-        input domain (module docstring, :func:`embed_inputs`).
+        input domain (:func:`embed_inputs`).
 
     Returns:
       An ``ntkbo.Algorithm``. ``suggest(key, state)`` trains ``q`` fresh networks (``vmap``) and
@@ -907,7 +862,7 @@ def sto_bnts_linear(
 ) -> Algorithm:
     """STO-BNTS-Linear (Algorithm 2): the linear model ``beta <grad f(z; theta_0'), theta>`` trained
     from ``theta_0`` on loss (1), solved in closed form (:func:`linear_solve`); an exact posterior
-    sample under the empirical NTK at ``theta_0'`` with ``perturb_targets`` (module docstring).
+    sample under the empirical NTK at ``theta_0'`` with ``perturb_targets`` (:func:`target_noise`).
 
     Args: as :func:`sto_bnts` without the training options. ``info`` has the same keys;
     ``loss``/``grad_norm`` check the closed form (the gradient vanishes to rounding).
