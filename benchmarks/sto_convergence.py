@@ -67,9 +67,9 @@ PROBLEMS = {2: "branin2", 4: "rosenbrock4", 6: "hartmann6", 8: "styblinski_tang8
 
 
 def configs(steps, tols):
-    """label -> ``train_member`` keyword arguments: Levenberg-Marquardt for each of ``steps`` (the
-    former default: 10), with the stopping rule ``tol`` (at most 300 steps) for each of ``tols``,
-    and the closed-form ``"linearized"`` trainer (the default since issue 15), whose member is
+    """label -> ``train_member`` keyword arguments: Levenberg-Marquardt for each of ``steps``
+    (``sto_bnts``'s default: 10), with the stopping rule ``tol`` (at most 300 steps) for each of
+    ``tols``, and the closed-form ``"linearized"`` trainer (``preset="former"``), whose member is
     evaluated by ``linearized_member_fn``; the others by ``member_fn``."""
     grid = f"damping grid {S.LM_DAMPING[1]:g}..{S.LM_DAMPING[-1]:g}"
     out = {f"LM, {k} steps, {grid}": dict(optimizer="levenberg_marquardt", num_steps=k)
@@ -204,9 +204,13 @@ def suggest_seconds(case, options, key, reps=3):
     return min(secs)
 
 
-#: ``--suggest``'s configurations: the former default and the current one.
-SUGGEST = {"former default (LM, 10 steps)": dict(optimizer="levenberg_marquardt", num_steps=10),
-           "default": {}}
+#: ``--suggest``'s configurations, each labelled by what it runs: the default, the same training
+#: at the paper's width, and the closed form of ``preset="former"`` (the default 2026-11-24 to
+#: 2026-11-27) at that width.
+SUGGEST = {"default: LM, 10 steps, width 128": {},
+           "LM, 10 steps, width 256": dict(optimizer="levenberg_marquardt", num_steps=10,
+                                           width=256),
+           "preset former: linearized, width 256": dict(optimizer="linearized", width=256)}
 
 
 def main():
@@ -221,7 +225,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--x64", action="store_true", help="float64 (default: float32, as runs)")
     parser.add_argument("--suggest", action="store_true",
-                        help="time one suggest (q = 1) per case: former default vs default")
+                        help="time one suggest (q = 1) per case for each setting of SUGGEST")
     parser.add_argument("--no-table", action="store_true", help="skip the convergence table")
     args = parser.parse_args()
     if args.x64:

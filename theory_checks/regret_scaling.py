@@ -316,8 +316,9 @@ def _algorithm(name, s, T):
         return ntkbo.algorithms.neural_bo(width=s["width"], nu=1.0, num_steps=50,
                                           num_candidates=256, num_perturbations=64)
     if name == "sto_bnts":
-        # the trained network (its default is now the linearised closed form): the algorithm
-        # whose regret the row has measured since it was written
+        # the trained network, its training and query set here, not left to the defaults (10 LM
+        # steps at width 128 since 2026-11-27): 4 LM steps at the check's width and a cheap
+        # query, the algorithm whose regret the row has measured since it was written
         return ntkbo.algorithms.sto_bnts(width=s["width"], depth=2, num_steps=4,
                                          optimizer="levenberg_marquardt", num_candidates=256,
                                          num_restarts=2, num_acq_steps=10)
