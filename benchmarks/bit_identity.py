@@ -205,16 +205,21 @@ def record(out: str, algos=None, log=sys.stderr, options=None, exclude=()) -> di
 def merge(out: str, paths) -> dict:
     """Writes ``out``: the cases of the records ``paths`` (recorded in parts, e.g. in parallel
     processes with disjoint ``--algos``) in one file; the first record's environment, with every
-    part's commit under ``"parts"``. ``ValueError`` for a case in two parts."""
+    part's commit under ``"parts"``. A case skipped in one part and recorded in another is the
+    recorded one; ``ValueError`` for a case recorded in two parts."""
     arrays, manifest, seen = {}, None, set()
-    for path in paths:
-        m, z = load(path)
+    loaded = [(path, *load(path)) for path in paths]
+    recorded = {(c["algorithm"], c["preset"]) for _, m, _ in loaded for c in m["cases"]
+                if not c.get("skipped")}
+    for path, m, z in loaded:
         if manifest is None:
             manifest = {"environment": dict(m["environment"]), "cases": []}
             manifest["environment"]["parts"] = []
         manifest["environment"]["parts"].append(m["environment"]["commit"])
         for case in m["cases"]:
             key = (case["algorithm"], case["preset"])
+            if case.get("skipped") and (key in recorded or key in seen):
+                continue
             if key in seen:
                 raise ValueError(f"{path}: case {key} is in two parts")
             seen.add(key)
@@ -357,8 +362,8 @@ def main(argv=None) -> int:
                                                            if k not in skip}:
         text = (f"environments differ: base {json.dumps(eb)}\nnew {json.dumps(en)}\n\n" + text)
     n_same = sum(r["status"].startswith("identical") for r in rows)
-    text += f"\n\n{n_same} of {len(rows)} cases identical (base {eb['commit'][:9]}, new " \
-            f"{en['commit'][:9]})."
+    text += f"\n\n{n_same} of {len(rows)} cases identical (base {eb['commit']}, new " \
+            f"{en['commit']})."
     print(text)
     if args.md:
         with open(args.md, "w") as f:
