@@ -27,9 +27,10 @@ The faults (``FAULTS``; ``F`` a float parameter, written ``name:F``):
   ``sto_bnts.linear_solve`` and ``sto_bnts.train_member`` are called with ``lam = 0`` (the target
   perturbation ``eps ~ N(0, lam)`` is still drawn with the true ``lam``).
 * ``neuralbo_wrong_lambda``: NeuralBO's dual factor built with ``lam = 1`` whatever ``lam`` is
-  (the regime of the paper's Lemma 8.1, digest erratum 3): ``neural_bo.gram_factor`` (the factor
-  made anew; ``dual_factor`` calls it) and ``neural_bo.extend_dual_factor`` (the factor the state carries with static
-  features, extended at each update).
+  (the regime of the paper's Lemma 8.1): ``gram_factor`` (the factor made anew;
+  ``ntkbo.feature_gp.dual_factor`` calls it) and ``extend_dual_factor`` (the factor the state
+  carries with static features, extended at each update), in ``ntkbo.feature_gp``, where they
+  live, and in ``ntkbo.algorithms.neural_bo``, which calls them by its own names.
 * ``pinn_wrong_operator``: PINN-BO's kernel blocks ``pinn_bo.pinn_kernels`` built with the operator
   ``N[f] + f`` instead of ``N[f]`` (a zeroth-order term too many: Helmholtz for Laplace).
 * ``linear_regret``: every algorithm factory the regret check calls (``ntkbo.algorithms.ntk_gp``,
@@ -76,7 +77,9 @@ PATCHES: dict[str, tuple[tuple[str, str], ...]] = {
     "sto_no_regulariser": (("ntkbo.algorithms.sto_bnts", "linear_solve"),
                            ("ntkbo.algorithms.sto_bnts", "train_member")),
     "neuralbo_wrong_lambda": (("ntkbo.algorithms.neural_bo", "gram_factor"),
-                              ("ntkbo.algorithms.neural_bo", "extend_dual_factor")),
+                              ("ntkbo.algorithms.neural_bo", "extend_dual_factor"),
+                              ("ntkbo.feature_gp", "gram_factor"),
+                              ("ntkbo.feature_gp", "extend_dual_factor")),
     "pinn_wrong_operator": (("ntkbo.algorithms.pinn_bo", "pinn_kernels"),),
     "linear_regret": (("ntkbo.algorithms", "ntk_gp"), ("ntkbo.algorithms", "neural_bo"),
                       ("ntkbo.algorithms", "sto_bnts"), ("ntkbo.algorithms", "go_ucb"),
@@ -201,22 +204,22 @@ def _sto_no_regulariser(stack):
 
 
 def _neuralbo_wrong_lambda(stack):
-    NB = importlib.import_module("ntkbo.algorithms.neural_bo")
-    gram_factor = NB.gram_factor  # dual_factor calls it too
+    FG = importlib.import_module("ntkbo.feature_gp")
+    gram_factor = FG.gram_factor  # dual_factor calls it too
 
     def gram_factor_lam_one(k, mask, lam, jitter=None):
         del lam
         return gram_factor(k, mask, 1.0, jitter)
 
-    extend = NB.extend_dual_factor
+    extend = FG.extend_dual_factor
 
     def extend_lam_one(f, apply_fn, theta_feat, z, data, start, q, lam, jitter=None):
         del lam
         return extend(f, apply_fn, theta_feat, z, data, start, q, 1.0, jitter)
 
-    stack.enter_context(_patched("ntkbo.algorithms.neural_bo", "gram_factor", gram_factor_lam_one))
-    stack.enter_context(_patched("ntkbo.algorithms.neural_bo", "extend_dual_factor",
-                                 extend_lam_one))
+    for module in ("ntkbo.feature_gp", "ntkbo.algorithms.neural_bo"):
+        stack.enter_context(_patched(module, "gram_factor", gram_factor_lam_one))
+        stack.enter_context(_patched(module, "extend_dual_factor", extend_lam_one))
 
 
 def _pinn_wrong_operator(stack):
