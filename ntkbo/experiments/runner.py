@@ -174,15 +174,10 @@ def default_block(mesh, seed_bytes: int | None = None) -> int | None:
     ``MEMORY_SHARE`` of the device's memory at ``seed_bytes`` each (at least 1), or ``None`` (all
     of a device's seeds at once) where the memory or ``seed_bytes`` is unknown.
 
-    Why one seed on CPU: vmapped seeds gain nothing there. XLA:CPU runs a vmapped step's work on
-    the same cores a single seed already keeps busy (64 seeds at budget 300 on 2 cores: ``ntk_gp``
-    0.99 times a loop's throughput, ``neural_bo`` 0.57 times; ``benchmarks/results/vmap_budget300.md``),
-    while one program per seed keeps every cell's values independent of how many seeds share a
-    call. (Vmapped seeds no longer deadlock on CPU: ``ntkbo.linalg`` factorises one matrix per
-    LAPACK call there; ``benchmarks/vmap_stress.py``.) On GPUs, where a batch of seeds fills the
-    device, every seed of a device runs in one call (measured on an H200: 256 seeds of ``ntk_gp``
-    at budget 300 in one call ran 59 times the throughput of single runs,
-    ``benchmarks/results/gpu/``), as many as its memory holds."""
+    One seed per call on CPU because vmapped seeds gain nothing on a few cores and one program
+    per seed keeps a cell's values independent of how many seeds share a call; on accelerators a
+    batch of seeds fills the device. The measurements behind both are in ``docs/decisions.md``
+    (2026-11-27, "seeds per device call") and ``docs/speed.md``."""
     device = mesh.devices.flat[0]
     if device.platform == "cpu":
         return 1
