@@ -110,6 +110,11 @@ PANEL_KEYS = range(200000, 201000)
 #: The low-budget panel: the dev members with d <= PANEL_MAX_DIM, read at PANEL_BUDGETS.
 PANEL_MAX_DIM = 6
 PANEL_BUDGETS = (20, 30, 40)
+#: Initial-design sizes the panel can run instead of the library's default (``--n-init``), as a
+#: function of the dimension ``d``: the candidates of the study that chose
+#: ``ntkbo.loop.default_n_init`` (docs/decisions.md).
+N_INIT_RULES = {"d+1": lambda d: d + 1, "2d": lambda d: 2 * d,
+                "max(5,d+1)": lambda d: max(5, d + 1)}
 #: The panel's diagnostic of a stalled model: a step "revisits" when its point lies within this
 #: fraction of the box's width, in every coordinate, of an earlier evaluation.
 REVISIT = 1e-2
@@ -148,21 +153,29 @@ def dev_spec(algorithms=None, members=None, name: str | None = None, keys: str =
                   seed_offset=KEY_RANGES[keys].start, reference=REFERENCE, scales=scales)
 
 
-def panel_spec(algorithms=None, seeds: int = 16, name: str = "low_budget") -> S.Spec:
+def panel_spec(algorithms=None, seeds: int = 16, name: str = "low_budget", keys: str = "panel",
+               n_init: str | None = None) -> S.Spec:
     """The low-budget panel as a ``Spec`` (module docstring): ``algorithms`` (default
     ``default_algorithms()``) on the dev members with ``d <= PANEL_MAX_DIM``, budget
-    ``max(PANEL_BUDGETS)``, ``n_init`` unset (the library's default), ``seeds`` keys from
-    ``PANEL_KEYS``; its one scale, ``"panel"``."""
+    ``max(PANEL_BUDGETS)``, ``seeds`` keys from ``PANEL_KEYS`` (``keys="panel"``) or
+    ``KEY_RANGES[keys]``; its one scale, ``"panel"``. ``n_init``: ``None`` for the library's
+    default initial design (``n_init`` unset), or a key of ``N_INIT_RULES`` (the size as a function
+    of ``d``, set per problem)."""
     algorithms = default_algorithms() if algorithms is None else list(algorithms)
+    if keys != "panel" and keys not in KEY_RANGES:
+        raise ValueError(f"keys must be 'panel' or one of {sorted(KEY_RANGES)}, got {keys!r}")
+    if n_init is not None and n_init not in N_INIT_RULES:
+        raise ValueError(f"n_init must be None or one of {sorted(N_INIT_RULES)}, got {n_init!r}")
     dev = suites.suite("dev")
-    problems = tuple(S.ProblemSpec(name=f"dev/{m}", label=m) for m, p in dev.items()
-                     if p.dim <= PANEL_MAX_DIM)
+    problems = tuple(S.ProblemSpec(name=f"dev/{m}", label=m,
+                                   n_init=None if n_init is None else N_INIT_RULES[n_init](p.dim))
+                     for m, p in dev.items() if p.dim <= PANEL_MAX_DIM)
     algos = tuple(a if isinstance(a, S.AlgorithmSpec) else S.AlgorithmSpec(name=a)
                   for a in algorithms)
     budget = max(PANEL_BUDGETS)
     return S.Spec(name=name, algorithms=algos, problems=problems, budget=budget, seeds=seeds,
-                  seed_offset=PANEL_KEYS.start, reference=REFERENCE,
-                  scales={"panel": S.Scale(budget=budget, seeds=seeds)})
+                  seed_offset=(PANEL_KEYS if keys == "panel" else KEY_RANGES[keys]).start,
+                  reference=REFERENCE, scales={"panel": S.Scale(budget=budget, seeds=seeds)})
 
 
 def panel_table(out: str) -> dict:
@@ -174,9 +187,11 @@ def panel_table(out: str) -> dict:
     budget (why a model fails: its steps stay where it has already been)."""
     spec, cells = R.load(out)
     revisits: dict = {}
+    designs: dict = {}
     for path in store.list_cells(out):
         rec = store.read_cell(path)
         meta = rec.meta
+        designs[meta["problem"]["label"]] = int(meta.get("n_init") or 0)
         share = [revisit_share(run, meta["problem"]["bounds"], int(meta.get("n_init") or 0))
                  for run in np.asarray(rec.x)]
         revisits.setdefault(meta["algorithm"]["label"], {})[meta["problem"]["label"]] = \
@@ -212,6 +227,8 @@ def panel_table(out: str) -> dict:
                     failures.append((b, a, p, why))
         budgets[b] = rows
     return {"budgets": budgets, "failures": failures, "revisits": revisits, "algorithms": algos,
+            "n_init": designs, "default_design": not any(
+                p.get("n_init") for p in (spec or {}).get("problems", [])),
             "problems": list(by_problem), "seeds": int(next(iter(cells)).curve.shape[0]),
             "seed_offset": int(((spec or {}).get("seeds") or {}).get("offset",
                                                                       PANEL_KEYS.start))}
@@ -221,8 +238,11 @@ def render_panel(t: dict) -> str:
     """``panel_table``'s numbers as markdown: per budget, mean normalised regret per problem
     (BH-adjusted p of "below random search" in brackets; a failing pair in bold), then the
     failures with their reasons."""
+    design = ", ".join(f"{p} {n}" for p, n in t["n_init"].items())
+    design = (f"the default initial design ({design} points)" if t["default_design"]
+              else f"initial designs of {design} points")
     lines = [f"Low-budget panel: {len(t['problems'])} dev problems with d <= {PANEL_MAX_DIM}, "
-             f"the default initial design, {t['seeds']} keys (PRNGKey({t['seed_offset']} + i)). "
+             f"{design}, {t['seeds']} keys (PRNGKey({t['seed_offset']} + i)). "
              f"Passed: mean best value below random search's, one-sided Welch, BH over all "
              f"pairs of a budget at {ALPHA}.", ""]
     for b, rows in t["budgets"].items():
@@ -481,6 +501,9 @@ def main(argv=None) -> int:
     parser.add_argument("--panel", default=None, choices=["low_budget"],
                         help="the low-budget panel (d <= 6, budgets 20/30/40, the default "
                              "initial design, PANEL_KEYS) instead of the protocol")
+    parser.add_argument("--n-init", default=None, choices=sorted(N_INIT_RULES),
+                        help="panel only: this initial-design size per problem instead of the "
+                             "library's default")
     parser.add_argument("--paired", action="append", default=None, metavar="A:B",
                         help="also compare A with B paired by problem (repeatable; written "
                              "under the table)")
@@ -503,7 +526,8 @@ def main(argv=None) -> int:
             parser.error(f"--members: unknown {args.suite} members {unknown}; "
                          f"choose from {sorted(suites.suite(args.suite))}")
     if args.panel:
-        spec = panel_spec(algorithms, seeds=args.seeds)
+        keys = "panel" if args.keys == "reporting" else args.keys
+        spec = panel_spec(algorithms, seeds=args.seeds, keys=keys, n_init=args.n_init)
         if not args.report_only:
             only = None if args.only is None else [a for a in args.only.split(",") if a]
             ntkbo.experiments.run(spec, args.out, "panel", progress=True, only=only,
