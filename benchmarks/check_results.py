@@ -26,6 +26,7 @@ command (its report's header) and ``ntkbo summary FOLDER``::
 
     python benchmarks/check_results.py                 # every folder
     python benchmarks/check_results.py status low-budget-cpu
+    python benchmarks/check_results.py --reports       # reports regenerated from summary.npz
 """
 
 from __future__ import annotations
@@ -105,12 +106,69 @@ def check(out: str, spec: Spec, scale: str, dtypes: set, metas: dict) -> str:
     return f"incomplete ({len(metas)} of {len(by_id)} cells)" if missing else "current"
 
 
+def regenerate(out: str) -> dict:
+    """Writes ``out``'s reports again from what ``out`` holds (cell files, else ``summary.npz``):
+    ``report.md`` (``ntkbo report``), ``defaults.md`` (``defaults.py --report-only``, with the
+    ``--paired`` pairs its committed table lists) and ``panel.md`` (``--panel low_budget``), where
+    the folder has one; returns ``{file name: text}``."""
+    import contextlib
+    import io
+    import re
+
+    from benchmarks import defaults as D
+    from ntkbo.experiments import report
+
+    made = {}
+    if os.path.exists(os.path.join(out, "report.md")):
+        report.write_report(out)
+        made["report.md"] = None
+    if os.path.exists(os.path.join(out, "defaults.md")):
+        with open(os.path.join(out, "defaults.md")) as fh:
+            pairs = re.findall(r"^\| (\S+) \| (\S+) \| \d+ \| [\d.]+ \| [\d.]+ \|", fh.read(), re.M)
+        with contextlib.redirect_stdout(io.StringIO()):
+            D.main(["--report-only", "--out", out]
+                   + [x for a, b in pairs for x in ("--paired", f"{a}:{b}")])
+        made["defaults.md"] = None
+    if os.path.exists(os.path.join(out, "panel.md")):
+        with contextlib.redirect_stdout(io.StringIO()):
+            D.main(["--panel", "low_budget", "--report-only", "--out", out])
+        made["panel.md"] = None
+    for name in made:
+        with open(os.path.join(out, name)) as fh:
+            made[name] = fh.read()
+    return made
+
+
+def check_reports(out: str) -> str:
+    """Regenerates ``out``'s reports in a temporary copy holding only ``spec.json``,
+    ``summary.npz`` and the reports (``regenerate``) and compares them with the committed ones:
+    ``identical`` or the files that differ."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, os.path.basename(out))
+        shutil.copytree(out, copy, ignore=shutil.ignore_patterns(store.CELLS))
+        made = regenerate(copy)
+    differ = []
+    for name, text in made.items():
+        with open(os.path.join(out, name)) as fh:
+            if fh.read() != text:
+                differ.append(name)
+    if not made:
+        return "no report"
+    return "identical" if not differ else "differs: " + ", ".join(differ)
+
+
 def main(argv=None) -> int:
     from ntkbo import cli
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", help="folder names under benchmarks/results "
                         "(default: every folder with a spec.json)")
+    parser.add_argument("--reports", action="store_true",
+                        help="instead: regenerate each folder's reports from its summary.npz "
+                        "alone and say whether they equal the committed ones")
     args = parser.parse_args(argv)
     folders = study_folders()
     if args.folders:
@@ -118,6 +176,11 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"folders: no study folder {unknown} under {RESULTS}")
         folders = [f for f in folders if os.path.basename(f) in args.folders]
+    if args.reports:
+        print("| folder | reports from summary.npz |\n|---|---|")
+        for out in folders:
+            print(f"| {os.path.basename(out)} | {check_reports(out)} |")
+        return 0
     print("| folder | spec | status | cells | dtype |\n|---|---|---|---|---|")
     failed = False
     for out in folders:
