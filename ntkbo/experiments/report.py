@@ -69,32 +69,17 @@ class Cell(NamedTuple):
     path: str
 
 
-def _best_so_far(v: np.ndarray) -> np.ndarray:
-    v = np.where(np.isnan(v), np.inf, v)
-    return np.minimum.accumulate(v, axis=-1)
-
-
 def reduce_cell(rec: store.CellRecord) -> Cell:
-    """The curve of a cell (module docstring): ``metric`` where the optimum is known, else the best
-    ``f`` (plus violation) so far."""
+    """The curve of a cell (module docstring; ``summary.curve``): ``metric`` where the optimum is
+    known, else the best ``f`` (plus violation) so far."""
     meta = rec.meta
     prob, alg = meta.get("problem", {}), meta.get("algorithm", {})
-    k = rec.c.shape[-1] if rec.c.ndim == 3 else 0
-    metric = np.asarray(rec.metric, dtype=float)
-    known = prob.get("optimum") is not None and not np.all(np.isnan(metric))
-    if known:
-        curve, kind = metric, ("regret+violation" if k else "regret")
-    else:
-        f = np.asarray(rec.f, dtype=float)
-        if k:
-            f = f + np.sum(np.maximum(np.asarray(rec.c, dtype=float), 0.0), axis=-1)
-        curve, kind = _best_so_far(f), ("f+violation" if k else "f")
+    curve, kind, feasible_found = study_summary.curve(rec)
     return Cell(
         algorithm=str(alg.get("label") or alg.get("name")),
         problem=str(prob.get("label") or prob.get("name")),
         dim=int(prob.get("dim", rec.x.shape[-1])),
-        curve=curve, kind=kind,
-        feasible_found=np.asarray(rec.feasible).any(axis=1) if k else None,
+        curve=curve, kind=kind, feasible_found=feasible_found,
         wall_time=np.asarray(rec.wall_time, dtype=float),
         n_init=int(meta.get("n_init") or 0), meta=meta, path=rec.path)
 

@@ -66,6 +66,31 @@ def revisit_share(x, bounds, n_init: int) -> float:
     return float(later.mean()) if later.size else float("nan")
 
 
+def _best_so_far(v: np.ndarray) -> np.ndarray:
+    v = np.where(np.isnan(v), np.inf, v)
+    return np.minimum.accumulate(v, axis=-1)
+
+
+def curve(rec: store.CellRecord) -> tuple[np.ndarray, str, np.ndarray | None]:
+    """``(curve, kind, feasible_found)`` of a cell, float64: the value the reports minimise
+    (``ntkbo.experiments.report``'s docstring), per seed and evaluation ``(S, B)``. Where the
+    optimum is known, the cell's ``metric`` (best regret so far, plus the violation
+    ``sum_k [c_k]^+`` when constrained), kind ``regret`` or ``regret+violation``; else the running
+    minimum of ``f`` (plus violation), kind ``f`` or ``f+violation`` (a NaN counts as +inf).
+    ``feasible_found`` ``(S,)``: a feasible point was evaluated (None when unconstrained)."""
+    k = rec.c.shape[-1] if rec.c.ndim == 3 else 0
+    metric = np.asarray(rec.metric, dtype=float)
+    known = rec.meta.get("problem", {}).get("optimum") is not None and not np.all(np.isnan(metric))
+    if known:
+        values, kind = metric, ("regret+violation" if k else "regret")
+    else:
+        f = np.asarray(rec.f, dtype=float)
+        if k:
+            f = f + np.sum(np.maximum(np.asarray(rec.c, dtype=float), 0.0), axis=-1)
+        values, kind = _best_so_far(f), ("f+violation" if k else "f")
+    return values, kind, (np.asarray(rec.feasible).any(axis=1) if k else None)
+
+
 class Entry(NamedTuple):
     """One cell of a summary: arrays with the shapes of the module docstring, ``feasible`` None
     when the cell is unconstrained, ``meta`` the cell file's meta."""
@@ -83,22 +108,18 @@ class Entry(NamedTuple):
 
 def summarise_cell(rec: store.CellRecord) -> Entry:
     """The summary entry of a cell file read by ``store.read_cell`` (module docstring); the curve
-    is ``report.reduce_cell``'s, stored in the run's dtype when that cast is exact."""
-    from ntkbo.experiments import report
-
-    c = report.reduce_cell(rec)
-    curve = np.asarray(c.curve, float)
-    narrow = curve.astype(rec.metric.dtype)
-    if np.array_equal(narrow.astype(float), curve, equal_nan=True):
-        curve = narrow
+    is ``curve``'s, stored in the run's dtype when that cast is exact."""
+    values, kind, feasible = curve(rec)
+    narrow = values.astype(rec.metric.dtype)
+    if np.array_equal(narrow.astype(float), values, equal_nan=True):
+        values = narrow
     meta = rec.meta
     bounds = meta["problem"]["bounds"]
     n_init = int(meta.get("n_init") or 0)
     revisit = np.array([revisit_share(run, bounds, n_init) for run in np.asarray(rec.x)])
-    return Entry(cell_id=str(meta["cell_id"]), kind=c.kind, curve=curve,
+    return Entry(cell_id=str(meta["cell_id"]), kind=kind, curve=values,
                  keys=np.asarray(rec.keys), seeds=np.asarray(rec.seeds),
-                 wall_time=np.asarray(rec.wall_time), revisit=revisit,
-                 feasible=None if c.feasible_found is None else np.asarray(c.feasible_found, bool),
+                 wall_time=np.asarray(rec.wall_time), revisit=revisit, feasible=feasible,
                  meta=meta)
 
 
