@@ -183,6 +183,18 @@ def port_tolerance(f_ntkbo) -> float:
 # (a) export: ntkbo venv
 
 
+def _need_cells(stored: str) -> None:
+    """``SystemExit`` saying how to get the raw cells when ``stored`` has none (the committed
+    folders keep only ``summary.npz``; this script reads the evaluated points)."""
+    from ntkbo.experiments import store
+
+    if not store.list_cells(stored):
+        raise SystemExit(
+            f"{stored} holds no raw cell files (cells/*.npz), which this script reads: regenerate "
+            "them with the command in its report's header, or restore them from git history as "
+            "benchmarks/README.md says (Committed studies)")
+
+
 def export(out: str = OUT, stored: str = STORED) -> str:
     import jax
 
@@ -190,8 +202,9 @@ def export(out: str = OUT, stored: str = STORED) -> str:
     from ntkbo.experiments import store
     from ntkbo.loop import initial_design
 
+    _need_cells(stored)
     sys.path.insert(0, HERE)
-    import defaults as D  # noqa: E402  (benchmarks/ is not a package)
+    import defaults as D  # noqa: E402  (run as a script: benchmarks/ is sys.path[0])
 
     dev = suites.suite("dev")
     arrays = {}
@@ -416,6 +429,7 @@ def report(out: str = OUT, stored: str = STORED) -> str:
 
     from ntkbo.experiments import store
 
+    _need_cells(stored)
     problems = load_problems(out)
     runs = _runs(out)
     # the keys every problem has finished: the comparison uses the same keys everywhere

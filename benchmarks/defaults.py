@@ -67,7 +67,8 @@ import ntkbo
 from ntkbo.benchmarks import suites
 from ntkbo.experiments import report as R
 from ntkbo.experiments import spec as S
-from ntkbo.experiments import stats, store
+from ntkbo.experiments import stats
+from ntkbo.experiments import summary as study_summary
 
 #: Algorithms that need a problem the dev suite does not have (constraints, a PDE).
 NEEDS_MORE = ("gp_cei", "ntk_gp_cei", "neural_cbo", "pinn_bo", "pinn_ntk_gp")
@@ -115,19 +116,11 @@ PANEL_BUDGETS = (20, 30, 40)
 #: ``ntkbo.loop.default_n_init`` (docs/decisions.md).
 N_INIT_RULES = {"d+1": lambda d: d + 1, "2d": lambda d: 2 * d,
                 "max(5,d+1)": lambda d: max(5, d + 1)}
-#: The panel's diagnostic of a stalled model: a step "revisits" when its point lies within this
-#: fraction of the box's width, in every coordinate, of an earlier evaluation.
-REVISIT = 1e-2
-
-
-def revisit_share(x, bounds, n_init: int) -> float:
-    """Of the evaluations after the first ``n_init`` of one run ``x`` ``(B, d)``, the share within
-    ``REVISIT`` of the box's width (Chebyshev, every coordinate) of an earlier evaluation."""
-    lo, hi = (np.asarray(b, float) for b in bounds)
-    u = (np.asarray(x, float) - lo) / np.where(hi > lo, hi - lo, 1.0)
-    close = np.tril(np.abs(u[:, None, :] - u[None, :, :]).max(-1) <= REVISIT, -1)
-    later = close.any(axis=1)[n_init:]
-    return float(later.mean()) if later.size else float("nan")
+#: The panel's diagnostic of a stalled model (``ntkbo.experiments.summary``, which stores it per
+#: seed, so that the panel needs no raw ``x``): a step "revisits" when its point lies within
+#: ``REVISIT`` of the box's width, in every coordinate, of an earlier evaluation.
+REVISIT = study_summary.REVISIT
+revisit_share = study_summary.revisit_share
 
 
 def dev_spec(algorithms=None, members=None, name: str | None = None, keys: str = "reporting",
@@ -188,14 +181,10 @@ def panel_table(out: str) -> dict:
     spec, cells = R.load(out)
     revisits: dict = {}
     designs: dict = {}
-    for path in store.list_cells(out):
-        rec = store.read_cell(path)
-        meta = rec.meta
-        designs[meta["problem"]["label"]] = int(meta.get("n_init") or 0)
-        share = [revisit_share(run, meta["problem"]["bounds"], int(meta.get("n_init") or 0))
-                 for run in np.asarray(rec.x)]
-        revisits.setdefault(meta["algorithm"]["label"], {})[meta["problem"]["label"]] = \
-            float(np.mean(share))
+    for e in study_summary.collect(out):  # the cell files' and the summary's per-seed shares
+        designs[e.meta["problem"]["label"]] = int(e.meta.get("n_init") or 0)
+        revisits.setdefault(e.meta["algorithm"]["label"], {})[e.meta["problem"]["label"]] = \
+            float(np.mean(e.revisit))
     by_problem: dict = {}
     for c in cells:
         by_problem.setdefault(c.problem, {})[c.algorithm] = c

@@ -36,6 +36,10 @@ def repeats(x: np.ndarray, bounds) -> int:
 def scan(folder: str) -> dict:
     """``{algorithm label: [runs, runs with a repeat, most repeats in a run]}`` over ``folder``."""
     rows: dict = {}
+    if not store.list_cells(folder):
+        raise SystemExit(f"{folder} holds no raw cell files (cells/*.npz), which this script reads: "
+                         "regenerate them with the command in its report's header, or restore "
+                         "them from git history (benchmarks/README.md, Committed studies)")
     for path in store.list_cells(folder):
         meta = store.read_meta(path)
         x = np.load(path)["x"]

@@ -1,4 +1,4 @@
-"""The ``ntkbo`` command line: run, demo, list, bench, report, coco and coco-report.
+"""The ``ntkbo`` command line: run, demo, list, bench, report, summary, coco and coco-report.
 
 ``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds in
 blocks (``--block``; ``jax.vmap`` within a block), in chunks so that a progress bar can show the
@@ -518,6 +518,28 @@ def _print_summary(rec: dict, out: str | None) -> None:
               + (f", plot: {os.path.join(out, 'best_so_far.png')}" if rec.get("plot") else ""))
 
 
+def _summary(dirs: list[str]) -> int:
+    """``ntkbo summary DIR...``: writes each DIR/summary.npz (ntkbo.experiments.summary)."""
+    from ntkbo.experiments import summary
+
+    for out in dirs:
+        if not os.path.isdir(out):
+            print(f"ntkbo summary: error: DIR {out!r} is not a folder", file=sys.stderr)
+            return 2
+        try:
+            path = summary.write_summary(out)
+        except ValueError as err:
+            print(f"ntkbo summary: error: {err}", file=sys.stderr)
+            return 2
+        if path is None:
+            print(f"ntkbo summary: error: DIR {out!r} has no cell files (DIR/cells/*.npz) and no "
+                  f"{summary.SUMMARY}", file=sys.stderr)
+            return 2
+        n = len(summary.read_summary(out))
+        print(f"summary: {path} ({n} cells, {os.path.getsize(path) / 1e3:.0f} kB)")
+    return 0
+
+
 def _report(out: str, reference: str | None, plots: bool) -> int:
     """``ntkbo report DIR``: writes DIR/report.md (ntkbo.experiments.report) and says where."""
     from ntkbo.experiments import report
@@ -738,13 +760,15 @@ def _set_dtype(args) -> str:
 
 
 def _stored_dtypes(out: str) -> set:
-    """The dtypes the cells already in the study folder ``out`` ran in (empty if none)."""
-    from ntkbo.experiments import store
+    """The dtypes the cells already in the study folder ``out`` ran in (empty if none): their
+    cell files' and, for a folder whose raw cells are not kept, its summary's."""
+    from ntkbo.experiments import store, summary
 
-    if not os.path.isdir(os.path.join(out, "cells")):
+    if not os.path.isdir(out):
         return set()
-    return {store.read_meta(p).get("definition", {}).get("dtype")
-            for p in store.list_cells(out)} - {None}
+    metas = [store.read_meta(p) for p in store.list_cells(out)]
+    metas += [e.meta for e in summary.read_summary(out)]
+    return {m.get("definition", {}).get("dtype") for m in metas} - {None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -849,6 +873,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--reference", default=None, metavar="LABEL",
                     help="algorithm the others are tested against (default: spec.json's)")
     rp.add_argument("--no-plot", action="store_true")
+    sm = add("summary", "summary.npz from a study's stored cells: per cell and seed the "
+                        "best-so-far curve, keys and wall time, what reports read when the raw "
+                        "cells are not kept (entries of cells without a file are kept)")
+    sm.add_argument("dirs", metavar="DIR", nargs="+", help="experiment folders (DIR/cells/*.npz)")
     return parser
 
 
@@ -876,6 +904,8 @@ def main(argv: list[str] | None = None) -> int:
         return _bench(args)
     if args.command == "report":
         return _report(args.dir, args.reference, not args.no_plot)
+    if args.command == "summary":
+        return _summary(args.dirs)
 
     import ntkbo
 

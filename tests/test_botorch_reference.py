@@ -1,16 +1,11 @@
 """The numpy ports of ``benchmarks/botorch_reference.py`` (BoTorch's side evaluates the dev
 problems with them, without JAX) agree with ntkbo's own JAX problems. No BoTorch needed."""
 
-import os
-import sys
-
 import numpy as np
 
 from ntkbo.benchmarks import suites
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "benchmarks"))
-import botorch_reference as B  # noqa: E402  (benchmarks/ is not a package)
+from benchmarks import botorch_reference as B
 
 
 def test_numpy_ports_match_ntkbo_on_the_dev_problems():

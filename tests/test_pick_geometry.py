@@ -1,14 +1,9 @@
 """benchmarks/pick_geometry.py: the boundary fraction and the distance to the incumbent, against
 their values for uniformly random points (closed forms) and a hand-made run."""
 
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "benchmarks"))
-import pick_geometry as G  # noqa: E402  (benchmarks/ is not a package)
+from benchmarks import pick_geometry as G
 
 
 def test_uniform_points_match_the_closed_forms():

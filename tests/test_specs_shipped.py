@@ -1,14 +1,15 @@
 """The shipped study specs (``benchmarks/specs``) and the spec fields they rely on: per-problem
-budgets and initial designs, and a scale's ``n_init`` and per-algorithm options."""
+budgets and initial designs, and a scale's ``n_init`` and per-algorithm options. Whether the
+committed studies (``benchmarks/results``) are current is ``benchmarks/check_results.py``'s
+question, tested here on a study run here, not on the archive."""
 
 import glob
 import os
-import sys
 
 import jax
 import pytest
 
-from ntkbo.experiments import runner, store
+from ntkbo.experiments import runner
 from ntkbo.experiments.spec import AlgorithmSpec, ProblemSpec, Spec
 
 SPECS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "specs")
@@ -28,44 +29,42 @@ def test_shipped_specs_parse_and_name_valid_scales(path):
     assert spec.reference in {a.id for a in spec.algorithms}
 
 
-RESULTS = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "results")
+def test_check_results_finds_stale_and_incomplete_studies(tmp_path):
+    """``benchmarks/check_results.py`` (the maintenance check that replaced testing the committed
+    folders) on a study run here: ``current`` against its own spec, in the dtype it ran in;
+    ``stale`` naming the cell and option when a setting it relied on changed, also when only the
+    summary is left (no cell files); ``incomplete`` when the spec has cells the folder lacks.
+    Mutations caught (checked): ``check`` comparing cell ids only (the changed option passes);
+    resolving in the session's dtype instead of the cells' (every digest differs)."""
+    from benchmarks import check_results as C
 
-
-def committed_runs():
-    """``(spec path, folder)`` for every committed run of a shipped spec: ``<name>-cpu`` (the
-    papers' studies at their cpu scale) or ``<name>`` (the Status studies, full scale)."""
-    runs = []
-    for path in BENCH_SPECS:
-        name = os.path.basename(path)[: -len(".toml")]
-        for folder in (f"{name}-cpu", name):
-            if os.path.exists(os.path.join(RESULTS, folder, "spec.json")):
-                runs.append((path, os.path.join(RESULTS, folder)))
-    return runs
-
-
-@pytest.mark.parametrize("path,out", committed_runs(), ids=lambda v: os.path.basename(v))
-def test_committed_studies_match_their_shipped_specs(path, out):
-    """Every committed study folder holds exactly the cells its shipped spec resolves to with the
-    current code, digest for digest (``runner.check_compatible``, in the dtype its cells ran in):
-    ``ntkbo bench SPEC --out FOLDER`` resumes it, and its report is what the spec runs today. A
-    changed default that a spec relies on fails here, naming the cell and the option; the fix is
-    to pin the setting the report ran in the spec or to re-run the stale cells. Mutations caught
-    (checked): ``neural_bo``'s default ``nu`` 0.3 -> 0.5 (status_pinn's reference runs the
-    defaults) and ``gp``'s default kernel back to ``"matern52"`` (every folder whose GP baselines
-    run the defaults; PINN-BO's spec pins Matern)."""
-    spec = Spec.from_toml(path)
-    scale = store.read_spec(out)["scale"]
-    dtypes = {store.read_meta(p)["definition"]["dtype"] for p in store.list_cells(out)}
-    assert len(dtypes) == 1, f"{out}: cells in several dtypes {dtypes}"
+    spec = Spec(name="t", budget=6, seeds=2, reference="random_search",
+                algorithms=(AlgorithmSpec("random_search", {"q": 1}),),
+                problems=(ProblemSpec("branin"),))
+    out = str(tmp_path / "study")
     x64 = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", dtypes == {"float64"})
+    jax.config.update("jax_enable_x64", False)  # a float32 study in a float64 session
     try:
-        cells = spec.resolve(scale)
+        runner.run(spec, out, "smoke", devices=jax.devices()[:1], block=1)
     finally:
         jax.config.update("jax_enable_x64", x64)
-    runner.check_compatible(out, spec, scale, cells)
-    stored = {store.read_meta(p)["cell_id"] for p in store.list_cells(out)}
-    assert stored == {c.cell_id for c in cells}, f"{out}: cells missing from the committed run"
+    metas = C.stored_metas(out)
+    assert C.check(out, spec, "smoke", {"float32"}, metas) == "current"
+    changed = Spec.from_dict(dict(spec.to_dict(), algorithms=[
+        {"name": "random_search", "options": {"q": 2}}]))
+    status = C.check(out, changed, "smoke", {"float32"}, metas)
+    assert status.startswith("stale") and "random_search__branin__d2" in status
+    assert "algorithm.options.q" in status
+    import shutil
+
+    shutil.rmtree(os.path.join(out, "cells"))  # the committed state: spec.json and summary.npz
+    os.remove(os.path.join(out, "spec.json"))  # only the summary's digests are left to compare
+    assert C.check(out, changed, "smoke", {"float32"}, C.stored_metas(out)).startswith("stale")
+    assert C.check(out, spec, "smoke", {"float32"}, C.stored_metas(out)) == "current"
+    more = Spec.from_dict(dict(spec.to_dict(), problems=[{"name": "branin"},
+                                                         {"name": "hartmann3"}]))
+    assert C.check(out, more, "smoke", {"float32"}, C.stored_metas(out)) == (
+        "incomplete (1 of 2 cells)")
 
 
 def small_spec(**scales):
@@ -140,12 +139,9 @@ def test_scale_exclude_drops_a_problem_at_that_scale():
 def test_coco_spec_resolves_its_cpu_scale():
     """``benchmarks/coco_study.py`` merges a scale's options into the named algorithm only and
     replaces the listed settings (the NeuralBO COCO study's cpu scale: d = 2, 3; instances 1-3)."""
-    sys.path.insert(0, os.path.join(SPECS, ".."))
-    try:
-        import coco_study
-    finally:
-        sys.path.pop(0)
     import tomllib
+
+    from benchmarks import coco_study
 
     with open(os.path.join(SPECS, "neuralbo_coco.toml"), "rb") as fh:
         spec = tomllib.load(fh)

@@ -13,15 +13,18 @@
   sharded over a ``jax.sharding.Mesh`` of the local devices; resumable; refuses a changed spec.
 - ``distributed``: ``jax.distributed`` set-up for several processes sharing the cells.
 - ``store``: the cell files (one atomic ``.npz`` per finished cell) and their schema.
+- ``summary``: ``summary.npz``, per cell and seed the best-so-far curve, keys and wall time: what
+  the reports read where the raw cells are not kept (``ntkbo summary DIR``).
 """
 
-from ntkbo.experiments import distributed, runner, spec, store
+from ntkbo.experiments import distributed, runner, spec, store, summary
 from ntkbo.experiments.runner import paired_keys, run, run_cell
 from ntkbo.experiments.spec import SCALES, AlgorithmSpec, Cell, ProblemSpec, Scale, Spec
 from ntkbo.experiments.store import CellRecord, list_cells, read_cell, write_cell
+from ntkbo.experiments.summary import read_summary, write_summary
 
 __all__ = [
     "SCALES", "AlgorithmSpec", "Cell", "CellRecord", "ProblemSpec", "Scale", "Spec", "distributed",
-    "list_cells", "paired_keys", "read_cell", "run", "run_cell", "runner", "spec", "store",
-    "write_cell",
+    "list_cells", "paired_keys", "read_cell", "read_summary", "run", "run_cell", "runner", "spec",
+    "store", "summary", "write_cell", "write_summary",
 ]

@@ -1,7 +1,8 @@
 """``ntkbo report DIR``: a study's report from its stored cell files, never by re-running anything.
 
 Reads ``DIR/spec.json`` (optional: its ``reference``, ``scale`` and ``name``) and every
-``DIR/cells/*.npz`` through ``ntkbo.experiments.store``, and writes
+``DIR/cells/*.npz`` through ``ntkbo.experiments.store``, or for a cell without a file its entry in
+``DIR/summary.npz`` (``ntkbo.experiments.summary``, which it writes first), and writes
 
 - ``DIR/report.md``: header (spec, scale, seeds, budget, versions, device, command, git revision,
   run times); per problem a figure and a final-value table (n, mean, sd, median, fraction of seeds
@@ -47,6 +48,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ntkbo.experiments import stats, store
+from ntkbo.experiments import summary as study_summary
 
 LOG_FLOOR = 1e-12
 ALPHA = 0.05  # the FDR level of Table 2's T/F
@@ -67,46 +69,50 @@ class Cell(NamedTuple):
     path: str
 
 
-def _best_so_far(v: np.ndarray) -> np.ndarray:
-    v = np.where(np.isnan(v), np.inf, v)
-    return np.minimum.accumulate(v, axis=-1)
-
-
 def reduce_cell(rec: store.CellRecord) -> Cell:
-    """The curve of a cell (module docstring): ``metric`` where the optimum is known, else the best
-    ``f`` (plus violation) so far."""
+    """The curve of a cell (module docstring; ``summary.curve``): ``metric`` where the optimum is
+    known, else the best ``f`` (plus violation) so far."""
     meta = rec.meta
     prob, alg = meta.get("problem", {}), meta.get("algorithm", {})
-    k = rec.c.shape[-1] if rec.c.ndim == 3 else 0
-    metric = np.asarray(rec.metric, dtype=float)
-    known = prob.get("optimum") is not None and not np.all(np.isnan(metric))
-    if known:
-        curve, kind = metric, ("regret+violation" if k else "regret")
-    else:
-        f = np.asarray(rec.f, dtype=float)
-        if k:
-            f = f + np.sum(np.maximum(np.asarray(rec.c, dtype=float), 0.0), axis=-1)
-        curve, kind = _best_so_far(f), ("f+violation" if k else "f")
+    curve, kind, feasible_found = study_summary.curve(rec)
     return Cell(
         algorithm=str(alg.get("label") or alg.get("name")),
         problem=str(prob.get("label") or prob.get("name")),
         dim=int(prob.get("dim", rec.x.shape[-1])),
-        curve=curve, kind=kind,
-        feasible_found=np.asarray(rec.feasible).any(axis=1) if k else None,
+        curve=curve, kind=kind, feasible_found=feasible_found,
         wall_time=np.asarray(rec.wall_time, dtype=float),
         n_init=int(meta.get("n_init") or 0), meta=meta, path=rec.path)
 
 
+def from_entry(out: str, e: "study_summary.Entry") -> Cell:
+    """A summary entry (``summary.read_summary``) as the report's ``Cell``; equal to
+    ``reduce_cell`` of the cell file it was made from (the curve read back in float64)."""
+    meta = e.meta
+    prob, alg = meta.get("problem", {}), meta.get("algorithm", {})
+    return Cell(
+        algorithm=str(alg.get("label") or alg.get("name")),
+        problem=str(prob.get("label") or prob.get("name")),
+        dim=int(prob["dim"]), curve=np.asarray(e.curve, dtype=float), kind=e.kind,
+        feasible_found=e.feasible, wall_time=np.asarray(e.wall_time, dtype=float),
+        n_init=int(meta.get("n_init") or 0), meta=meta,
+        path=f"{study_summary.summary_path(out)}#{e.cell_id}")
+
+
 def load(out: str) -> tuple[dict | None, list[Cell]]:
-    """``(spec or None, cells)`` of an experiment folder; ``ValueError`` naming ``DIR`` if it holds
-    no cell file."""
+    """``(spec or None, cells)`` of an experiment folder in ``store.list_cells``' order: each cell from its
+    cell file where ``DIR/cells`` has one (``reduce_cell``), else from ``DIR/summary.npz``
+    (``from_entry``; a folder whose raw cells are not kept); ``ValueError`` naming ``DIR`` if it
+    holds neither."""
     if not os.path.isdir(out):
         raise ValueError(f"DIR {out!r} is not a folder")
-    paths = store.list_cells(out)
-    if not paths:
+    cells = {e.cell_id: from_entry(out, e) for e in study_summary.read_summary(out)}
+    for p in store.list_cells(out):
+        c = reduce_cell(store.read_cell(p))
+        cells[c.meta["cell_id"]] = c
+    if not cells:
         raise ValueError(f"DIR {out!r} has no cell files (expected {store.cells_dir(out)}/*.npz, "
-                         "written by `ntkbo bench`)")
-    return store.read_spec(out), [reduce_cell(store.read_cell(p)) for p in paths]
+                         f"written by `ntkbo bench`) and no {study_summary.SUMMARY}")
+    return store.read_spec(out), [cells[k] for k in sorted(cells, key=study_summary.order)]
 
 
 def _problem_keys(cells: list[Cell]) -> list[str]:
@@ -575,11 +581,13 @@ def render(summary: dict, figures: dict, plot_note: str | None,
 
 
 def write_report(out: str, reference: str | None = None, plots: bool = True) -> dict:
-    """Reads ``out``'s cells and writes ``out/report.md``, ``out/report.json``, each table as
+    """Reads ``out``'s cells (``load``) and writes ``out/summary.npz`` (``summary.write_summary``),
+    ``out/report.md``, ``out/report.json``, each table as
     ``out/tables/<name>.csv`` and ``.tex``, and the figures (``curves_<problem>`` in each of
     ``FIGURE_FORMATS``); returns the summary dict with ``report`` (the markdown's path),
     ``figures`` (problem -> PNG name), ``figure_files`` (problem -> every format's name) and
     ``tables`` (table name -> ``{'csv': path, 'tex': path}``) added."""
+    study_summary.write_summary(out)
     spec, cells = load(out)
     summary = summarise(spec, cells, reference)
     figures, figure_files, note = {}, {}, None

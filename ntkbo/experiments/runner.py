@@ -41,7 +41,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ntkbo.experiments import store
+from ntkbo.experiments import store, summary
 from ntkbo.experiments.spec import Cell, Spec, load
 from ntkbo.lapack_threads import configure_blas_threads
 from ntkbo.provenance import git_revision, versions  # noqa: F401  (re-exported)
@@ -372,6 +372,9 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
         compilation caches (``release_programs``), so a study of any number of cells fits in one
         process. ``False`` keeps them (every jitted function of the process stays compiled).
 
+    Then writes ``out/summary.npz`` (``summary.write_summary``: every cell file of ``out`` and the
+    earlier summary's entries without one).
+
     Returns:
       The paths of the cell files of this process's share (finished now or before).
     """
@@ -436,4 +439,6 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
             progress(cell, path)
     if bar is not None:
         bar.close()
+    # every process writes it after its share: the last to finish sees every cell file
+    summary.write_summary(out)
     return paths
