@@ -535,15 +535,15 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
 #: ``ntk_gp``'s ``**optimizer_kwargs`` defaults: the acquisition optimiser (``num_candidates`` Sobol
 #: points, the best ``num_restarts`` refined by ``num_steps`` ascent steps), Thompson sampling's
 #: candidates, the Cholesky jitter, the number of constraint models and whether the posterior
-#: variance uses the factor's inverse (``kernel_bo``; as accurate as the solve in float32 at
-#: ``ntk_gp``'s fixed ``lam = 1e-2``).
+#: variance uses the factor's inverse (``kernel_bo``; as accurate as the solve in float32 on
+#: ``ntk_gp``'s NTK grams).
 OPTIMIZER_DEFAULTS = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
                           jitter=None, n_constraints=0, posterior_inverse=True)
 
 #: ``gp``'s: a 2.5 times wider and 3.3 times longer acquisition search, chosen on the dev suite's
 #: tuning keys (docs/decisions.md, 2026-11-24). ``ntk_gp`` keeps ``OPTIMIZER_DEFAULTS``.
-#: ``posterior_inverse=False``: its fitted noise can reach ``MIN_NOISE``, where in float32 the
-#: factor's inverse loses accuracy against the solve (docs/decisions.md, 2026-11-27).
+#: ``posterior_inverse=False``: the inverse's float32 accuracy was checked on ``ntk_gp``'s NTK
+#: grams only, not on ``gp``'s far worse conditioned ones (RBF, fitted noise down to ``MIN_NOISE``).
 GP_OPTIMIZER_DEFAULTS = {**OPTIMIZER_DEFAULTS, "num_restarts": 10, "num_steps": 100,
                          "posterior_inverse": False}
 
