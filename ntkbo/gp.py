@@ -37,8 +37,7 @@ refactoring (``O(capacity^3)``); the result equals ``fit`` on the longer buffer 
 model keeps its ``Factor`` in its state, extends it in ``update`` and refactors only when its
 hyper-parameters change; ``condition`` then solves for new targets in ``O(capacity^2)``.
 
-Everything is jit-able and vmap-able; Cholesky factors with jitter; the one explicit inverse is the
-factor's (`with_inverse`), made by a triangular solve.
+Jit-able and vmap-able; Cholesky factors with jitter; ``with_inverse``: ``chol^-1`` by a solve.
 """
 
 from __future__ import annotations
