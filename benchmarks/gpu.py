@@ -27,7 +27,8 @@ The parts, in order (``--parts`` picks some):
    next count is not predicted to fit), against a Python loop over a jitted single run (at most
    ``--loop-seeds`` seeds, the time per seed extrapolated). Compile time is the first call minus
    the second (on other keys).
-4. ``step``: ``suggest`` and ``update`` at n observations (``benchmarks/speed.py``'s
+4. ``step``: ``suggest`` and ``update`` of each ``--step-algos`` entry at n observations
+   (``benchmarks/speed.py``'s
    ``measure_step``: buffer capacity ``ntkbo.data.next_capacity(n + 1)``, compile excluded, the
    median of a few calls), and ``botorch``: BoTorch's SingleTaskGP fit + LogEI ``optimize_acqf`` on
    the same points on the same device (its own process; skipped with the reason when torch or
@@ -36,9 +37,11 @@ The parts, in order (``--parts`` picks some):
    left at ``--scale gpu`` (``smoke`` at tiny scale), each in a subprocess with a timeout, cheapest
    (by the memory estimates of theory_checks/README.md) first: exit code, verdict, report path.
 
-Scales (``SCALES``; ``--algos``, ``--budgets``, ``--seeds``, ``--grid``, ``--theory`` override):
-``gpu``: ntk_gp, gp, neural_bo (their defaults); budgets 100 and 300; seeds 1, 16, 64, 256, 1024
-against a loop of at most 4; n = 2000, 4000, 8000; the GP comparison at n = 2000; the fast-test
+Scales (``SCALES``; ``--algos``, ``--step-algos``, ``--budgets``, ``--seeds``, ``--grid``,
+``--theory`` override): ``gpu``: ntk_gp, gp, neural_bo (their defaults); budgets 100 and 300;
+seeds 1, 16, 64, 256, 1024 against a loop of at most 4; steps of ntk_gp, ntk_gp_solve (``NAMED``:
+ntk_gp's suggest before the factor's inverse), neural_bo and gp at n = 2000, 4000, 8000; the GP
+comparison at n = 2000; the fast-test
 subset of ``PYTEST_FILES`` with ``-k "not slow"`` (4 pytest-xdist workers when xdist imports and
 there are >= 8 CPUs); every theory check at ``--scale gpu`` that fits. ``tiny``: random_search
 (the other algorithms' programs each take 5-30 s to compile on 2 CPU cores; the code path is
@@ -47,6 +50,14 @@ the same), budget 12, seeds 1 and 2, n = 64, the GP comparison at n = 64, two te
 With the default 420 s the gpu scale is compile-bound: each new seed count or n is a new program
 (tens of seconds), so the later cells of a part are often skipped with their predicted time; run a
 part again alone for more (``--parts seeds --budgets 100 --seeds 64,1024``).
+
+One slice of a paper's study: ``--problem``, ``--dim`` and ``--relative-noise`` set the seeds
+part's problem, ``--loop-seeds 0`` drops the loop (vmap only), and ``NAMED`` holds the papers'
+settings (``neuralbo_paper``). NeuralBO's Table 2 protocol on one function and dimension::
+
+    PYTHONPATH=. python benchmarks/gpu.py --out $OUT/slice --parts seeds --budget-s 540 \
+        --algos neuralbo_paper --problem ackley --dim 100 --relative-noise \
+        --budgets 2000 --seeds 10 --loop-seeds 0
 
 Robustness: every part runs in its own process (a crash, a CUDA abort or an out-of-memory there is
 recorded with its message and the script goes on); inside a part, every cell is wrapped the same
@@ -91,6 +102,18 @@ TINY_WEIGHTS = {"environment": 0.05, "correctness": 0.35, "seeds": 0.15, "step":
                 "botorch": 0.03, "theory": 0.3}
 STATUSES = ("ok", "failed", "skipped", "timeout")
 PROBLEM, DIM = "ackley", 10
+#: Names that ``--algos`` and ``--step-algos`` accept besides the registry's: a registry name and
+#: options. ``ntk_gp_solve`` is ``ntk_gp`` before its suggest used the factor's inverse (the
+#: baseline of that change, timed next to it); ``neuralbo_paper`` is the NeuralBO row of
+#: ``benchmarks/specs/neuralbo_synthetic.toml`` (the paper's section 7 settings).
+NAMED = {"ntk_gp_solve": ("ntk_gp", {"posterior_inverse": False}),
+         "neuralbo_paper": ("neural_bo", {"width": 500, "depth": 1, "lam": 0.01, "nu": 1.0,
+                                          "warm_start": False})}
+
+
+def algo_spec(name: str) -> tuple:
+    """``(registry name, options)`` of an ``--algos`` entry (``NAMED`` or a registry name)."""
+    return NAMED.get(name, (name, {}))
 GP_TARGET = 1e-3  # largest float32 mean error allowed, in units of the standardised outputs
 
 PYTEST_FILES = ("tests/test_linalg.py", "tests/test_gp.py", "tests/test_acquisition.py",
@@ -104,12 +127,13 @@ SCALES = {
     # CPU, for CI: the plumbing of every part in about a minute on 2 cores. random_search, not
     # the GP algorithms: on 2 CPU cores each of their programs compiles in 5-30 s (gp's update
     # 30 s), and a seeds cell compiles three (``--algos`` runs them: the same code paths).
-    "tiny": dict(algos=("random_search",), budgets=(12,), seeds=(1, 2), loop_seeds=2,
+    "tiny": dict(algos=("random_search",), step_algos=("random_search",), budgets=(12,), seeds=(1, 2), loop_seeds=2,
                  grid=(64,), reps=2, gp_n=64, gp_test=64, pytest_files=("tests/test_linalg.py",),
                  pytest_k="values or gradients", theory_scale="smoke",
                  theory=("gd_ensemble",), min_start_s=3.0, botorch_grid=(64,),
                  weights=TINY_WEIGHTS),
-    "gpu": dict(algos=("ntk_gp", "gp", "neural_bo"), budgets=(100, 300),
+    "gpu": dict(algos=("ntk_gp", "gp", "neural_bo"),
+                step_algos=("ntk_gp", "ntk_gp_solve", "neural_bo", "gp"), budgets=(100, 300),
                 seeds=(1, 16, 64, 256, 1024), loop_seeds=4, grid=(2000, 4000, 8000), reps=3,
                 gp_n=2000, gp_test=1000, pytest_files=PYTEST_FILES, pytest_k="not slow",
                 theory_scale="gpu", theory=THEORY_ORDER, min_start_s=15.0,
@@ -423,6 +447,11 @@ def gp_precision(p: Part) -> list:
         post = G.fit(kern, data, lam)
         return G.mean(kern, post, xt), G.variance(kern, post, xt)
 
+    def via_gp_inverse(kern, lam, xa, ya, xt):  # ntk_gp's suggest: the factor's inverse
+        data = D.append(D.empty(capacity, d, xa.dtype), xa, ya)
+        post = G.with_inverse(G.fit(kern, data, lam))
+        return G.mean(kern, post, xt), G.variance(kern, post, xt)
+
     def raw(kern, lam, xa, ya, xt):  # the same algebra without ntkbo.gp's exact_matmuls
         k = kern(xa, xa)
         jitter = G.default_jitter(k.dtype) * jnp.mean(jnp.diag(k))
@@ -444,8 +473,11 @@ def gp_precision(p: Part) -> list:
 
     rows, results = [], {}
     for kname, (kern, lam) in kernels.items():
-        for path, fn in (("ntkbo.gp", via_gp), ("plain jnp", raw)):
+        for path, fn in (("ntkbo.gp", via_gp), ("ntkbo.gp, inverse", via_gp_inverse),
+                         ("plain jnp", raw)):
             for precision in ("default", "highest"):
+                if path == "ntkbo.gp, inverse" and precision == "highest":
+                    continue  # exact_matmuls sets "highest" inside: the same program
                 if p.left() < 2:
                     rows.append(dict(kernel=kname, path=path, precision=precision,
                                      status="skipped", message="no time left"))
@@ -500,7 +532,7 @@ def part_correctness(p: Part) -> None:
     except Exception as e:  # noqa: BLE001
         p.data["gp_rows"] = [{"status": "oom" if is_oom(e) else "failed", "message": short(e),
                               "traceback": traceback.format_exc()[-2000:]}]
-    library = [r for r in p.data["gp_rows"] if r.get("path") == "ntkbo.gp"]
+    library = [r for r in p.data["gp_rows"] if r.get("path", "").startswith("ntkbo.gp")]
     gp_ok = bool(library) and all(r.get("within_target") for r in library)
     p.data["gp_target"] = GP_TARGET
     p.data["verdict"] = "pass" if row["status"] == "pass" and gp_ok else "fail"
@@ -520,9 +552,11 @@ def part_seeds(p: Part) -> None:
     import ntkbo
 
     args = p.args
-    problem = ntkbo.benchmarks.get(PROBLEM, dim=DIM)
+    noise = {"noise": "relative"} if args.relative_noise else {}
+    problem = ntkbo.benchmarks.get(args.problem, dim=args.dim, **noise)
     exponent = _fit_exponent(jax.default_backend())
-    p.data.update(problem=f"{PROBLEM} (d = {DIM})", seed_counts=list(args.seeds),
+    p.data.update(problem=f"{args.problem} (d = {args.dim}"
+                          f"{', relative noise' if noise else ''})", seed_counts=list(args.seeds),
                   loop_seeds=args.loop_seeds, growth_exponent=exponent,
                   returns="(best_f, f) of each run (not the final state)")
     slots = [(b, a) for b in args.budgets for a in args.algos]
@@ -536,46 +570,29 @@ def part_seeds(p: Part) -> None:
         slot_end = time.time() + left / (len(slots) - i)
         p.log(f"{name} budget {budget}: slot of {slot_end - time.time():.0f} s")
         try:
-            algo = ntkbo.algorithms.get(name)
+            base, options = algo_spec(name)
+            algo = ntkbo.algorithms.get(base, **options)
 
             def run(k, prob, algo=algo, budget=budget):
                 r = ntkbo.minimize(algo, prob, budget, k)
                 return r.best_f, r.f
 
-            # The loop: a jitted single run; the first call compiles, then up to loop_seeds keys.
-            one = jax.jit(run)
-            loop_end = time.time() + 0.35 * (slot_end - time.time())  # the rest for vmap
-            keys = jax.random.split(jax.random.PRNGKey(1), args.loop_seeds + 1)
-            t0 = time.perf_counter()
-            jax.block_until_ready(one(keys[0], problem))
-            first = time.perf_counter() - t0
-            times = []
-            for k in keys[1:]:
-                t0 = time.perf_counter()
-                jax.block_until_ready(one(k, problem))
-                times.append(time.perf_counter() - t0)
-                if time.time() + times[-1] > loop_end:
-                    break
-            per_seed = sum(times) / len(times)
-            row["loop"] = {"first_call_s": first, "compile_s": max(first - per_seed, 0.0),
-                           "timed_seeds": len(times), "per_seed_s": per_seed,
-                           "seeds_per_s": 1.0 / per_seed, "times": times}
+            prev, per_seed = None, None
+            if args.loop_seeds > 0:
+                prev, per_seed = _loop(p, row, run, problem, slot_end)
             row["status"] = "ok"
-            p.save()
-            p.log(f"  loop: first call {fmt_s(first)}, {fmt_s(per_seed)} per seed over "
-                  f"{len(times)} seed(s) -> {1 / per_seed:.3g} seeds/s")
-            prev = (1, max(first - per_seed, 0.0), per_seed)
             many = jax.jit(jax.vmap(run, in_axes=(0, None)))
             for s in args.seeds:
-                s0, compile0, run0 = prev
-                est = compile0 + 2 * run0 * (s / s0) ** exponent
-                if time.time() + est > slot_end:
-                    row["vmap"].append({"seeds": s, "status": "skipped", "message":
-                                        f"predicted {est:.0f} s > {slot_end - time.time():.0f} s "
-                                        "left in this slot"})
-                    p.save()
-                    p.log(f"  vmap {s} seeds: skipped (predicted {est:.0f} s)")
-                    break
+                if prev is not None:
+                    s0, compile0, run0 = prev
+                    est = compile0 + 2 * run0 * (s / s0) ** exponent
+                    if time.time() + est > slot_end:
+                        row["vmap"].append({"seeds": s, "status": "skipped", "message":
+                                            f"predicted {est:.0f} s > "
+                                            f"{slot_end - time.time():.0f} s left in this slot"})
+                        p.save()
+                        p.log(f"  vmap {s} seeds: skipped (predicted {est:.0f} s)")
+                        break
                 try:
                     k1 = jax.random.split(jax.random.PRNGKey(1000 + s), s)
                     k2 = jax.random.split(jax.random.PRNGKey(2000 + s), s)
@@ -597,17 +614,50 @@ def part_seeds(p: Part) -> None:
 
                 cell = {"seeds": s, "status": "ok", "first_call_s": t_first,
                         "second_call_s": t_second, "compile_s": max(t_first - t_second, 0.0),
-                        "seeds_per_s": s / t_second, "speedup": s * per_seed / t_second,
+                        "seeds_per_s": s / t_second,
+                        "speedup": None if per_seed is None else s * per_seed / t_second,
                         "mean_best_f": float(np.nanmean(np.asarray(best)))}
                 row["vmap"].append(cell)
                 p.save()
+                vs = "" if per_seed is None else f", {cell['speedup']:.2f}x the loop"
                 p.log(f"  vmap {s} seeds: first call {fmt_s(t_first)}, second {fmt_s(t_second)}"
-                      f" -> {cell['seeds_per_s']:.3g} seeds/s, {cell['speedup']:.2f}x the loop")
+                      f" -> {cell['seeds_per_s']:.3g} seeds/s{vs}")
                 prev = (s, cell["compile_s"], t_second)
         except Exception as e:  # noqa: BLE001
             row.update(status="oom" if is_oom(e) else "failed", message=short(e))
             p.save()
             p.log(f"  failed: {short(e, 200)}")
+
+
+def _loop(p: Part, row: dict, run, problem, slot_end: float) -> tuple:
+    """The loop side of a seeds cell: a jitted single run, its compiling call, then up to
+    ``--loop-seeds`` keys within 35% of the slot. Returns ``((1, compile, per seed), per seed)``."""
+    import jax
+
+    args = p.args
+    # The loop: a jitted single run; the first call compiles, then up to loop_seeds keys.
+    one = jax.jit(run)
+    loop_end = time.time() + 0.35 * (slot_end - time.time())  # the rest for vmap
+    keys = jax.random.split(jax.random.PRNGKey(1), args.loop_seeds + 1)
+    t0 = time.perf_counter()
+    jax.block_until_ready(one(keys[0], problem))
+    first = time.perf_counter() - t0
+    times = []
+    for k in keys[1:]:
+        t0 = time.perf_counter()
+        jax.block_until_ready(one(k, problem))
+        times.append(time.perf_counter() - t0)
+        if time.time() + times[-1] > loop_end:
+            break
+    per_seed = sum(times) / len(times)
+    row["loop"] = {"first_call_s": first, "compile_s": max(first - per_seed, 0.0),
+                   "timed_seeds": len(times), "per_seed_s": per_seed,
+                   "seeds_per_s": 1.0 / per_seed, "times": times}
+    row["status"] = "ok"
+    p.save()
+    p.log(f"  loop: first call {fmt_s(first)}, {fmt_s(per_seed)} per seed over "
+          f"{len(times)} seed(s) -> {1 / per_seed:.3g} seeds/s")
+    return (1, max(first - per_seed, 0.0), per_seed), per_seed
 
 
 @functools.lru_cache(maxsize=None)
@@ -633,7 +683,7 @@ def part_step(p: Part) -> None:
     stopped: dict = {}
     last: dict = {}
     for n in args.grid:
-        for name in args.algos:
+        for name in args.step_algos:
             row = {"algo": name, "n": n, "capacity": D.next_capacity(n + 1)}
             if name in stopped:
                 p.add(dict(row, status="skipped", message=stopped[name]))
@@ -653,7 +703,8 @@ def part_step(p: Part) -> None:
             p.log(f"{name} n = {n} (capacity {row['capacity']}) ...")
             t0 = time.perf_counter()
             try:
-                r = speed.measure_step(name, {}, PROBLEM, DIM, n, args.reps,
+                base, options = algo_spec(name)
+                r = speed.measure_step(base, options, PROBLEM, DIM, n, args.reps,
                                        time.monotonic() + max(left, 1.0), 0, False)
                 r.pop("note", None)
                 row.update(r, status="ok", wall_s=time.perf_counter() - t0)
@@ -860,10 +911,12 @@ def run_part(name: str, args, soft: float, hard: float) -> dict:
     log_path = os.path.join(out, "logs", name + ".log")
     cmd = [sys.executable, os.path.abspath(__file__), "--part", name, "--out", out,
            "--scale", args.scale, "--deadline", repr(time.time() + soft), "--algos",
-           ",".join(args.algos), "--budgets", ",".join(map(str, args.budgets)), "--seeds",
+           ",".join(args.algos), "--step-algos", ",".join(args.step_algos), "--problem",
+           args.problem, "--dim", str(args.dim), "--budgets", ",".join(map(str, args.budgets)), "--seeds",
            ",".join(map(str, args.seeds)), "--loop-seeds", str(args.loop_seeds), "--grid",
            ",".join(map(str, args.grid)), "--botorch-grid", ",".join(map(str, args.botorch_grid)),
            "--reps", str(args.reps), "--theory", ",".join(args.theory)]
+    cmd += ["--relative-noise"] if args.relative_noise else []
     env = child_env({"JAX_PLATFORMS": "cpu"} if name == "botorch" else None)
     t0 = time.time()
     with open(log_path, "w") as log:
@@ -915,10 +968,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="wall-clock budget of the whole run in seconds (default 420)")
     p.add_argument("--parts", type=names, default=PARTS,
                    help="comma-separated subset of " + ",".join(PARTS))
-    p.add_argument("--algos", type=names, default=None, help="algorithms of seeds and step")
+    p.add_argument("--algos", type=names, default=None,
+                   help="algorithms of the seeds part (registry names or NAMED)")
+    p.add_argument("--step-algos", type=names, default=None,
+                   help="algorithms of the step part (registry names or NAMED)")
+    p.add_argument("--problem", default=PROBLEM, help=f"the seeds part's problem ({PROBLEM})")
+    p.add_argument("--dim", type=int, default=DIM, help=f"the seeds part's dimension ({DIM})")
+    p.add_argument("--relative-noise", action="store_true",
+                   help="the seeds part's problem with noise='relative' (NeuralBO's protocol)")
     p.add_argument("--budgets", type=ints, default=None, help="budgets of the seeds part")
     p.add_argument("--seeds", type=ints, default=None, help="seed counts of the seeds part")
-    p.add_argument("--loop-seeds", type=int, default=None, help="at most this many loop seeds")
+    p.add_argument("--loop-seeds", type=int, default=None,
+                   help="at most this many loop seeds (0: no loop, vmap only)")
     p.add_argument("--grid", type=ints, default=None, help="n of the step part")
     p.add_argument("--botorch-grid", type=ints, default=None, help="n of the BoTorch step")
     p.add_argument("--reps", type=int, default=None, help="timed calls per step cell")
@@ -930,7 +991,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve(args) -> None:
     cfg = SCALES[args.scale]
-    for key, cfg_key in (("algos", "algos"), ("budgets", "budgets"), ("seeds", "seeds"),
+    for key, cfg_key in (("algos", "algos"), ("step_algos", "step_algos"),
+                         ("budgets", "budgets"), ("seeds", "seeds"),
                          ("loop_seeds", "loop_seeds"), ("grid", "grid"),
                          ("botorch_grid", "botorch_grid"), ("reps", "reps"),
                          ("theory", "theory")):
@@ -954,8 +1016,8 @@ def main(argv=None) -> int:
     cmd = "python benchmarks/gpu.py " + " ".join(sys.argv[1:] if argv is None else argv)
     report = {"command": cmd, "scale": args.scale, "budget_s": args.budget_s,
               "started": now_utc(), "settings": {k: getattr(args, k) for k in (
-                  "algos", "budgets", "seeds", "loop_seeds", "grid", "botorch_grid", "reps",
-                  "theory")}, "parts": {}}
+                  "algos", "step_algos", "problem", "dim", "relative_noise", "budgets", "seeds",
+                  "loop_seeds", "grid", "botorch_grid", "reps", "theory")}, "parts": {}}
     selected = [x for x in PARTS if x in args.parts]
     for x in PARTS:
         if x not in selected:
@@ -1076,7 +1138,9 @@ def _correctness(lines, d) -> None:
                   f"(target {d.get('gp_target', GP_TARGET):g}) and |var32 - var64| over the "
                   "test points (relative to the largest prior variance). `ntkbo.gp` is "
                   "`fit`/`mean`/`variance` (matrix products at `highest` inside, "
-                  "`ntkbo.gp.exact_matmuls`); `plain jnp` the same algebra without it. "
+                  "`ntkbo.gp.exact_matmuls`), `ntkbo.gp, inverse` the same with the variance "
+                  "through the factor's inverse (`with_inverse`, `ntk_gp`'s suggest); "
+                  "`plain jnp` the same algebra without `exact_matmuls`. "
                   "Precision: the `jax.default_matmul_precision` around the call.", "",
                   "| kernel | path | precision | n / m | max mean error | max var error | "
                   "within target | time |", "|---|---|---|---|---:|---:|---|---:|"]
@@ -1118,7 +1182,8 @@ def _seeds(lines, d) -> None:
             lines.append(f"| {r['algo']} | {r['budget']} | {c['seeds']} | "
                          f"{fmt_s(c['first_call_s'])} | {fmt_s(c['second_call_s'])} | "
                          f"{fmt_s(c['compile_s'])} | **{c['seeds_per_s']:.3g}** | "
-                         f"{loop['seeds_per_s']:.3g} | {c['speedup']:.2f}x | "
+                         f"{format(loop['seeds_per_s'], '.3g') if loop else '-'} | "
+                         f"{'-' if c['speedup'] is None else format(c['speedup'], '.2f') + 'x'} | "
                          f"{c['mean_best_f']:.3g} |")
 
 

@@ -318,3 +318,77 @@ def test_gp_algebra_traces_exact_float32_matmuls():
     text = jax.jit(run).lower(data, x[:3]).as_text()
     dots = re.findall(r"stablehlo\.dot_general.*", text)
     assert len(dots) >= 4 and all("HIGHEST" in d for d in dots), dots
+
+
+def test_with_inverse_matches_dense_float64_and_the_solve(problem):
+    """``with_inverse`` (the factor's inverse once, then matrix products) against dense float64
+    algebra (``np.linalg.inv`` of ``K + lam I``), and against the triangular-solve path for the
+    values and the input gradient the acquisition ascent uses, padding included. Mutation
+    checked: ``with_inverse`` computing ``chol^-T`` (``solve_lower(..., trans=True)``) fails
+    every comparison here."""
+    x, y, xs = problem
+    lam = 0.05
+    data = buffer(x, y, 16)  # 7 padding rows: their inverse rows are identity, cross columns 0
+    post = gp.fit(rbf, data, lam)
+    post_inv = jax.jit(_gp.with_inverse)(post)
+    k_inv = np.linalg.inv(rbf_np(x, x) + lam * np.eye(len(x)))
+    ks = rbf_np(xs, x)
+    cov_ref = rbf_np(xs, xs) - ks @ k_inv @ ks.T
+    # Relative jitter 1e-10 moves the noise by ~1e-10, cond(K + lam I) ~ 1e2: 1e-8 is ample.
+    np.testing.assert_allclose(gp.variance(rbf, post_inv, jnp.asarray(xs)), np.diag(cov_ref),
+                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(gp.covariance(rbf, post_inv, jnp.asarray(xs)), cov_ref,
+                               rtol=1e-8, atol=1e-10)
+
+    def sd_sum(p, z):
+        return jnp.sum(jnp.sqrt(_gp.variance(rbf, p, z)))
+
+    grad = jax.jit(jax.grad(sd_sum, argnums=1))
+    # Both are backward-stable solves of a system with cond ~ 1e2 in float64: 1e-11 relative.
+    np.testing.assert_allclose(grad(post_inv, jnp.asarray(xs)), grad(post, jnp.asarray(xs)),
+                               rtol=1e-11, atol=1e-13)
+
+
+def test_with_inverse_float32_on_an_ill_conditioned_ntk_gram():
+    """float32 posterior variances by ``with_inverse`` and by the solve, each against the dense
+    float64 variance (``np.linalg.inv``), on ``ntk_gp``'s NTK (depth 2, ReLU, sphere inputs) at
+    512 clustered points with noise ``1e-4`` (condition number ~7e4, ten times ``ntk_gp``'s at
+    ``lam = 1e-2``). The float32 algebra runs on a tabulated kernel (the gram computed once in
+    float64, rounded to float32), since the NTK itself would promote to float64 under the tests'
+    x64 flag. Both errors are rounding of size ``cond * eps32`` times the variances; the inverse
+    must stay within twice the solve's. Mutation checked: ``with_inverse`` computing the inverse
+    through the Gram matrix, ``chol^T (chol chol^T)^-1`` (condition number squared), is off by
+    orders of magnitude and fails."""
+    from ntkbo.algorithms.observations import to_sphere
+    from ntkbo.kernels import as_kernel, mlp
+
+    ntk = as_kernel(mlp(2, 1, "relu", W_std=2.0**0.5, b_std=0.1)[2], "ntk")
+    n, m, lam = 512, 256, 1e-4
+    rng = np.random.default_rng(3)
+    pts = np.clip(0.5 + 0.05 * rng.standard_normal((n + m, 5)), 0.0, 1.0)
+    pts[n:] = np.clip(0.5 + 0.075 * rng.standard_normal((m, 5)), 0.0, 1.0)
+    z = jnp.asarray(to_sphere(jnp.asarray(pts)))
+    k64 = np.asarray(jax.jit(ntk)(z, z))
+    y = np.sin(3 * pts[:n, 0])
+    noise = lam + _gp.default_jitter(jnp.float32) * np.mean(np.diag(k64)[:n])  # fit's jitter
+    ks = k64[n:, :n]
+    var_ref = np.diag(k64)[n:] - np.einsum(
+        "ij,ij->i", ks @ np.linalg.inv(k64[:n, :n] + noise * np.eye(n)), ks)
+    k32 = jnp.asarray(k64, jnp.float32)
+
+    def table(a, b):  # inputs are row indices into the tabulated gram
+        return k32[a[:, 0].astype(jnp.int32)][:, b[:, 0].astype(jnp.int32)]
+
+    idx = jnp.arange(n + m, dtype=jnp.float32)[:, None]
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def var(inverse):
+        data = D.append(D.empty(n, 1, jnp.float32), idx[:n], jnp.asarray(y, jnp.float32))
+        post = _gp.fit(table, data, lam)
+        post = _gp.with_inverse(post) if inverse else post
+        return _gp.variance(table, post, idx[n:])
+
+    assert var(True).dtype == jnp.float32
+    err_solve = np.max(np.abs(np.asarray(var(False), np.float64) - var_ref))
+    err_inv = np.max(np.abs(np.asarray(var(True), np.float64) - var_ref))
+    assert err_inv <= 2 * err_solve, (err_inv, err_solve)

@@ -347,10 +347,17 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
               num_fit_steps: int, fit_learning_rate: float, num_candidates: int,
               num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
               n_constraints: int = 0, fit_method: str = "lbfgs", refit_until: int = 100,
-              refit_ratio: float = 1.1, log_ei: bool = True) -> Algorithm:
+              refit_ratio: float = 1.1, log_ei: bool = True,
+              posterior_inverse: bool = True) -> Algorithm:
     """The shared kernel-model algorithm (see the module docstring). The acquisition maximiser
     (``ntkbo.optimize``) starts from scrambled Sobol candidates plus the best observed points and
-    their perturbations, then refines the best ``num_restarts`` by projected gradient ascent."""
+    their perturbations, then refines the best ``num_restarts`` by projected gradient ascent.
+
+    ``posterior_inverse``: each ``suggest`` computes the factor's inverse once
+    (``ntkbo.gp.with_inverse``, a triangular solve with the identity) and the posterior variances
+    of the screening and of every ascent step are matrix products with it; ``False``: a
+    triangular solve against the factor per evaluation (and its transposed solve per gradient).
+    The same variances up to rounding."""
     check_choice("acquisition", acquisition, ACQUISITIONS)
     check_choice("fit_method", fit_method, FIT_METHODS)
     check_int("q", q, 1)
@@ -369,6 +376,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         raise ValueError(f"log_ei must be True or False, got {log_ei!r}")
     if jitter is not None:
         check_number("jitter", jitter, low=0.0)
+    if not isinstance(posterior_inverse, bool):
+        raise ValueError(f"posterior_inverse must be True or False, got {posterior_inverse!r}")
     refit_ratio = float(refit_ratio)
     if acquisition == "cei":
         base = kernel_bo(model, acquisition="ei", beta=beta, xi=xi, q=1, fit=fit,
@@ -376,7 +385,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                          num_candidates=num_candidates, num_restarts=num_restarts,
                          num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
                          fit_method=fit_method, refit_until=refit_until,
-                         refit_ratio=refit_ratio, log_ei=log_ei)
+                         refit_ratio=refit_ratio, log_ei=log_ei,
+                         posterior_inverse=posterior_inverse)
         return constrained_kernel_bo(model, base, n_constraints, q=q, xi=xi, jitter=jitter,
                                      num_candidates=num_candidates, num_restarts=num_restarts,
                                      num_steps=num_steps)
@@ -399,6 +409,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         kernel = lambda a, b: model.kernel(state.params, a, b)  # noqa: E731
         lam = model.noise(state.params)
         post = G.condition(state.factor, data)
+        if posterior_inverse:
+            post = G.with_inverse(post)
         starts = best_points(data.x, data.y, m, 4)
         if acquisition == "ts":
             k_cand, k_pert, k_draw = jax.random.split(key, 3)
@@ -522,13 +534,18 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
 
 #: ``ntk_gp``'s ``**optimizer_kwargs`` defaults: the acquisition optimiser (``num_candidates`` Sobol
 #: points, the best ``num_restarts`` refined by ``num_steps`` ascent steps), Thompson sampling's
-#: candidates, the Cholesky jitter and the number of constraint models.
+#: candidates, the Cholesky jitter, the number of constraint models and whether the posterior
+#: variance uses the factor's inverse (``kernel_bo``; as accurate as the solve in float32 on
+#: ``ntk_gp``'s NTK grams).
 OPTIMIZER_DEFAULTS = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
-                          jitter=None, n_constraints=0)
+                          jitter=None, n_constraints=0, posterior_inverse=True)
 
 #: ``gp``'s: a 2.5 times wider and 3.3 times longer acquisition search, chosen on the dev suite's
 #: tuning keys (docs/decisions.md, 2026-11-24). ``ntk_gp`` keeps ``OPTIMIZER_DEFAULTS``.
-GP_OPTIMIZER_DEFAULTS = {**OPTIMIZER_DEFAULTS, "num_restarts": 10, "num_steps": 100}
+#: ``posterior_inverse=False``: the inverse's float32 accuracy was checked on ``ntk_gp``'s NTK
+#: grams only, not on ``gp``'s far worse conditioned ones (RBF, fitted noise down to ``MIN_NOISE``).
+GP_OPTIMIZER_DEFAULTS = {**OPTIMIZER_DEFAULTS, "num_restarts": 10, "num_steps": 100,
+                         "posterior_inverse": False}
 
 
 def ntk_gp_optimizer_options(kw: dict) -> dict:
@@ -633,8 +650,9 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
         used while the data cannot support ``d`` of them. Two fits per refit.
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
         optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
-        ``n_constraints`` (``K`` for ``acquisition="cei"``); defaults ``GP_OPTIMIZER_DEFAULTS``
-        (``num_restarts=10, num_steps=100``, tuned on the dev suite).
+        ``n_constraints`` (``K`` for ``acquisition="cei"``), ``posterior_inverse``
+        (``kernel_bo``); defaults ``GP_OPTIMIZER_DEFAULTS`` (``num_restarts=10, num_steps=100``,
+        tuned on the dev suite; ``posterior_inverse=False``).
 
     Returns:
       The ``ntkbo.Algorithm``.
@@ -712,8 +730,9 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
       input_map: ``"sphere"`` (default) or ``"centered"``, the map ``e`` above.
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
         optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
-        ``n_constraints`` (``K`` for ``acquisition="cei"``); defaults
-        ``OPTIMIZER_DEFAULTS``.
+        ``n_constraints`` (``K`` for ``acquisition="cei"``), ``posterior_inverse``
+        (``kernel_bo``; default ``True``: one inverse of the factor per suggest, then matrix
+        products); defaults ``OPTIMIZER_DEFAULTS``.
 
     Returns:
       The ``ntkbo.Algorithm``.
