@@ -272,20 +272,23 @@ def test_batches_are_distinct_points_in_the_box(acquisition, fitted):
 
 
 def test_posterior_inverse_suggests_what_the_solve_suggests():
-    """``ntk_gp``'s suggest with the factor's inverse (the default) and with a triangular solve per
+    """``ntk_gp``'s suggest with the factor's inverse (its default on an accelerator) and with a triangular solve per
     evaluation: the same screening and ascent on the same key, so in float64 the same point (to
     1e-8 of the box: rounding differences of ~1e-13 in the acquisition and its gradient, carried
     through 20 projected-gradient steps of a smooth ascent) and the same acquisition value.
     Mutation checked: ``with_inverse`` computing ``chol^-T`` (the transposed solve) moves the
-    suggestion and fails."""
+    suggestion and fails. The default ``None`` is the solve on CPU, bit for bit (mutation checked:
+    ``None`` taking the inverse on every backend breaks the equality)."""
     x = jnp.asarray(np.random.default_rng(5).uniform(BOUNDS[0], BOUNDS[1], (15, 2)))
     out = []
-    for inverse in (True, False):
+    for inverse in (True, False, None):
         algo = ntkbo.algorithms.ntk_gp(acquisition="ucb", num_candidates=128, num_restarts=2,
                                        num_steps=20, posterior_inverse=inverse)
         state = jax.jit(algo.update)(algo.init(jax.random.PRNGKey(0), BOUNDS, 16), x, quad(x))
         out.append(jax.jit(algo.suggest)(jax.random.PRNGKey(4), state))
-    (x_inv, info_inv), (x_solve, info_solve) = out
+    (x_inv, info_inv), (x_solve, info_solve), (x_default, _) = out
+    assert jax.default_backend() == "cpu"
+    np.testing.assert_array_equal(x_default, x_solve)
     np.testing.assert_allclose(x_inv, x_solve, rtol=0, atol=1e-8 * float(np.max(np.ptp(BOUNDS, 0))))
     np.testing.assert_allclose(info_inv["acq_value"], info_solve["acq_value"], rtol=1e-10)
 

@@ -79,8 +79,8 @@ _KWARGS_OPTIONS = {gp: _gp_options, ntk_gp: _ntk_gp_options}
 
 #: The ``**kwargs`` values a stored experiment cell that does not list them ran with
 #: (``resolved_options``): the shared defaults of ``gp`` and ``ntk_gp`` until 2026-11-24, and
-#: ``posterior_inverse=False`` (added 2026-11-27; every earlier cell ran the triangular solves, so
-#: ``ntk_gp``'s cells since then hash ``posterior_inverse=True``). Frozen: changing a value here
+#: ``posterior_inverse=False`` (added 2026-11-27; every earlier cell ran the triangular solves;
+#: ``ntk_gp``'s default ``None`` picks them on CPU but is hashed as ``None``). Frozen: changing a value here
 #: would change what every stored cell means.
 _KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
                         jitter=None, n_constraints=0, posterior_inverse=False)

@@ -348,7 +348,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
               num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
               n_constraints: int = 0, fit_method: str = "lbfgs", refit_until: int = 100,
               refit_ratio: float = 1.1, log_ei: bool = True,
-              posterior_inverse: bool = True) -> Algorithm:
+              posterior_inverse: bool | None = None) -> Algorithm:
     """The shared kernel-model algorithm (see the module docstring). The acquisition maximiser
     (``ntkbo.optimize``) starts from scrambled Sobol candidates plus the best observed points and
     their perturbations, then refines the best ``num_restarts`` by projected gradient ascent.
@@ -357,7 +357,9 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     (``ntkbo.gp.with_inverse``, a triangular solve with the identity) and the posterior variances
     of the screening and of every ascent step are matrix products with it; ``False``: a
     triangular solve against the factor per evaluation (and its transposed solve per gradient).
-    The same variances up to rounding."""
+    The same variances up to rounding. ``None``: the inverse on an accelerator, where the solves
+    dominate a step, and the solve on CPU, where the inverse costs more than it saves
+    (``jax.default_backend()`` when ``suggest`` is traced)."""
     check_choice("acquisition", acquisition, ACQUISITIONS)
     check_choice("fit_method", fit_method, FIT_METHODS)
     check_int("q", q, 1)
@@ -376,8 +378,9 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         raise ValueError(f"log_ei must be True or False, got {log_ei!r}")
     if jitter is not None:
         check_number("jitter", jitter, low=0.0)
-    if not isinstance(posterior_inverse, bool):
-        raise ValueError(f"posterior_inverse must be True or False, got {posterior_inverse!r}")
+    if posterior_inverse is not None and not isinstance(posterior_inverse, bool):
+        raise ValueError(
+            f"posterior_inverse must be True, False or None (by backend), got {posterior_inverse!r}")
     refit_ratio = float(refit_ratio)
     if acquisition == "cei":
         base = kernel_bo(model, acquisition="ei", beta=beta, xi=xi, q=1, fit=fit,
@@ -409,7 +412,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         kernel = lambda a, b: model.kernel(state.params, a, b)  # noqa: E731
         lam = model.noise(state.params)
         post = G.condition(state.factor, data)
-        if posterior_inverse:
+        if (jax.default_backend() != "cpu" if posterior_inverse is None else posterior_inverse):
             post = G.with_inverse(post)
         starts = best_points(data.x, data.y, m, 4)
         if acquisition == "ts":
@@ -538,7 +541,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
 #: variance uses the factor's inverse (``kernel_bo``; as accurate as the solve in float32 on
 #: ``ntk_gp``'s NTK grams).
 OPTIMIZER_DEFAULTS = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
-                          jitter=None, n_constraints=0, posterior_inverse=True)
+                          jitter=None, n_constraints=0, posterior_inverse=None)
 
 #: ``gp``'s: a 2.5 times wider and 3.3 times longer acquisition search, chosen on the dev suite's
 #: tuning keys (docs/decisions.md, 2026-11-24). ``ntk_gp`` keeps ``OPTIMIZER_DEFAULTS``.
@@ -731,8 +734,9 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
         optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
         ``n_constraints`` (``K`` for ``acquisition="cei"``), ``posterior_inverse``
-        (``kernel_bo``; default ``True``: one inverse of the factor per suggest, then matrix
-        products); defaults ``OPTIMIZER_DEFAULTS``.
+        (``kernel_bo``; default ``None``: one inverse of the factor per suggest, then matrix
+        products, on an accelerator; the triangular solves on CPU); defaults
+        ``OPTIMIZER_DEFAULTS``.
 
     Returns:
       The ``ntkbo.Algorithm``.
