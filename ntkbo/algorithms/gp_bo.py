@@ -164,7 +164,7 @@ def _masked(params, anchor, mask_tree):
 #: (docs/decisions.md, 2026-11-27).
 FIT_FTOL = 1e-6
 FIT_GTOL = 1e-4
-#: The backtracking line search of ``fit_hyperparameters`` (``optax.scale_by_backtracking_linesearch``).
+#: ``fit_hyperparameters``'s backtracking line search (``optax.scale_by_backtracking_linesearch``).
 FIT_LINESEARCH = dict(max_backtracking_steps=15, decrease_factor=0.8)
 
 
@@ -640,7 +640,8 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
       xi: EI/PI margin.
       q: points per round (see the module docstring for the batch rule).
       fit: fit lengthscales, signal and noise by MAP (else keep the prior modes).
-      fit_method: ``"lbfgs"`` (``num_fit_steps`` iterations per start) or ``"adam"`` (the former
+      fit_method: ``"lbfgs"`` (at most ``num_fit_steps`` iterations per start, fewer once
+        converged: ``fit_hyperparameters``) or ``"adam"`` (the former
         fit: ``num_fit_steps`` Adam steps of ``fit_learning_rate`` from the warm start).
       refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
         after every update.
@@ -727,9 +728,10 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
       q: points per round (see the module docstring for the batch rule).
       fit: fit ``signal`` and ``lam`` by MAP under log-normal priors centred on the given values
         (default ``False``: both fixed, as in the papers).
-      fit_method: ``"lbfgs"`` (``num_fit_steps`` iterations per start) or ``"adam"``
+      fit_method: ``"lbfgs"`` (at most ``num_fit_steps`` iterations per start, fewer once
+        converged: ``fit_hyperparameters``) or ``"adam"``
         (``num_fit_steps`` Adam steps of ``fit_learning_rate``).
-      num_fit_steps: iterations (L-BFGS) or steps (Adam) per fit.
+      num_fit_steps: the most iterations per start (L-BFGS) or steps (Adam) per fit.
       fit_learning_rate: Adam's learning rate (``fit_method="adam"`` only).
       refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
         after every update. Used only with ``fit=True``.
