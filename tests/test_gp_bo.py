@@ -509,3 +509,37 @@ def test_ard_auto_runs_vmapped_over_seeds():
                          timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["(8,", "2)", "True", "True"], out.stdout
+
+
+def test_the_fit_stops_at_convergence_and_warm_starts_reach_the_cold_optimum(fitted,
+                                                                             monkeypatch):
+    """``fit_hyperparameters`` stops a start once an iteration no longer lowers the objective by
+    ``FIT_FTOL`` relative. A cold fit (prior medians and modes, up to 50 iterations) and a warm
+    start 0.3 away in every log hyper-parameter (alone, up to 50 iterations) reach the same
+    optimum: objectives within 1e-5 relative (ten times ``FIT_FTOL``: each stops within about one
+    last iteration's decrease of the optimum), parameters within 0.05 (a flat optimum moves more
+    than the objective); and the warm start stops early: fewer objective evaluations (counted
+    with ``jax.debug.callback``) than the 50 iterations the cap allows. Mutations caught (each
+    checked): the stopping test removed (``done`` always False: 50 iterations, >= 50
+    evaluations); ``done`` true from the start (no iteration: the warm start stays put)."""
+    _, state, _ = fitted
+    data = unit_data(state)
+    model = gp_bo.stationary_model("matern52")
+    init = model.init_params(2, jnp.float64)
+    cold, v_cold = jax.jit(lambda p: gp_bo.fit_hyperparameters(model, p, data, num_steps=50))(init)
+    calls = []
+    original = gp_bo.neg_log_posterior
+
+    def counted(*args, **kwargs):
+        v = original(*args, **kwargs)
+        jax.debug.callback(lambda: calls.append(1))
+        return v
+
+    monkeypatch.setattr(gp_bo, "neg_log_posterior", counted)
+    warm, v_warm = jax.jit(lambda p: gp_bo.fit_hyperparameters(model, p, data, num_steps=50,
+                                                               restarts=False))(
+        jax.tree_util.tree_map(lambda a: a + 0.3, cold))
+    assert abs(float(v_warm) - float(v_cold)) < 1e-5 * max(1.0, abs(float(v_cold)))
+    for k in cold:
+        np.testing.assert_allclose(warm[k], cold[k], atol=0.05)
+    assert 1 <= len(calls) < 50, len(calls)

@@ -158,21 +158,37 @@ def _masked(params, anchor, mask_tree):
     return jax.tree_util.tree_map(lambda new, old, f: new if f else old, params, anchor, mask_tree)
 
 
+#: ``fit_hyperparameters``'s stopping rule: a start stops once an L-BFGS iteration lowers the
+#: negative log posterior by at most ``FIT_FTOL * max(|value|, 1)`` (or raises it: the line search
+#: found no decrease) or the gradient's largest entry is at most ``FIT_GTOL``; chosen on tuning keys
+#: (docs/decisions.md, 2026-11-27).
+FIT_FTOL = 1e-6
+FIT_GTOL = 1e-4
+#: ``fit_hyperparameters``'s backtracking line search (``optax.scale_by_backtracking_linesearch``).
+FIT_LINESEARCH = dict(max_backtracking_steps=15, decrease_factor=0.8)
+
+
 def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, jitter=None,
                         restarts: bool = True) -> tuple[Any, Array]:
-    """MAP hyper-parameters by L-BFGS from several starts.
+    """MAP hyper-parameters by L-BFGS from several starts, each stopped when it has converged.
 
     ``optax.lbfgs`` (backtracking line search) on the negative log posterior of the unconstrained
-    (log) hyper-parameters, ``num_steps`` iterations from each start, the starts run side by side
-    (``jax.vmap``): the previous round's values (the warm start; the prior medians at the first
-    fit) and, with ``restarts``, the model's restarts (for ``gp`` the prior modes, BoTorch's
-    initial values). ``kernel_bo`` passes ``restarts`` while ``n <= refit_until`` and the warm start
-    alone past it (half the cost of a refit at large ``n``). ``fit_adam`` is the former fit.
+    (log) hyper-parameters (``neg_log_posterior``), at most ``num_steps`` iterations from each
+    start, fewer once an iteration lowers the objective by at most ``FIT_FTOL`` relative (or not at
+    all: the line search failed) or the gradient's largest entry is at most ``FIT_GTOL``. The
+    starts run one after another (``jax.lax.map``), each paying only for its own iterations: the
+    previous round's values (the warm start; the prior medians at the first fit), which usually
+    converge in a few iterations, and, with ``restarts``, the model's restarts (for ``gp`` the
+    prior modes, BoTorch's initial values). ``kernel_bo`` passes ``restarts`` while
+    ``n <= refit_until`` and the warm start alone past it. ``fit_adam`` is the former fit.
+
+    Each iteration evaluates the objective and its gradient once per line-search trial (the values
+    the line search stored are reused, never recomputed).
 
     Args:
       model: the kernel model; params: the current (warm-start) unconstrained hyper-parameters;
       data: standardised observations in the unit cube (``observations.standardized_data``);
-      num_steps: L-BFGS iterations per start (static; each has a backtracking line search).
+      num_steps: the most L-BFGS iterations per start (static).
       restarts: also start from ``model.restarts`` (static); ``False``: the warm start only.
 
     Returns:
@@ -186,32 +202,41 @@ def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, 
     def loss(p):
         return neg_log_posterior(model, _masked(p, anchor, mask_tree), data, jitter)
 
-    def grad_of(g):
+    def clean(g):  # zero on fixed leaves and where not finite (a failed factorisation)
         g = jax.tree_util.tree_map(lambda gi, f: gi if f else jnp.zeros_like(gi), g, mask_tree)
         return jax.tree_util.tree_map(lambda gi: jnp.where(jnp.isfinite(gi), gi, 0.0), g)
 
+    def max_abs(g):
+        return jnp.max(jnp.stack([jnp.max(jnp.abs(a)) for a in jax.tree_util.tree_leaves(g)]))
+
     opt = optax.lbfgs(linesearch=optax.scale_by_backtracking_linesearch(
-        max_backtracking_steps=15, store_grad=True))
-    value_and_grad = optax.value_and_grad_from_state(loss)
+        store_grad=True, **FIT_LINESEARCH))
 
     def run(p0):
-        def step(carry, _):
-            p, state, best_p, best_v = carry
-            v, g = value_and_grad(p, state=state)
-            g = grad_of(g)
-            better = v < best_v
-            best_p = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best_p)
-            best_v = jnp.where(better, v, best_v)
-            updates, state = opt.update(g, state, p, value=v, grad=g, value_fn=loss)
-            return (optax.apply_updates(p, updates), state, best_p, best_v), None
+        v0, g0 = jax.value_and_grad(loss)(p0)
+        g0 = clean(g0)
 
-        v0 = loss(p0)
-        (p, _, best_p, best_v), _ = jax.lax.scan(step, (p0, opt.init(p0), p0, v0), None,
-                                                 length=num_steps)
-        v = loss(p)
-        better = v < best_v
-        return (jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best_p),
-                jnp.where(better, v, best_v))
+        def cond(c):
+            return (c[6] < num_steps) & ~c[7]
+
+        def body(c):
+            p, state, v, g, best_p, best_v, it, _ = c
+            updates, state = opt.update(g, state, p, value=v, grad=g, value_fn=loss)
+            p = optax.apply_updates(p, updates)
+            # The line search evaluated the objective and its gradient at the new point.
+            v_new = jnp.asarray(optax.tree.get(state, "value"), v.dtype)
+            g = clean(optax.tree.get(state, "grad"))
+            better = v_new < best_v
+            best_p = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best_p)
+            best_v = jnp.where(better, v_new, best_v)
+            progress = (v - v_new) > FIT_FTOL * jnp.maximum(jnp.abs(v_new), 1.0)
+            done = ~progress | ~jnp.isfinite(v_new) | (max_abs(g) <= FIT_GTOL)
+            return p, state, v_new, g, best_p, best_v, it + 1, done
+
+        start = (p0, opt.init(p0), v0, g0, p0, v0, jnp.zeros((), jnp.int32),
+                 ~jnp.isfinite(v0) | (max_abs(g0) <= FIT_GTOL))
+        out = jax.lax.while_loop(cond, body, start)
+        return out[4], out[5]
 
     starts = jax.tree_util.tree_map(lambda a: a[None], params)
     if restarts and model.restarts is not None:
@@ -219,7 +244,7 @@ def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, 
         starts = jax.tree_util.tree_map(
             lambda w, e, f: jnp.concatenate([w, e if f else jnp.broadcast_to(w, e.shape)]),
             starts, extra, mask_tree)
-    ps, vs = jax.vmap(run)(starts)
+    ps, vs = jax.lax.map(run, starts)
     i = jnp.argmin(vs)
     best = jax.tree_util.tree_map(lambda a: a[i], ps)
     return _masked(best, anchor, mask_tree), vs[i]
@@ -635,7 +660,8 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
       xi: EI/PI margin.
       q: points per round (see the module docstring for the batch rule).
       fit: fit lengthscales, signal and noise by MAP (else keep the prior modes).
-      fit_method: ``"lbfgs"`` (``num_fit_steps`` iterations per start) or ``"adam"`` (the former
+      fit_method: ``"lbfgs"`` (at most ``num_fit_steps`` iterations per start, fewer once
+        converged: ``fit_hyperparameters``) or ``"adam"`` (the former
         fit: ``num_fit_steps`` Adam steps of ``fit_learning_rate`` from the warm start).
       refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
         after every update.
@@ -723,9 +749,10 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
       q: points per round (see the module docstring for the batch rule).
       fit: fit ``signal`` and ``lam`` by MAP under log-normal priors centred on the given values
         (default ``False``: both fixed, as in the papers).
-      fit_method: ``"lbfgs"`` (``num_fit_steps`` iterations per start) or ``"adam"``
+      fit_method: ``"lbfgs"`` (at most ``num_fit_steps`` iterations per start, fewer once
+        converged: ``fit_hyperparameters``) or ``"adam"``
         (``num_fit_steps`` Adam steps of ``fit_learning_rate``).
-      num_fit_steps: iterations (L-BFGS) or steps (Adam) per fit.
+      num_fit_steps: the most iterations per start (L-BFGS) or steps (Adam) per fit.
       fit_learning_rate: Adam's learning rate (``fit_method="adam"`` only).
       refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
         after every update. Used only with ``fit=True``.
