@@ -2,7 +2,7 @@
 
 The study is an immutable value, threaded by the caller::
 
-    study = ntkbo.ask_tell.start(algo, bounds, key, n_init=5)
+    study = ntkbo.ask_tell.start(algo, bounds, key)     # d + 1 Sobol points asked first
     for _ in range(50):
         x, study = ntkbo.ask_tell.ask(algo, study)        # (q, d) numpy array
         y = my_simulator(x)                                # (q,) anything array-like
@@ -55,7 +55,7 @@ from flax import serialization
 
 from ntkbo import data as D
 from ntkbo.base import Algorithm
-from ntkbo.loop import MIN_CAPACITY, grow_state, initial_design
+from ntkbo.loop import MIN_CAPACITY, design_size, grow_state, initial_design
 from ntkbo.optimize import MIN_DISTANCE
 from ntkbo.provenance import git_revision, versions
 from ntkbo.search_space import Space
@@ -176,10 +176,13 @@ def _state_bounds(state) -> np.ndarray:
     raise ValueError("the algorithm's state has no bounds field")
 
 
-def start(algo: Algorithm, bounds, key, *, n_init: int = 5, capacity: int = MIN_CAPACITY
-          ) -> Study:
-    """A new study on the box ``bounds`` ``(2, d)``; ``n_init`` Sobol points are asked first."""
+def start(algo: Algorithm, bounds, key, *, n_init: int | None = None,
+          capacity: int = MIN_CAPACITY) -> Study:
+    """A new study on the box ``bounds`` ``(2, d)``; ``n_init`` Sobol points are asked first
+    (default ``ntkbo.loop.design_size(d)`` = ``max(2, d + 1)``, as ``ntkbo.minimize``)."""
     bounds = check_bounds(bounds)
+    if n_init is None:
+        n_init = design_size(bounds.shape[1])
     check_int("n_init", n_init, 0)
     check_int("capacity", capacity, 1)
     if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):

@@ -140,6 +140,20 @@ def test_ask_tell_follows_minimize_noise_free():
     np.testing.assert_allclose(y_obs, r.y, rtol=1e-12)
 
 
+def test_ask_tell_and_minimize_share_the_default_design():
+    """With nothing set, ``ask_tell.start`` asks the ``d + 1`` design points ``minimize`` starts
+    with (here ``d = 3``: 4 points; the same Sobol points for the same key), at least 2 in one
+    dimension. Mutation checked: ``start``'s former default ``n_init=5`` asks 5 design points."""
+    algo = random_search(q=1)
+    problem = PROBLEM.replace(noise_std=0.0)
+    r = ntkbo.minimize(algo, problem, 10, jax.random.PRNGKey(7))
+    study = ask_tell.start(algo, problem.bounds, jax.random.PRNGKey(7))
+    assert study.design.shape == (4, 3)
+    np.testing.assert_allclose(study.design, r.x[:4], rtol=1e-12)
+    assert loop.default_n_init(problem, 10) == 4
+    assert [loop.design_size(d) for d in (1, 2, 6)] == [2, 3, 7]
+
+
 def test_save_load_continue_equals_uninterrupted(tmp_path):
     algo = random_search(q=1)
     full, xs_full = run_ask_tell(ask_tell.start(algo, PROBLEM.bounds, jax.random.PRNGKey(1)),
