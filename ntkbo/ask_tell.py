@@ -571,7 +571,8 @@ def abandon(study: Study, trial) -> Study:
 
 
 def _match_pending(study: Study, x: np.ndarray) -> list[int | None]:
-    """For each row of ``x`` ``(q, d)``, the pending trial it closes (``ask``: the nearest within ``MIN_DISTANCE``, lowest id on ties, each trial once) or None."""
+    """For each row of ``x`` ``(q, d)``, the pending trial it closes (``ask``: the nearest within
+    ``MIN_DISTANCE``, lowest id on ties, each trial once) or None."""
     t = _table(study)
     ids = np.flatnonzero(t.status == PENDING)
     out: list[int | None] = []

@@ -877,8 +877,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         return _report(args.dir, args.reference, not args.no_plot)
 
-    import ntkbo
-
     if args.command == "list" and args.options:
         return _list_options(args.options)
     if args.command == "list":

@@ -86,9 +86,9 @@ def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, ma
 
     def step(carry, _):
         p, s, best_p, best_l = carry
-        l, grads = value_and_grad(p)
-        better = l < best_l  # False for NaN
-        best_p, best_l = select(better, p, best_p), jnp.where(better, l, best_l)
+        val, grads = value_and_grad(p)
+        better = val < best_l  # False for NaN
+        best_p, best_l = select(better, p, best_p), jnp.where(better, val, best_l)
         u, s = opt.update(grads, s, p)
         return (optax.apply_updates(p, u), s, best_p, best_l), None
 

@@ -14,7 +14,8 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
    ``num_steps`` steps in the unit box ``u = (x - lower) / (upper - lower)`` by ``method``
    (``"pgd"``, the default: monotone projected normalised gradient ascent; ``"adam"``;
    ``"lbfgs"``; ``"none"``: no refinement, pure candidate search as NeuralBO's official code; see
-   :func:`maximize_acquisition`'s ``method``). Each start keeps its best iterate, so refinement never returns a lower value than its start.
+   :func:`maximize_acquisition`'s ``method``). Each start keeps its best iterate, so refinement
+   never returns a lower value than its start.
 4. The result is the best of the refined starts and the candidates: refinement never lowers the
    acquisition value below the best candidate.
 5. If ``observed`` points are given (the evaluated inputs) and the result lies within

@@ -86,7 +86,8 @@ _GRID_MAX = 1 << 16
 #:
 #: Not in the preset: the thesis's PINN-BO chapter (Section 5.4.1) used a Matern kernel
 #: (``get("gp_ei", kernel="matern52", ard=True)``); GO-UCB's baselines used library defaults it
-#: does not state (Liu and Wang 2023, Section 6); UCB's ``beta``, which no paper states (STO-BNTS's code: ``mean + 1.0
+#: does not state (Liu and Wang 2023, Section 6); UCB's ``beta``, which no paper states (STO-BNTS's
+#: code: ``mean + 1.0
 #: std``, i.e. ``beta=1``). Not expressible: the libraries' fits (GPflow's plain maximum likelihood,
 #: the GPyTorch priors of BoTorch before 0.12, GPy's refits every 20 iterations with 10 restarts in
 #: STO-BNTS's code), for which ntkbo's MAP with dimension-scaled priors and L-BFGS stands; their

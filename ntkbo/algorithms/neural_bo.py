@@ -364,7 +364,8 @@ def candidates(key: Array, z: Array, y: Array, mask: Array, noise: Array, *, num
                sampler: str) -> Array:
     """The discretisation ``D_t`` of the unit cube for one suggest (``thompson_select``):
     ``num_candidates`` quasi-random points (``sampler``: scrambled Sobol up to
-    ``qmc.SOBOL_MAX_DIM`` dimensions, else Kronecker), then the ``k = min(num_best, C)`` valid rows of ``z`` with the smallest ``y`` (a missing one, when fewer rows are valid,
+    ``qmc.SOBOL_MAX_DIM`` dimensions, else Kronecker), then the ``k = min(num_best, C)`` valid rows
+    of ``z`` with the smallest ``y`` (a missing one, when fewer rows are valid,
     replaced by a quasi-random point), then ``num_perturbations`` Gaussian perturbations of those,
     ``centre + perturb_scale * noise``, clipped to the cube (the centres taken in turn).
 

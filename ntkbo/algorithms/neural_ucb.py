@@ -90,7 +90,8 @@ NUM_BEST = 4
 #:
 #: Not expressible, so ntkbo's choice stays: training (Greedy paper: Adam at ``1e-3``; the
 #: STO-BNTS paper used the NeuralTS code's training, whose settings it does not state): ntkbo's
-#: ``J = 100`` GD steps from ``theta_0``; F.2's final bias initialised at 0 (``b_std`` draws every bias); uniform random
+#: ``J = 100`` GD steps from ``theta_0``; F.2's final bias initialised at 0 (``b_std`` draws every
+#: bias); uniform random
 #: starts (Sobol here) and a fixed-step gradient descent (``"pgd"``); the ``NUM_BEST`` best
 #: observed points always added as starts; the inputs and output scaling (unit sphere,
 #: standardised outputs), which neither paper states.

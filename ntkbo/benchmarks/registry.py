@@ -371,7 +371,8 @@ def names() -> list[str]:
     ``get`` also accepts other spellings ("Styblinski-Tang", "Michalewics", "BraninHoo", ...):
     case, spaces, hyphens and underscores are ignored.
     """
-    return sorted([*_ENTRIES, *_TASK_NAMES])  # includes "heat_equation_1", ... (also: get("heat_equation", case=1))
+    # includes "heat_equation_1", ... (also: get("heat_equation", case=1))
+    return sorted([*_ENTRIES, *_TASK_NAMES])
 
 
 def _dims_text(entry: _Entry) -> str:

@@ -120,9 +120,9 @@ def _problem_keys(cells: list[Cell]) -> list[str]:
 
 def _ordered(labels, spec_order):
     seen = []
-    for l in list(spec_order) + list(labels):
-        if l in labels and l not in seen:
-            seen.append(l)
+    for label in list(spec_order) + list(labels):
+        if label in labels and label not in seen:
+            seen.append(label)
     return seen
 
 
@@ -512,7 +512,7 @@ def render(summary: dict, figures: dict, plot_note: str | None,
         f"{h['wall_time_total_s']:.0f} s of cell time",
         f"- command: {one(['`' + c + '`' for c in h['command']])}",
         f"- git revision: {one(h['git_revision'])}",
-        f"- versions: " + one([", ".join(f"{k} {v}" for k, v in sorted(vs.items()))
+        "- versions: " + one([", ".join(f"{k} {v}" for k, v in sorted(vs.items()))
                                for vs in h["versions"]]),
         f"- reference: **{ref}** ({summary['reference_source']})",
         "",
@@ -611,7 +611,8 @@ def write_report(out: str, reference: str | None = None, plots: bool = True) -> 
         paths = {"csv": os.path.join(out, "tables", f"{t.name}.csv"),
                  "tex": os.path.join(out, "tables", f"{t.name}.tex")}
         for fmt, text in (("csv", table_csv(t)), ("tex", table_latex(t))):
-            store.atomic_write(paths[fmt], lambda fh, b=text.encode(): fh.write(b))
+            data = text.encode()
+            store.atomic_write(paths[fmt], lambda fh, b=data: fh.write(b))
         table_files[t.name] = paths
     text = render(summary, figures, note, tabs)
     path = os.path.join(out, "report.md")
