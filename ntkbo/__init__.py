@@ -8,6 +8,8 @@ The public surface::
     results = jax.vmap(lambda k: ntkbo.minimize(algo, problem, 200, k))(keys)
 """
 
+from typing import TYPE_CHECKING
+
 from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc,
                    space)
 from ntkbo.base import Algorithm
@@ -15,6 +17,9 @@ from ntkbo.lapack_threads import configure_blas_threads
 from ntkbo.loop import Result, best_so_far, maximize, minimize
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # ``experiments`` for type checkers; at run time ``__getattr__`` imports it
+    from ntkbo import experiments
 
 
 def __getattr__(name):

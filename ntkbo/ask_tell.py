@@ -783,7 +783,7 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
                       f"{saved_bounds.tolist()}")
     if "dtype" in payload and payload["dtype"] != str(dtype):
         differ.append(f"dtype: saved {payload['dtype']}, now {dtype} (jax_enable_x64 is "
-                      f"{'on' if jax.config.jax_enable_x64 else 'off'})")
+                      f"{'on' if jax.config.read('jax_enable_x64') else 'off'})")
     if differ:
         raise ValueError(f"{path}: the saved study does not match: " + "; ".join(differ))
     template = start(algo, bounds, jax.random.PRNGKey(0), n_init=int(payload["n_init"]),

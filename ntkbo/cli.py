@@ -466,7 +466,7 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         "min_capacity": min_capacity,
         "n_init": int(loop.default_n_init(problem, budget) if n_init is None else n_init),
         "q": loop.batch_size(algo, problem),
-        "dtype": "float64" if jax.config.jax_enable_x64 else "float32",
+        "dtype": "float64" if jax.config.read("jax_enable_x64") else "float32",
         "wall_time_s": wall, "ntkbo": ntkbo.__version__, "jax": jax.__version__,
         "python": platform.python_version(), "versions": versions(),
         "device_kind": jax.devices()[0].device_kind, "command": command or " ".join(sys.argv),

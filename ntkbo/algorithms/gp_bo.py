@@ -43,7 +43,7 @@ GP baseline (:data:`PRESETS_BY_NAME`: squared-exponential ARD kernel, refitted e
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -139,10 +139,10 @@ class _Model(NamedTuple):
     log_prior: Callable[[Any, int], Array]  # (params, d) -> scalar
     fitted: Callable[[Any], Any]  # params -> mask pytree of which leaves are fitted (bool)
     # (d, dtype) -> params with a leading axis of starts: the fit's starts besides the warm one
-    restarts: Callable[[int, Any], Any] = None
+    restarts: Optional[Callable[[int, Any], Any]] = None
     # (model, params, data, num_steps, jitter, restarts) -> (params, loss): a fit other than
     # fit_hyperparameters (gp's ard="auto": select_by_bic); None: fit_hyperparameters
-    fit: Callable = None
+    fit: Optional[Callable] = None
 
 
 def neg_log_posterior(model: _Model, params, data: D.Data, jitter=None) -> Array:

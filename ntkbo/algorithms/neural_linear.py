@@ -356,6 +356,7 @@ def neural_linear(
     def suggest(key, state):
         dtype = state.bounds.dtype
         mask, z, ys, unit = unit_view(state.data, state.bounds, y_transform)
+        opt: dict[str, Any]  # options of several types, passed as **opt
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts,
                    x_best=best_points(z, ys, mask, NUM_BEST), num_steps=num_acq_steps,
                    method=acq_method, observed=jnp.where(mask[:, None], z, jnp.nan))

@@ -59,7 +59,7 @@ def separable_minimum(
         grid_size = max(20_001, 64 * len(lower) + 1)
     value, x = _cached(
         terms, lower, upper, int(grid_size), int(candidates), int(iterations),
-        bool(jax.config.jax_enable_x64),
+        bool(jax.config.read("jax_enable_x64")),
     )
     return value, x.copy()
 

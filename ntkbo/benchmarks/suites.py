@@ -198,7 +198,7 @@ def suite(name: str = "dev") -> dict[str, Problem]:
     ``optimizer`` (module docstring)."""
     if name not in _SUITES:
         raise ValueError(f"suite name={name!r} is not known; valid suites: {', '.join(_SUITES)}")
-    x64 = bool(jax.config.jax_enable_x64)
+    x64 = bool(jax.config.read("jax_enable_x64"))
     return {_label(m): _build(name, i, x64) for i, m in enumerate(_SUITES[name])}
 
 

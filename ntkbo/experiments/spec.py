@@ -201,7 +201,7 @@ def _problem(p: ProblemSpec, dim):
 
     return _problem_cached(p.name, dim, p.noise_std, json.dumps(jsonable(dict(p.options)),
                                                                 sort_keys=True),
-                           bool(jax.config.jax_enable_x64))
+                           bool(jax.config.read("jax_enable_x64")))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -434,7 +434,7 @@ class Spec:
 
         sc = self.scale(scale)
         seeds = min(self.seeds, sc.seeds or self.seeds)
-        dtype = "float64" if jax.config.jax_enable_x64 else "float32"
+        dtype = "float64" if jax.config.read("jax_enable_x64") else "float32"
         algorithm_names = set(algorithms.names())
         for i, a in enumerate(self.algorithms):
             if a.name not in algorithm_names:
