@@ -182,7 +182,7 @@ def start(algo: Algorithm, bounds, key, *, n_init: int = 5, capacity: int = MIN_
     bounds = check_bounds(bounds)
     check_int("n_init", n_init, 0)
     check_int("capacity", capacity, 1)
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)  # raw uint32 keys serialise with msgpack
     k_design, _, k_algo, k_loop = jax.random.split(key, 4)  # the same split as ntkbo.minimize
     design = initial_design(k_design, bounds, n_init) if n_init else jnp.zeros((0, bounds.shape[1]))
@@ -275,7 +275,7 @@ def _kernel_model(algo: Algorithm, state):
             hasattr(state, f) for f in ("params", "factor", "data", "bounds")):
         return None
     fn = algo.suggest
-    cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
+    cells: dict[str, Any] = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
                      getattr(fn, "__closure__", None) or ()))
     try:
         model = cells["model"].cell_contents
@@ -391,7 +391,7 @@ def _away_from(key, x: np.ndarray, avoid: np.ndarray, bounds: np.ndarray) -> np.
         UserWarning, stacklevel=3)
     x = np.array(x)
     lo, hi = bounds[0].astype(np.float64), bounds[1].astype(np.float64)
-    rng = np.random.default_rng(np.asarray(jax.random.key_data(key) if jax.dtypes.issubdtype(
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key) if jnp.issubdtype(
         key.dtype, jax.dtypes.prng_key) else key, np.uint32))
     for i in np.flatnonzero(close):
         while True:
@@ -628,7 +628,7 @@ def _tell(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) 
                              f"n_constraints={k}, got {c.shape}; nothing was recorded")
         _fits_dtype("c", c, dtype)
     _fits_dtype("y", y, dtype)
-    told = y[:, None] if not k else np.concatenate([y[:, None], c], axis=1)
+    told = y[:, None] if c is None else np.concatenate([y[:, None], c], axis=1)
     # The bounds test in the state's dtype: a point that rounds into the box is inside.
     bounds = _state_bounds(study.state).astype(dtype)
     with np.errstate(over="ignore"):
@@ -757,8 +757,7 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     writes format 3.
     """
     bounds = check_bounds(bounds)
-    with open(path, "rb") as fh:
-        payload = serialization.msgpack_restore(fh.read())
+    payload = _read_payload(path)
     fmt = payload.get("format")
     if fmt not in (1, 2, FORMAT_VERSION):
         raise ValueError(f"{path}: not an ntkbo study file of a known format (format {fmt!r}; "
@@ -832,6 +831,16 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     study = study._replace(told_x=told_x, told_y=told_y, algorithm=record(algo), trials=None)
     return study._replace(trials=_saved_trials(path, payload, study),
                           space=_saved_space(path, payload))
+
+
+def _read_payload(path) -> dict:
+    """The msgpack dict of the file ``path``; ``ValueError`` if it holds something else."""
+    with open(path, "rb") as fh:
+        payload = serialization.msgpack_restore(fh.read())
+    if not isinstance(payload, dict):
+        raise ValueError(f"{path}: not an ntkbo study file (it holds a {type(payload).__name__}, "
+                         "not a dict)")
+    return payload
 
 
 def _saved_trials(path, payload: dict, study: Study) -> Trials:

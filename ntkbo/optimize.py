@@ -40,7 +40,7 @@ errors are raised at trace time; failures inside ``jit`` are reported in :class:
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -230,7 +230,8 @@ def _refine(acq_fn, bounds, starts, start_values, method, num_steps, step_size):
                 v, g = value_and_grad(u)
                 best_u, best_v = keep_best(u, v, best_u, best_v)
                 updates, state = opt.update(-g, state, u)
-                u = jnp.clip(optax.apply_updates(u, updates), 0.0, 1.0)
+                # optax types its result as any pytree; on an array it is an array
+                u = jnp.clip(cast(jax.Array, optax.apply_updates(u, updates)), 0.0, 1.0)
                 return (u, state, best_u, best_v), None
 
             init = (u0, opt.init(u0), u0, v0)
@@ -270,7 +271,8 @@ def _refine(acq_fn, bounds, starts, start_values, method, num_steps, step_size):
         def run(u0, v0):
             def step(carry, _):
                 u, state, best_u, best_v = carry
-                f, g = neg_value_and_grad(u, state=state)
+                # optax types the value and gradient as pytrees; at an array u they are arrays
+                f, g = cast(tuple[jax.Array, jax.Array], neg_value_and_grad(u, state=state))
                 g = jnp.where(jnp.isfinite(g), g, 0.0)
                 best_u, best_v = keep_best(u, _finite_or_neg_inf(-f), best_u, best_v)
                 updates, state = opt.update(g, state, u, value=f, grad=g, value_fn=neg)

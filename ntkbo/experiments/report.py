@@ -42,7 +42,7 @@ import json
 import math
 import os
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -92,7 +92,7 @@ def reduce_cell(rec: store.CellRecord) -> Cell:
         problem=str(prob.get("label") or prob.get("name")),
         dim=int(prob.get("dim", rec.x.shape[-1])),
         curve=curve, kind=kind,
-        feasible_found=np.asarray(rec.feasible).any(axis=1) if k else None,
+        feasible_found=np.asarray(np.any(rec.feasible, axis=1)) if k else None,
         wall_time=np.asarray(rec.wall_time, dtype=float),
         n_init=int(meta.get("n_init") or 0), meta=meta, path=rec.path)
 
@@ -118,8 +118,8 @@ def _problem_keys(cells: list[Cell]) -> list[str]:
     return [c.problem if len(dims[c.problem]) == 1 else f"{c.problem} d={c.dim}" for c in cells]
 
 
-def _ordered(labels, spec_order):
-    seen = []
+def _ordered(labels: list[str], spec_order: list) -> list[str]:
+    seen: list[str] = []
     for label in list(spec_order) + list(labels):
         if label in labels and label not in seen:
             seen.append(label)
@@ -164,8 +164,8 @@ def summarise(spec: dict | None, cells: list[Cell], reference: str | None = None
     ranks = stats.average_ranks(mean_table)
 
     ref_source = "--reference"
-    if reference is None and (spec or {}).get("reference"):
-        reference, ref_source = spec["reference"], "spec.json"
+    if reference is None and (named := (spec or {}).get("reference")):
+        reference, ref_source = named, "spec.json"
     if reference is None:  # nothing named: the best average rank
         reference, ref_source = algos[int(np.nanargmin(ranks))], "best average rank (none named)"
     if reference not in algos:
@@ -262,7 +262,7 @@ FIGURE_FORMATS = ("png", "pdf", "svg")
 #: savefig settings per format. TrueType (Type 42) fonts in the PDF, as publishers ask instead of
 #: matplotlib's default Type 3; no creation date in the PDF and SVG and a fixed SVG id salt, so
 #: that the same cells give the same files.
-_SAVE_RC = {"pdf.fonttype": 42, "svg.hashsalt": "ntkbo"}
+_SAVE_RC: dict[Any, Any] = {"pdf.fonttype": 42, "svg.hashsalt": "ntkbo"}  # matplotlib rc keys
 _SAVE_METADATA = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
 
 
@@ -298,7 +298,7 @@ def plot_problem(stem: str, title: str, cells: dict, order: list, plt=None,
         ax.axvline(n_init, color="0.6", ls=":", lw=1)
     ylabel = {"regret": "log10 simple regret (best so far)",
               "regret+violation": "log10 (best regret + violation)",
-              "f": "best f so far", "f+violation": "best f + violation so far"}.get(kind, "")
+              "f": "best f so far", "f+violation": "best f + violation so far"}.get(kind or "", "")
     ax.set_ylabel(ylabel)
     ax.set_xlabel("evaluations")
     what = "log10 values" if kind and kind.startswith("regret") else "values"
