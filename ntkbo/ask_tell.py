@@ -61,9 +61,10 @@ from ntkbo.provenance import git_revision, versions
 from ntkbo.search_space import Space
 from ntkbo.validation import check_bounds, check_int
 
-#: The save format: 2 adds the float64 record and the bounds; 3 the algorithm's name and resolved
-#: config, the dtype and the provenance (and, optionally, the trials and the space: a format-3
-#: file without them loads as before). Files of formats 1 and 2 still load (with a warning).
+#: The save format: 3 records the state, the float64 record, the bounds, the algorithm's name and
+#: resolved config, the dtype and the provenance (and, optionally, the trials and the space: a
+#: format-3 file without them loads as before). ``load`` refuses files of formats 1 and 2, which
+#: recorded no algorithm (and format 1 no float64 record nor bounds), naming what changed.
 FORMAT_VERSION = 3
 
 #: A trial's status, by its code in ``Trials.status``.
@@ -742,8 +743,8 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     dtype, or a saved state that does not fit ``algo`` and no record to rebuild it from. A state
     of this algorithm whose layout changed between ntkbo versions (the file's record matches)
     is rebuilt by telling the float64 record again, with a ``UserWarning``: nothing observed is
-    lost, the next suggestions may differ. A file of format 1 or 2 (no algorithm record) loads
-    with a ``UserWarning``.
+    lost, the next suggestions may differ. A file of format 1 or 2 (no algorithm record) is
+    refused with a ``ValueError`` saying so.
 
     **Save files** (format 3) record the algorithm's ``name`` and resolved ``config``
     (``ntkbo.base``), the bounds, the dtype and the versions, device and git revision that wrote
@@ -752,35 +753,33 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     or different bounds with a ``ValueError`` naming each field that differs and both values
     (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same algorithm). A format-3 file written
     before trials were recorded loads with every told row a complete (or failed) trial and none
-    pending. A file of an earlier format (1 or 2, no algorithm record) still loads, with a
-    ``UserWarning`` saying that its algorithm and options could not be checked; saving it again
-    writes format 3.
+    pending.
     """
     bounds = check_bounds(bounds)
     payload = _read_payload(path)
     fmt = payload.get("format")
-    if fmt not in (1, 2, FORMAT_VERSION):
+    if fmt in (1, 2):
+        raise ValueError(
+            f"{path}: a study file of format {fmt}, which records no algorithm (its name and "
+            f"options cannot be checked against {getattr(algo, 'name', None)!r})"
+            + (" nor the float64 record and the bounds" if fmt == 1 else "")
+            + f"; this ntkbo reads format {FORMAT_VERSION} only. An ntkbo from before 2026-11-27 "
+            f"loads it and saves it as format {FORMAT_VERSION}")
+    if fmt != FORMAT_VERSION:
         raise ValueError(f"{path}: not an ntkbo study file of a known format (format {fmt!r}; "
-                         f"this ntkbo reads 1 to {FORMAT_VERSION})")
-    differ = []
-    if fmt == FORMAT_VERSION:
-        saved = json.loads(payload["algorithm"]) or {}
-        from ntkbo.algorithms import record_differences
+                         f"this ntkbo reads format {FORMAT_VERSION})")
+    saved = json.loads(payload["algorithm"]) or {}
+    from ntkbo.algorithms import record_differences
 
-        differ += record_differences(saved.get("name"), saved.get("config"), algo)
-    else:
-        warnings.warn(
-            f"{path}: a study file of format {fmt} records no algorithm: its name and options "
-            f"cannot be checked against {getattr(algo, 'name', None)!r} (save it again to write "
-            f"format {FORMAT_VERSION})", UserWarning, stacklevel=2)
-    saved_bounds = np.asarray(payload["bounds"], np.float64) if "bounds" in payload else None
+    differ = record_differences(saved.get("name"), saved.get("config"), algo)
+    saved_bounds = np.asarray(payload["bounds"], np.float64)
     given = np.asarray(bounds, np.float64)
     dtype = np.dtype(bounds.dtype)
-    if saved_bounds is not None and (saved_bounds.shape != given.shape or not np.array_equal(
-            saved_bounds.astype(dtype), given.astype(dtype))):
+    if saved_bounds.shape != given.shape or not np.array_equal(saved_bounds.astype(dtype),
+                                                               given.astype(dtype)):
         differ.append(f"bounds {given.tolist()} differ from the saved study's bounds "
                       f"{saved_bounds.tolist()}")
-    if "dtype" in payload and payload["dtype"] != str(dtype):
+    if payload["dtype"] != str(dtype):
         differ.append(f"dtype: saved {payload['dtype']}, now {dtype} (jax_enable_x64 is "
                       f"{'on' if jax.config.read('jax_enable_x64') else 'off'})")
     if differ:
@@ -793,9 +792,6 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     saved.update(told_x=None, told_y=None, algorithm=None, trials=None, space=None)
     mismatch = _state_mismatch(core, saved)
     if mismatch is not None:
-        if "told_x" not in payload:
-            raise ValueError(f"{path}: saved state does not match this algorithm and bounds "
-                             f"({mismatch})")
         # The file is of this algorithm but its state layout is another ntkbo version's (e.g. a
         # kernel model's state before it kept its Cholesky factor): nothing observed is lost,
         # the model is rebuilt from the float64 record.
@@ -810,24 +806,9 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     restored = serialization.from_state_dict(core, saved)
     study = jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
                                    core, restored)
-    if saved_bounds is None:  # format 1: the state's own bounds
-        saved_bounds = np.asarray(_state_bounds(study.state), np.float64)
-        if saved_bounds.shape != given.shape or not np.array_equal(saved_bounds.astype(dtype),
-                                                                   given.astype(dtype)):
-            raise ValueError(f"{path}: bounds {given.tolist()} differ from the saved study's "
-                             f"bounds {saved_bounds.tolist()}")
-    if "told_x" in payload:
-        told_x = np.asarray(payload["told_x"], np.float64).reshape(-1, given.shape[1])
-        k = int(getattr(algo, "n_constraints", 0))
-        told_y = np.asarray(payload["told_y"], np.float64).reshape(told_x.shape[0], 1 + k)
-    else:  # format 1: the record is the buffers' (in the state's dtype)
-        n = int(_buffer(study.state).count)
-        told_x = np.asarray(_buffer(study.state).x[:n], np.float64)
-        told_y = np.asarray(_buffer(study.state).y[:n], np.float64)[:, None]
-        if getattr(algo, "n_constraints", 0):
-            bufs = _buffers(study.state)[1:1 + algo.n_constraints]
-            told_y = np.concatenate([told_y] + [np.asarray(b.y[:n], np.float64)[:, None]
-                                                for b in bufs], axis=1)
+    told_x = np.asarray(payload["told_x"], np.float64).reshape(-1, given.shape[1])
+    k = int(getattr(algo, "n_constraints", 0))
+    told_y = np.asarray(payload["told_y"], np.float64).reshape(told_x.shape[0], 1 + k)
     study = study._replace(told_x=told_x, told_y=told_y, algorithm=record(algo), trials=None)
     return study._replace(trials=_saved_trials(path, payload, study),
                           space=_saved_space(path, payload))

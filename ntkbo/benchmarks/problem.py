@@ -22,7 +22,9 @@ import jax.numpy as jnp
 from flax import struct
 
 from ntkbo.objective import violation  # noqa: F401  (re-exported; the drivers' own)
-from ntkbo.pde import Pde  # re-exported; it lives in ntkbo.pde, so algorithms need no benchmarks
+
+if TYPE_CHECKING:  # the ``pde`` field's type (import it from ntkbo.pde)
+    from ntkbo.pde import Pde
 
 Array = jax.Array
 

@@ -34,6 +34,7 @@ from ntkbo.benchmarks import pde as P
 from ntkbo.benchmarks import synthetic as S
 from ntkbo.benchmarks.optima import separable_minimum
 from ntkbo.benchmarks.problem import Problem, relative_noise_std
+from ntkbo.pde import Pde
 
 # ----------------------------------------------------------------------------------------------
 # optimum rules: (dim, lower, upper, in_standard_box) -> (value | None, minimisers (k, d) | None)
@@ -136,7 +137,7 @@ class _Entry(NamedTuple):
     dims: Optional[tuple[int, ...]] = None  # fixed dimensions; None = any d >= min_dim
     min_dim: int = 1
     constraints: Optional[Callable] = None  # x (d,) -> (K,), feasible iff all <= 0
-    pde: Optional[P.Pde] = None  # N[f] = g obeyed by fn (PINN-BO, ntkbo.benchmarks.pde)
+    pde: Optional[Pde] = None  # N[f] = g obeyed by fn (PINN-BO, ntkbo.benchmarks.pde)
 
 
 _ENTRIES: dict[str, _Entry] = {
