@@ -179,8 +179,9 @@ def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
     provenance) or 1 (nor the float64 record and the bounds) is refused with a ``ValueError``
     naming its format, what it lacks and how to convert it; a format-3 file loads without a
     warning and the resumed study asks exactly what the saved one asks (state and key restored).
-    Mutation caught (checked): formats 1 and 2 accepted again (the former ``fmt not in (1, 2, 3)``
-    test, loading them with a warning)."""
+    A file holding something other than a dict is refused too. Mutations caught (checked):
+    formats 1 and 2 accepted again (the former ``fmt not in (1, 2, 3)`` test); the dict test of
+    ``_read_payload`` removed (an ``AttributeError`` instead)."""
     algo = A.random_search()
     study = ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(1), n_init=2)
     for _ in range(3):
@@ -211,6 +212,9 @@ def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
     (tmp_path / "future.msgpack").write_bytes(serialization.msgpack_serialize(payload))
     with pytest.raises(ValueError, match="format 99"):
         ask_tell.load(tmp_path / "future.msgpack", algo, BRANIN.bounds)
+    (tmp_path / "array.msgpack").write_bytes(serialization.msgpack_serialize(np.zeros(3)))
+    with pytest.raises(ValueError, match="not an ntkbo study file .it holds a ndarray, not a dict"):
+        ask_tell.load(tmp_path / "array.msgpack", algo, BRANIN.bounds)
 
 
 # ---- the command line ----------------------------------------------------------------------------
