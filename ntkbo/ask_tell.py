@@ -276,7 +276,8 @@ def _kernel_model(algo: Algorithm, state):
             hasattr(state, f) for f in ("params", "factor", "data", "bounds")):
         return None
     fn = algo.suggest
-    cells: dict[str, Any] = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
+    cells: dict[str, Any]  # the closure's cells by name
+    cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
                      getattr(fn, "__closure__", None) or ()))
     try:
         model = cells["model"].cell_contents

@@ -137,7 +137,8 @@ def solve(case: int, num_terms: int = NUM_TERMS, quad_nodes: int = QUAD_NODES) -
     """
     if case not in BOUNDARY_CONDITIONS:
         raise ValueError(f"case must be one of {CASES}, got {case!r}")
-    return _solve(int(case), int(num_terms), int(quad_nodes), bool(jax.config.read("jax_enable_x64")))
+    return _solve(int(case), int(num_terms), int(quad_nodes),
+                  bool(jax.config.read("jax_enable_x64")))
 
 
 @functools.lru_cache(maxsize=None)

@@ -515,7 +515,8 @@ def get(
         raise ValueError(f"noise_scale={noise_scale!r} must be a finite float > 0")
 
     value, minimisers = _optimum(
-        name, dim, tuple(lower), tuple(upper), in_standard, bool(jax.config.read("jax_enable_x64"))
+        name, dim, tuple(lower), tuple(upper), in_standard,
+        bool(jax.config.read("jax_enable_x64"))
     )
     problem = Problem(
         name=name,
