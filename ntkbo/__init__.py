@@ -26,10 +26,9 @@ def __getattr__(name):
     """``ntkbo.experiments``, imported on first use: the study layer sits above every other
     module here and imports them, so the package does not import it (no import cycle)."""
     if name == "experiments":
-        import importlib
+        import ntkbo.experiments as experiments  # binds the attribute: no second call here
 
-        # importing the submodule binds the attribute: later accesses do not come here
-        return importlib.import_module("ntkbo.experiments")
+        return experiments
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
