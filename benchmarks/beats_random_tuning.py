@@ -11,7 +11,8 @@ without touching reporting keys::
 
     python benchmarks/beats_random_tuning.py 'auto=gp_ei:{"ard": "auto"}' gp_ei
 
-In float64, as the tests run. Each argument is ``LABEL=NAME:JSON`` (as ``benchmarks/defaults.py --variant``) or ``NAME``. Prints,
+In float64, as the tests run. Each argument is ``LABEL=NAME:JSON`` (as ``benchmarks/defaults.py
+--variant``) or ``NAME``. Prints,
 per variant and problem, the mean best value, random search's, the Welch p and whether it passes.
 """
 

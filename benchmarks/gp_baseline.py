@@ -41,7 +41,6 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.stats  # noqa: E402
 

@@ -12,7 +12,8 @@ applies to, ``S`` seeds, a buffer of ``capacity`` rows, and ``devices`` forced C
   Python on vmapped states (``n_obs`` observations in a ``capacity``-row buffer).
 
 Status ``ok``, ``ERROR``, or past the timeout ``HANG`` (no CPU time in the next 10 s: asleep) or
-``SLOW`` (still computing). Columns: the wall time (compilation included), and ``batched``: the number of LAPACK calls in
+``SLOW`` (still computing). Columns: the wall time (compilation included), and ``batched``: the
+number of LAPACK calls in
 the lowered program that factorise more than one matrix (``num_batch_dims`` > 0), the calls that
 can deadlock jaxlib 0.10's CPU kernels; ``ntkbo.linalg`` makes it 0.
 

@@ -8,6 +8,8 @@ The public surface::
     results = jax.vmap(lambda k: ntkbo.minimize(algo, problem, 200, k))(keys)
 """
 
+from typing import TYPE_CHECKING
+
 from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc,
                    space)
 from ntkbo.base import Algorithm
@@ -16,14 +18,17 @@ from ntkbo.loop import Result, best_so_far, maximize, minimize
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # ``experiments`` for type checkers; at run time ``__getattr__`` imports it
+    from ntkbo import experiments
+
 
 def __getattr__(name):
     """``ntkbo.experiments``, imported on first use: the study layer sits above every other
     module here and imports them, so the package does not import it (no import cycle)."""
     if name == "experiments":
-        import ntkbo.experiments  # binds the attribute: later accesses do not come here
+        import ntkbo.experiments as experiments  # binds the attribute: no second call here
 
-        return globals()["experiments"]
+        return experiments
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

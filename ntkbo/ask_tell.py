@@ -61,9 +61,10 @@ from ntkbo.provenance import git_revision, versions
 from ntkbo.search_space import Space
 from ntkbo.validation import check_bounds, check_int
 
-#: The save format: 2 adds the float64 record and the bounds; 3 the algorithm's name and resolved
-#: config, the dtype and the provenance (and, optionally, the trials and the space: a format-3
-#: file without them loads as before). Files of formats 1 and 2 still load (with a warning).
+#: The save format: 3 records the state, the float64 record, the bounds, the algorithm's name and
+#: resolved config, the dtype and the provenance (and, optionally, the trials and the space: a
+#: format-3 file without them loads as before). ``load`` refuses files of formats 1 and 2, which
+#: recorded no algorithm (and format 1 no float64 record nor bounds), naming what changed.
 FORMAT_VERSION = 3
 
 #: A trial's status, by its code in ``Trials.status``.
@@ -185,7 +186,7 @@ def start(algo: Algorithm, bounds, key, *, n_init: int | None = None,
         n_init = design_size(bounds.shape[1])
     check_int("n_init", n_init, 0)
     check_int("capacity", capacity, 1)
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)  # raw uint32 keys serialise with msgpack
     k_design, _, k_algo, k_loop = jax.random.split(key, 4)  # the same split as ntkbo.minimize
     design = initial_design(k_design, bounds, n_init) if n_init else jnp.zeros((0, bounds.shape[1]))
@@ -278,6 +279,7 @@ def _kernel_model(algo: Algorithm, state):
             hasattr(state, f) for f in ("params", "factor", "data", "bounds")):
         return None
     fn = algo.suggest
+    cells: dict[str, Any]  # the closure's cells by name
     cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
                      getattr(fn, "__closure__", None) or ()))
     try:
@@ -394,7 +396,7 @@ def _away_from(key, x: np.ndarray, avoid: np.ndarray, bounds: np.ndarray) -> np.
         UserWarning, stacklevel=3)
     x = np.array(x)
     lo, hi = bounds[0].astype(np.float64), bounds[1].astype(np.float64)
-    rng = np.random.default_rng(np.asarray(jax.random.key_data(key) if jax.dtypes.issubdtype(
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key) if jnp.issubdtype(
         key.dtype, jax.dtypes.prng_key) else key, np.uint32))
     for i in np.flatnonzero(close):
         while True:
@@ -574,7 +576,8 @@ def abandon(study: Study, trial) -> Study:
 
 
 def _match_pending(study: Study, x: np.ndarray) -> list[int | None]:
-    """For each row of ``x`` ``(q, d)``, the pending trial it closes (``ask``: the nearest within ``MIN_DISTANCE``, lowest id on ties, each trial once) or None."""
+    """For each row of ``x`` ``(q, d)``, the pending trial it closes (``ask``: the nearest within
+    ``MIN_DISTANCE``, lowest id on ties, each trial once) or None."""
     t = _table(study)
     ids = np.flatnonzero(t.status == PENDING)
     out: list[int | None] = []
@@ -630,7 +633,7 @@ def _tell(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) 
                              f"n_constraints={k}, got {c.shape}; nothing was recorded")
         _fits_dtype("c", c, dtype)
     _fits_dtype("y", y, dtype)
-    told = y[:, None] if not k else np.concatenate([y[:, None], c], axis=1)
+    told = y[:, None] if c is None else np.concatenate([y[:, None], c], axis=1)
     # The bounds test in the state's dtype: a point that rounds into the box is inside.
     bounds = _state_bounds(study.state).astype(dtype)
     with np.errstate(over="ignore"):
@@ -744,8 +747,8 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     dtype, or a saved state that does not fit ``algo`` and no record to rebuild it from. A state
     of this algorithm whose layout changed between ntkbo versions (the file's record matches)
     is rebuilt by telling the float64 record again, with a ``UserWarning``: nothing observed is
-    lost, the next suggestions may differ. A file of format 1 or 2 (no algorithm record) loads
-    with a ``UserWarning``.
+    lost, the next suggestions may differ. A file of format 1 or 2 (no algorithm record) is
+    refused with a ``ValueError`` saying so.
 
     **Save files** (format 3) record the algorithm's ``name`` and resolved ``config``
     (``ntkbo.base``), the bounds, the dtype and the versions, device and git revision that wrote
@@ -754,38 +757,35 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     or different bounds with a ``ValueError`` naming each field that differs and both values
     (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same algorithm). A format-3 file written
     before trials were recorded loads with every told row a complete (or failed) trial and none
-    pending. A file of an earlier format (1 or 2, no algorithm record) still loads, with a
-    ``UserWarning`` saying that its algorithm and options could not be checked; saving it again
-    writes format 3.
+    pending.
     """
     bounds = check_bounds(bounds)
-    with open(path, "rb") as fh:
-        payload = serialization.msgpack_restore(fh.read())
+    payload = _read_payload(path)
     fmt = payload.get("format")
-    if fmt not in (1, 2, FORMAT_VERSION):
+    if fmt in (1, 2):
+        raise ValueError(
+            f"{path}: a study file of format {fmt}, which records no algorithm (its name and "
+            f"options cannot be checked against {getattr(algo, 'name', None)!r})"
+            + (" nor the float64 record and the bounds" if fmt == 1 else "")
+            + f"; this ntkbo reads format {FORMAT_VERSION} only. An ntkbo from before 2026-11-27 "
+            f"loads it and saves it as format {FORMAT_VERSION}")
+    if fmt != FORMAT_VERSION:
         raise ValueError(f"{path}: not an ntkbo study file of a known format (format {fmt!r}; "
-                         f"this ntkbo reads 1 to {FORMAT_VERSION})")
-    differ = []
-    if fmt == FORMAT_VERSION:
-        saved = json.loads(payload["algorithm"]) or {}
-        from ntkbo.algorithms import record_differences
+                         f"this ntkbo reads format {FORMAT_VERSION})")
+    saved = json.loads(payload["algorithm"]) or {}
+    from ntkbo.algorithms import record_differences
 
-        differ += record_differences(saved.get("name"), saved.get("config"), algo)
-    else:
-        warnings.warn(
-            f"{path}: a study file of format {fmt} records no algorithm: its name and options "
-            f"cannot be checked against {getattr(algo, 'name', None)!r} (save it again to write "
-            f"format {FORMAT_VERSION})", UserWarning, stacklevel=2)
-    saved_bounds = np.asarray(payload["bounds"], np.float64) if "bounds" in payload else None
+    differ = record_differences(saved.get("name"), saved.get("config"), algo)
+    saved_bounds = np.asarray(payload["bounds"], np.float64)
     given = np.asarray(bounds, np.float64)
     dtype = np.dtype(bounds.dtype)
-    if saved_bounds is not None and (saved_bounds.shape != given.shape or not np.array_equal(
-            saved_bounds.astype(dtype), given.astype(dtype))):
+    if saved_bounds.shape != given.shape or not np.array_equal(saved_bounds.astype(dtype),
+                                                               given.astype(dtype)):
         differ.append(f"bounds {given.tolist()} differ from the saved study's bounds "
                       f"{saved_bounds.tolist()}")
-    if "dtype" in payload and payload["dtype"] != str(dtype):
+    if payload["dtype"] != str(dtype):
         differ.append(f"dtype: saved {payload['dtype']}, now {dtype} (jax_enable_x64 is "
-                      f"{'on' if jax.config.jax_enable_x64 else 'off'})")
+                      f"{'on' if jax.config.read('jax_enable_x64') else 'off'})")
     if differ:
         raise ValueError(f"{path}: the saved study does not match: " + "; ".join(differ))
     template = start(algo, bounds, jax.random.PRNGKey(0), n_init=int(payload["n_init"]),
@@ -796,9 +796,6 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     saved.update(told_x=None, told_y=None, algorithm=None, trials=None, space=None)
     mismatch = _state_mismatch(core, saved)
     if mismatch is not None:
-        if "told_x" not in payload:
-            raise ValueError(f"{path}: saved state does not match this algorithm and bounds "
-                             f"({mismatch})")
         # The file is of this algorithm but its state layout is another ntkbo version's (e.g. a
         # kernel model's state before it kept its Cholesky factor): nothing observed is lost,
         # the model is rebuilt from the float64 record.
@@ -813,27 +810,22 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     restored = serialization.from_state_dict(core, saved)
     study = jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
                                    core, restored)
-    if saved_bounds is None:  # format 1: the state's own bounds
-        saved_bounds = np.asarray(_state_bounds(study.state), np.float64)
-        if saved_bounds.shape != given.shape or not np.array_equal(saved_bounds.astype(dtype),
-                                                                   given.astype(dtype)):
-            raise ValueError(f"{path}: bounds {given.tolist()} differ from the saved study's "
-                             f"bounds {saved_bounds.tolist()}")
-    if "told_x" in payload:
-        told_x = np.asarray(payload["told_x"], np.float64).reshape(-1, given.shape[1])
-        k = int(getattr(algo, "n_constraints", 0))
-        told_y = np.asarray(payload["told_y"], np.float64).reshape(told_x.shape[0], 1 + k)
-    else:  # format 1: the record is the buffers' (in the state's dtype)
-        n = int(_buffer(study.state).count)
-        told_x = np.asarray(_buffer(study.state).x[:n], np.float64)
-        told_y = np.asarray(_buffer(study.state).y[:n], np.float64)[:, None]
-        if getattr(algo, "n_constraints", 0):
-            bufs = _buffers(study.state)[1:1 + algo.n_constraints]
-            told_y = np.concatenate([told_y] + [np.asarray(b.y[:n], np.float64)[:, None]
-                                                for b in bufs], axis=1)
+    told_x = np.asarray(payload["told_x"], np.float64).reshape(-1, given.shape[1])
+    k = int(getattr(algo, "n_constraints", 0))
+    told_y = np.asarray(payload["told_y"], np.float64).reshape(told_x.shape[0], 1 + k)
     study = study._replace(told_x=told_x, told_y=told_y, algorithm=record(algo), trials=None)
     return study._replace(trials=_saved_trials(path, payload, study),
                           space=_saved_space(path, payload))
+
+
+def _read_payload(path) -> dict:
+    """The msgpack dict of the file ``path``; ``ValueError`` if it holds something else."""
+    with open(path, "rb") as fh:
+        payload = serialization.msgpack_restore(fh.read())
+    if not isinstance(payload, dict):
+        raise ValueError(f"{path}: not an ntkbo study file (it holds a {type(payload).__name__}, "
+                         "not a dict)")
+    return payload
 
 
 def _saved_trials(path, payload: dict, study: Study) -> Trials:

@@ -34,7 +34,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 import jax
 import numpy as np
@@ -55,6 +55,7 @@ class SuggestFn(Protocol):
     def __call__(self, key: PRNGKey, state: State) -> tuple[Array, Info]:
         """Returns ``(x, info)``: ``x`` of shape ``(q, d)`` inside the bounds, the points to evaluate
         next, and per-call diagnostics (acquisition value, optimiser status, ...)."""
+        ...
 
 
 class UpdateFn(Protocol):
@@ -78,7 +79,7 @@ def describe(value) -> tuple[Any, bool]:
         v = float(value)
         return (v, True) if math.isfinite(v) else (repr(v), False)
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        fields = {k: describe(getattr(value, k)) for k in value._fields}
+        fields = {k: describe(getattr(value, k)) for k in cast(Any, value)._fields}
         return {"type": f"{type(value).__module__}.{type(value).__qualname__}",
                 **{k: v for k, (v, _) in fields.items()}}, False
     if isinstance(value, (list, tuple)):

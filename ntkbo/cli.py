@@ -233,7 +233,7 @@ def _args_entries(doc: str) -> tuple[dict, str]:
             indent, current = lead, [m.group(2) or ""]
             for name in re.split(r"\s*,\s*", m.group(1)):
                 entries[name] = current
-        elif current is not None and lead > indent:
+        elif current is not None and indent is not None and lead > indent:
             current.append(ln.strip())
         elif indent is None and inline[0]:
             inline.append(ln.strip())
@@ -393,6 +393,9 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     options = {k: v for k, v in built.items() if k != "pde" or "pde" in options}
     k = problem.n_constraints
     algo = _algorithm(algo_name, built)
+    algo_config = algo.config
+    if algo_config is None:  # ntkbo.algorithms records every algorithm it builds
+        raise ValueError(f"algorithm {algo_name!r} carries no config record")
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
     if block is None:  # the study runner's rule: 1 on CPU, else as many as the memory holds
         from jax.sharding import Mesh
@@ -412,7 +415,7 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     bar = tqdm(total=budget * n_run,
                desc=f"{algo_name} on {problem.name}-{problem.dim}d x{n_run}",
                unit="eval", disable=quiet, file=sys.stderr)
-    inexact = [k for k in algo.config.non_reproducible if not (k == "pde" and "pde" in built
+    inexact = [k for k in algo_config.non_reproducible if not (k == "pde" and "pde" in built
                                                                 and "pde" not in options)]
     programs = None
     if programs_dir and not inexact:
@@ -422,7 +425,7 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         # option and the problem as the registry builds it (the store adds the source and the
         # environment).
         programs = ProgramStore(programs_dir, json.dumps(
-            {"algorithm": algo.name, "config": algo.config.to_json(), "problem": problem_name,
+            {"algorithm": algo.name, "config": algo_config.to_json(), "problem": problem_name,
              "dim": dim, "problem_options": problem_options}, sort_keys=True, default=repr))
     parts, finished = [], 0
     best = np.nan  # the best noise-free value of every seed run so far: never rises
@@ -436,6 +439,8 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
                 best = np.fmin(best, np.fmin.reduce(progress.f, axis=None))
             bar.set_postfix(best=f"{best:.4g}")
             last = progress
+        if last is None:
+            raise RuntimeError(f"loop.minimize_chunks yielded nothing for seeds {b}:{b + block}")
         finished += budget * last.f.shape[0]
         parts.append(last)
     bar.close()
@@ -452,7 +457,7 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
     # Every factory option, defaults included (the Algorithm's own record): enough to rebuild
     # exactly what ran. The PDE is the problem's (rebuilt from the problem's name), so it does not
     # make the record irreproducible.
-    config = algo.config.to_json()
+    config = algo_config.to_json()
     if "pde" in config and "pde" not in options:
         config["pde"] = f"the PDE of problem {problem.name!r}"
     record = {
@@ -466,7 +471,7 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         "min_capacity": min_capacity,
         "n_init": int(loop.default_n_init(problem, budget) if n_init is None else n_init),
         "q": loop.batch_size(algo, problem),
-        "dtype": "float64" if jax.config.jax_enable_x64 else "float32",
+        "dtype": "float64" if jax.config.read("jax_enable_x64") else "float32",
         "wall_time_s": wall, "ntkbo": ntkbo.__version__, "jax": jax.__version__,
         "python": platform.python_version(), "versions": versions(),
         "device_kind": jax.devices()[0].device_kind, "command": command or " ".join(sys.argv),
@@ -687,10 +692,9 @@ def _bench(args) -> int:
         return 2
     env = os.environ.get
     coordinator = args.coordinator or env("NTKBO_COORDINATOR")
-    num_processes = args.num_processes or (int(env("NTKBO_NUM_PROCESSES"))
-                                           if env("NTKBO_NUM_PROCESSES") else None)
+    num_processes = args.num_processes or (int(n) if (n := env("NTKBO_NUM_PROCESSES")) else None)
     process_id = args.process_id if args.process_id is not None else (
-        int(env("NTKBO_PROCESS_ID")) if env("NTKBO_PROCESS_ID") else None)
+        int(i) if (i := env("NTKBO_PROCESS_ID")) else None)
     try:
         if coordinator or num_processes:
             experiments.distributed.initialize(coordinator, num_processes, process_id)
@@ -773,7 +777,7 @@ def _stored_dtypes(out: str) -> set:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``ntkbo`` argument parser (its help text plain, ``_PlainFormatter``)."""
-    parser = argparse.ArgumentParser(prog="ntkbo", description=__doc__.split("\n")[0],
+    parser = argparse.ArgumentParser(prog="ntkbo", description=(__doc__ or "").split("\n")[0],
                                      formatter_class=_PlainFormatter)
     parser.add_argument("--version", action=_Version)
     parser.add_argument("--no-cache", action="store_true",
@@ -906,8 +910,6 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args.dir, args.reference, not args.no_plot)
     if args.command == "summary":
         return _summary(args.dirs)
-
-    import ntkbo
 
     if args.command == "list" and args.options:
         return _list_options(args.options)

@@ -389,8 +389,8 @@ class Progress(NamedTuple):
     x: np.ndarray
     y: np.ndarray
     f: np.ndarray
-    c: np.ndarray = None  # (seeds, done, K) noise-free constraint values
-    c_obs: np.ndarray = None  # (seeds, done, K) observed constraint values
+    c: np.ndarray  # (seeds, done, K) noise-free constraint values (K = 0: unconstrained)
+    c_obs: np.ndarray  # (seeds, done, K) observed constraint values
 
 
 @functools.partial(jax.jit, static_argnames=("algo", "n_init", "capacity"))

@@ -14,7 +14,7 @@ parameterisation.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -29,8 +29,9 @@ Params = Any
 
 
 def _sqnorm_diff(a: Params, b: Params) -> Array:
-    return sum(jnp.sum((x - y) ** 2) for x, y in
-               zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+    # a sum of arrays (``sum``'s start 0 is typed apart)
+    return cast(Array, sum(jnp.sum((x - y) ** 2) for x, y in
+                           zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b))))
 
 
 def _loss_fn(apply_fn, center, z, y, mask, lam, reduction):
@@ -62,7 +63,7 @@ def make_optimizer(optimizer: str, learning_rate) -> optax.GradientTransformatio
 
 def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, mask: Array, lam,
           learning_rate, num_steps: int, *, optimizer: str = "gd", reduction: str = "sum",
-          opt_state=None, return_opt_state: bool = False):
+          opt_state=None, return_opt_state: bool = False) -> tuple[Any, ...]:
     """TrainNN (Algorithm 2): ``num_steps`` full-batch steps on
     ``1/2 s sum_valid (h(z_i) - y_i)^2 + 1/2 lam |theta - center|^2`` from ``params_start``
     (``s = 1`` for ``reduction="sum"``, ``1/n`` for ``"mean"``), by gradient descent with step
@@ -86,9 +87,9 @@ def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, ma
 
     def step(carry, _):
         p, s, best_p, best_l = carry
-        l, grads = value_and_grad(p)
-        better = l < best_l  # False for NaN
-        best_p, best_l = select(better, p, best_p), jnp.where(better, l, best_l)
+        val, grads = value_and_grad(p)
+        better = val < best_l  # False for NaN
+        best_p, best_l = select(better, p, best_p), jnp.where(better, val, best_l)
         u, s = opt.update(grads, s, p)
         return (optax.apply_updates(p, u), s, best_p, best_l), None
 

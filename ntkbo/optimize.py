@@ -14,7 +14,8 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
    ``num_steps`` steps in the unit box ``u = (x - lower) / (upper - lower)`` by ``method``
    (``"pgd"``, the default: monotone projected normalised gradient ascent; ``"adam"``;
    ``"lbfgs"``; ``"none"``: no refinement, pure candidate search as NeuralBO's official code; see
-   :func:`maximize_acquisition`'s ``method``). Each start keeps its best iterate, so refinement never returns a lower value than its start.
+   :func:`maximize_acquisition`'s ``method``). Each start keeps its best iterate, so refinement
+   never returns a lower value than its start.
 4. The result is the best of the refined starts and the candidates: refinement never lowers the
    acquisition value below the best candidate.
 5. If ``observed`` points are given (the evaluated inputs) and the result lies within
@@ -39,7 +40,7 @@ errors are raised at trace time; failures inside ``jit`` are reported in :class:
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -229,7 +230,8 @@ def _refine(acq_fn, bounds, starts, start_values, method, num_steps, step_size):
                 v, g = value_and_grad(u)
                 best_u, best_v = keep_best(u, v, best_u, best_v)
                 updates, state = opt.update(-g, state, u)
-                u = jnp.clip(optax.apply_updates(u, updates), 0.0, 1.0)
+                # optax types its result as any pytree; on an array it is an array
+                u = jnp.clip(cast(jax.Array, optax.apply_updates(u, updates)), 0.0, 1.0)
                 return (u, state, best_u, best_v), None
 
             init = (u0, opt.init(u0), u0, v0)
@@ -269,7 +271,8 @@ def _refine(acq_fn, bounds, starts, start_values, method, num_steps, step_size):
         def run(u0, v0):
             def step(carry, _):
                 u, state, best_u, best_v = carry
-                f, g = neg_value_and_grad(u, state=state)
+                # optax types the value and gradient as pytrees; at an array u they are arrays
+                f, g = cast(tuple[jax.Array, jax.Array], neg_value_and_grad(u, state=state))
                 g = jnp.where(jnp.isfinite(g), g, 0.0)
                 best_u, best_v = keep_best(u, _finite_or_neg_inf(-f), best_u, best_v)
                 updates, state = opt.update(g, state, u, value=f, grad=g, value_fn=neg)

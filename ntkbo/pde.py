@@ -4,8 +4,7 @@ PINN-BO (Phan-Trong et al. 2024; Phan-Trong's thesis, Section 5.1) uses a known 
 ``N[f](x) = g(x)`` obeyed by the objective ``f``; both the problems that carry such an equation
 (``ntkbo.benchmarks.pde`` builds the operators, ``Problem.pde`` attaches them) and the algorithm
 that uses it (``ntkbo.algorithms.pinn_bo``) need the type. It lives here, beside neither, so that
-importing the algorithms does not load the problems package. ``ntkbo.benchmarks.problem.Pde`` is
-this same class, re-exported for existing code.
+importing the algorithms does not load the problems package.
 """
 
 from __future__ import annotations

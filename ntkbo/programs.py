@@ -97,7 +97,8 @@ def environment() -> dict:
 def _leaf_type(x) -> str:
     """Shape, dtype and weak type of an argument leaf, as tracing sees them."""
     aval = jax.api_util.shaped_abstractify(x)
-    return f"{aval.str_short(short_dtypes=False)}{'~weak' if aval.weak_type else ''}"
+    weak = getattr(aval, "weak_type", False)  # a ShapedArray's (AbstractValue does not type it)
+    return f"{aval.str_short(short_dtypes=False)}{'~weak' if weak else ''}"
 
 
 class ProgramStore:
@@ -182,7 +183,7 @@ class ProgramStore:
         return jax.jit(exported.call), box["tree"]
 
 
-def _write_atomically(path: str, data: bytes) -> None:
+def _write_atomically(path: str, data: bytes | bytearray) -> None:
     """Writes ``data`` to ``path`` through a temporary file in the same folder, so a concurrent
     reader never sees a partial entry."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")

@@ -200,7 +200,7 @@ class Space:
         if unknown or missing:
             raise ValueError(f"values: unknown parameters {unknown}, missing parameters {missing}")
         u = np.zeros(self.dim)
-        for p, a, b in zip(self.params, self._slices[:-1], self._slices[1:]):
+        for p, a, _b in zip(self.params, self._slices[:-1], self._slices[1:]):
             v = values[p.name]
             if isinstance(p, Categorical):
                 hits = [i for i, c in enumerate(p.choices) if c == v]

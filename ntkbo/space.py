@@ -159,14 +159,11 @@ def best(study: ask_tell.Study, space: Space | None = None, *, maximize: bool = 
 def load(path: str | os.PathLike, algo, space: Space | None = None) -> ask_tell.Study:
     """``ntkbo.ask_tell.load`` of a study started on a space: the saved space, or ``space``,
     which must then equal the saved one if the file has one (``ValueError`` naming both)."""
-    from flax import serialization
-
-    with open(path, "rb") as fh:
-        payload = serialization.msgpack_restore(fh.read())
-    saved = ask_tell._saved_space(path, payload)
-    if space is None and saved is None:
-        raise ValueError(f"{path}: the file records no space; pass space")
-    if space is not None and saved is not None and space != saved:
+    saved = ask_tell._saved_space(path, ask_tell._read_payload(path))
+    if space is None:
+        if saved is None:
+            raise ValueError(f"{path}: the file records no space; pass space")
+        space = saved
+    elif saved is not None and space != saved:
         raise ValueError(f"{path}: space {space!r} differs from the saved space {saved!r}")
-    space = space if space is not None else saved
     return ask_tell.load(path, algo, space.bounds)._replace(space=space)

@@ -4,7 +4,8 @@ imported as ``beats_random``: ``tests/`` is on ``sys.path`` under pytest, see ``
 8 seeds per algorithm, vmapped; the same 8 keys for every algorithm, so all start from the same
 initial design. The keys are ``PRNGKey(100000 + i)``, from the reporting range
 (``ntkbo.benchmarks.suites.REPORTING_KEYS``) that no tuning used (issue 15 item 7); the settings
-were chosen on ``split(PRNGKey(2024), 8)``. The claim tested is the papers' weakest one: in mean best noise-free value after the
+were chosen on ``split(PRNGKey(2024), 8)``. The claim tested is the papers' weakest one: in mean
+best noise-free value after the
 budget, the algorithm is better than random search, and significantly so by a one-sided Welch
 t-test at level 0.05. Runs are deterministic for fixed keys, so a test cannot flake on one machine;
 the level guards against a pass by luck of the chosen keys.

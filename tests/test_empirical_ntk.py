@@ -71,7 +71,8 @@ def test_closed_form_for_a_hand_written_model():
     x2 = jnp.asarray(np.random.default_rng(4).normal(size=(2, 3)))
     want = x1 @ x2.T + (x1**2) @ (x2**2).T + 1.0
     for implementation in K.empirical.IMPLEMENTATIONS:
-        np.testing.assert_allclose(K.empirical_ntk(apply_fn, implementation)(x1, x2, params), want, rtol=1e-13)
+        np.testing.assert_allclose(K.empirical_ntk(apply_fn, implementation)(x1, x2, params), want,
+                                   rtol=1e-13)
     # ravel_pytree order: keys sorted, so "c" (1 entry) comes before "w" (6 entries).
     G = K.grad_features(apply_fn)(x1, params)
     np.testing.assert_allclose(G, np.concatenate([np.ones((4, 1)), x1, x1**2], axis=1), rtol=1e-14)

@@ -179,8 +179,8 @@ def test_table2_rows_correct_over_the_whole_family():
     fam = {f"p{i}": {"ref": rng.normal(0, 1, 8), "a": rng.normal(0.8, 1, 8),
                      "b": rng.normal(0.3, 2, 8)} for i in range(4)}
     rows = stats.table2_rows(fam, "ref")
-    raw = [scipy.stats.ttest_ind(fam[p][l], fam[p]["ref"], equal_var=False,
-                                 alternative="greater").pvalue for p, l, *_ in rows]
+    raw = [scipy.stats.ttest_ind(fam[p][lab], fam[p]["ref"], equal_var=False,
+                                 alternative="greater").pvalue for p, lab, *_ in rows]
     np.testing.assert_allclose([r[3] for r in rows],
                                scipy.stats.false_discovery_control(raw), rtol=1e-10)
     assert [r[4] for r in rows] == [r[3] <= 0.05 for r in rows]
@@ -463,20 +463,20 @@ def test_report_tables_latex_booktabs(study_report):
     assert len(list((out / "tables").glob("*.tex"))) == len(md_tables) == 7
     for name, header, rows in md_tables:
         tex = (out / "tables" / f"{name}.tex").read_text()
-        body = [l for l in tex.splitlines() if not l.startswith("%")]
+        body = [line for line in tex.splitlines() if not line.startswith("%")]
         assert re.search(r"(?<!\\)_", "\n".join(body)) is None, name  # no bare underscore
         assert "neural\\_bo" in tex
         spec = re.fullmatch(r"\\begin\{tabular\}\{([lr]+)\}", body[0]).group(1)
         assert len(spec) == len(header)
-        assert [l for l in body if l.endswith("rule")] == [r"\toprule", r"\midrule",
-                                                          r"\bottomrule"]
+        assert [line for line in body if line.endswith("rule")] == [r"\toprule", r"\midrule",
+                                                                    r"\bottomrule"]
         top, mid, bottom = (body.index(r) for r in (r"\toprule", r"\midrule", r"\bottomrule"))
         assert body[-1] == r"\end{tabular}"
-        unescape = lambda l: [x.replace("\\_", "_").replace("---", "—")
-                              for x in l.removesuffix(r" \\").split(" & ")]
-        assert [unescape(l) for l in body[top + 1:mid]] == [header]
+        unescape = lambda line: [x.replace("\\_", "_").replace("---", "—")
+                                 for x in line.removesuffix(r" \\").split(" & ")]
+        assert [unescape(line) for line in body[top + 1:mid]] == [header]
         assert len(body[mid + 1:bottom]) == len(rows), name
-        assert [unescape(l) for l in body[mid + 1:bottom]] == rows
+        assert [unescape(line) for line in body[mid + 1:bottom]] == rows
 
 
 def test_latex_escape_special_characters():

@@ -6,6 +6,8 @@ at all."""
 import subprocess
 import sys
 
+import pytest
+
 import ntkbo.benchmarks.pde
 import ntkbo.benchmarks.problem
 import ntkbo.pde
@@ -46,11 +48,13 @@ def test_the_algorithms_do_not_import_the_problems_package():
     assert out == ["[]", "True True"]
 
 
-def test_pde_is_one_type_under_its_old_and_new_names():
-    """Existing code importing ``Pde`` from ``ntkbo.benchmarks.problem`` (or ``.pde``) gets the
-    very class ``ntkbo.pde.Pde``, so ``isinstance`` checks (PINN-BO's ``check_pde``) agree; the
-    problems' operators are instances of it. Mutation caught: a copy of the class left in
-    ``problem.py`` instead of the re-export."""
-    assert ntkbo.benchmarks.problem.Pde is ntkbo.pde.Pde
-    assert ntkbo.benchmarks.pde.Pde is ntkbo.pde.Pde
+def test_pde_has_one_name():
+    """``Pde`` is ``ntkbo.pde.Pde`` only: the former re-export from ``ntkbo.benchmarks.problem``
+    is gone (importing it there fails), ``ntkbo.benchmarks.pde`` does not export it, and the
+    problems' operators are instances of it, so ``isinstance`` checks (PINN-BO's ``check_pde``)
+    agree. Mutation caught (checked): the module-level ``from ntkbo.pde import Pde`` back in
+    ``problem.py``."""
+    with pytest.raises(ImportError, match="cannot import name 'Pde'"):
+        from ntkbo.benchmarks.problem import Pde  # noqa: F401
+    assert "Pde" not in ntkbo.benchmarks.pde.__all__
     assert isinstance(ntkbo.benchmarks.get("dropwave_pde").pde, ntkbo.pde.Pde)

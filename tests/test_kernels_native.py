@@ -57,7 +57,8 @@ SMOOTH = {
             lambda x, a, b, c: -a * b * np.sin(b * x + c)),
     "rbf": ({"gamma": 0.5},
             lambda x, gamma: math.sqrt(2) * np.sin(math.sqrt(2 * gamma) * x + math.pi / 4),
-            lambda x, gamma: math.sqrt(2) * math.sqrt(2 * gamma) * np.cos(math.sqrt(2 * gamma) * x + math.pi / 4)),
+            lambda x, gamma: (math.sqrt(2) * math.sqrt(2 * gamma)
+                              * np.cos(math.sqrt(2 * gamma) * x + math.pi / 4))),
     "exp": ({"a": 0.9, "b": 0.3},
             lambda x, a, b: a * np.exp(b * x),
             lambda x, a, b: a * b * np.exp(b * x)),
@@ -384,7 +385,8 @@ def test_float32_without_nans_and_close_to_float64(hard_kernels):
         # The finite network and its empirical NTK are float32 and finite too.
         init_fn, apply_fn, _ = K.mlp(2, 16, "erf", b_std=0.1)
         _, params = init_fn(jax.random.PRNGKey(0), xs[0].shape)
-        leaves = jax.tree_util.tree_leaves(params) + [apply_fn(params, xs[0]), K.empirical_ntk(apply_fn)(xs[0], None, params)]
+        leaves = jax.tree_util.tree_leaves(params) + [
+            apply_fn(params, xs[0]), K.empirical_ntk(apply_fn)(xs[0], None, params)]
         assert all(v.dtype == np.float32 and np.all(np.isfinite(v)) for v in leaves)
         print(json.dumps([[np.asarray(v, np.float64).tolist() for v in k] for k in ks]))
         """
@@ -418,7 +420,8 @@ def test_float32_without_nans_and_close_to_float64(hard_kernels):
     [
         ({"activation": "swish"}, r"activation: unknown activation 'swish'; valid names are identity, relu"),
         ({"activation": ("leaky_relu", {})}, r"requires parameter 'alpha'"),
-        ({"activation": ("erf", {"scale": 2.0})}, r"unknown parameter\(s\) \['scale'\]; its parameters are: a, b, c"),
+        ({"activation": ("erf", {"scale": 2.0})},
+         r"unknown parameter\(s\) \['scale'\]; its parameters are: a, b, c"),
         ({"activation": 3}, r"activation: expected a name"),
         ({"depth": 0}, r"depth: .* >= 1, got 0"),
         ({"width": 0}, r"width: .* >= 1, got 0"),

@@ -120,7 +120,7 @@ def test_data_buffer_append_grow_and_full():
 
 def run_ask_tell(study, algo, rounds, key):
     xs = []
-    for i in range(rounds):
+    for _ in range(rounds):
         x, study = ask_tell.ask(algo, study)
         y = np.asarray(jax.vmap(sphere)(jnp.asarray(x)))
         study = ask_tell.tell(algo, study, x, y)

@@ -541,7 +541,7 @@ def test_posterior_in_chunks_is_the_dense_variance(setup):
 
     out = run(s["buf"], s["mask"], r)
     mu_ref = np.asarray(s["apply_fn"](s["params0"], zc))[:, 0]
-    for mode, (mu, var) in out.items():
+    for mu, var in out.values():
         assert mu.shape == var.shape == (40,)
         np.testing.assert_allclose(mu, mu_ref, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(var, s["primal"], rtol=RTOL, atol=ATOL)

@@ -198,7 +198,8 @@ def test_candidate_set_and_posterior_moments_called_directly():
     rng = np.random.default_rng(0)
     z = rng.uniform(size=(8, 2))
     y0 = np.array([0.5, -1.0, 2.0, -3.0, 0.1, 9.0, -0.2, 0.0])
-    pool = np.array([True, True, True, False, True, True, False, False])  # best in pool: 1, 4 (3 is better but out)
+    # best in pool: 1, 4 (3 is better but out)
+    pool = np.array([True, True, True, False, True, True, False, False])
     cand = np.asarray(ncbo.candidate_set(jax.random.PRNGKey(1), jnp.asarray(z), jnp.asarray(y0),
                                        jnp.asarray(pool), num_candidates=16, num_best=2,
                                        num_perturbations=6, perturb_scale=0.02))

@@ -89,6 +89,17 @@ def test_ucb_bonus_matches_dense_inverse(u, branin):
     np.testing.assert_allclose(np.asarray(direct), [b1], rtol=1e-6)
 
 
+def test_ucb_bonus_names_a_missing_argument():
+    """``ucb_bonus`` refuses ``u="full"`` without the observed features (``g_obs``, ``mask``) and
+    ``u="diag"`` without ``u_diag``, naming them. Mutation caught (checked): the checks removed
+    (``None`` then reaches the linear algebra, which fails with another error)."""
+    g = jnp.ones((2, 3))
+    with pytest.raises(ValueError, match="u='full' needs g_obs and mask"):
+        NU_MOD.ucb_bonus(g, 1.0, 1.0, u="full", mask=jnp.ones(2, bool))
+    with pytest.raises(ValueError, match="u='diag' needs u_diag"):
+        NU_MOD.ucb_bonus(g, 1.0, 1.0, u="diag")
+
+
 @pytest.mark.parametrize("u", ["full", "diag"])
 def test_ts_std_matches_dense_inverse(u, branin):
     algo = NU_MOD.neural_ts(u=u, q=2, **SMALL)

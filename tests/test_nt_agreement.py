@@ -69,7 +69,8 @@ def test_native_kernels_equal_stax(nt, activation, parameterization, b_std):
     exact cancellations."""
     x1, x2 = hard_inputs(activation)
     for depth in (1, 2, 3, 4):
-        spec = K.mlp_spec(depth, WIDTH, activation, W_std=W_STD, b_std=b_std, parameterization=parameterization)
+        spec = K.mlp_spec(depth, WIDTH, activation, W_std=W_STD, b_std=b_std,
+                          parameterization=parameterization)
         native = K.kernel_fn_from_spec(spec, jit=False)
         _, _, stax_kernel_fn = mlp_stax(depth, WIDTH, activation, W_std=W_STD, b_std=b_std,
                                         parameterization=parameterization)
@@ -80,7 +81,8 @@ def test_native_kernels_equal_stax(nt, activation, parameterization, b_std):
             for name in ("nngp", "ntk"):
                 g, w = np.asarray(getattr(got, name)), np.asarray(getattr(want, name))
                 assert np.all(np.isfinite(w)), (name, depth)
-                np.testing.assert_allclose(g, w, rtol=1e-6, atol=0, err_msg=f"{name} depth={depth} x2={b is not None}")
+                np.testing.assert_allclose(g, w, rtol=1e-6, atol=0,
+                                           err_msg=f"{name} depth={depth} x2={b is not None}")
 
 
 @pytest.mark.parametrize("activation", ACTIVATIONS, ids=str)
@@ -92,7 +94,8 @@ def test_compiled_native_kernels_equal_stax(nt, activation):
     x1, x2 = hard_inputs(activation)
     x = np.concatenate([x1, x2])
     for parameterization, b_std in (("ntk", 0.3), ("standard", None)):
-        _, _, native = K.mlp(3, WIDTH, activation, W_std=W_STD, b_std=b_std, parameterization=parameterization)
+        _, _, native = K.mlp(3, WIDTH, activation, W_std=W_STD, b_std=b_std,
+                             parameterization=parameterization)
         _, _, stax_kernel_fn = mlp_stax(3, WIDTH, activation, W_std=W_STD, b_std=b_std,
                                         parameterization=parameterization)
         got, want = native(x, None, ("nngp", "ntk")), stax_kernel_fn(x, None, ("nngp", "ntk"))
@@ -110,7 +113,8 @@ def test_backend_nt_and_as_kernel_accept_stax(nt):
     np.testing.assert_allclose(K.as_kernel(kernel_fn, "ntk")(x1, x2), native(x1, x2, "ntk"), rtol=1e-6)
     np.testing.assert_allclose(K.as_kernel(kernel_fn, "nngp")(x1), native(x1, None, "nngp"), rtol=1e-6)
     # Any stax architecture works through as_kernel, e.g. one ntkbo cannot build natively.
-    _, _, conv_kernel_fn = nt.stax.serial(nt.stax.Conv(4, (2,)), nt.stax.Relu(), nt.stax.Flatten(), nt.stax.Dense(1))
+    _, _, conv_kernel_fn = nt.stax.serial(nt.stax.Conv(4, (2,)), nt.stax.Relu(), nt.stax.Flatten(),
+                                          nt.stax.Dense(1))
     images = np.random.default_rng(1).normal(size=(3, 5, 2))
     k = K.as_kernel(conv_kernel_fn)(images)
     assert k.shape == (3, 3) and np.allclose(k, k.T)
@@ -128,17 +132,21 @@ def test_flax_network_equals_stax_apply_fn(nt, parameterization):
                                             parameterization=parameterization)
         _, variables = init_fn(jax.random.PRNGKey(depth), x1.shape)
         # Same products, summed in possibly different orders: rounding only.
-        np.testing.assert_allclose(apply_fn(variables, x1), stax_apply(flax_to_stax_params(variables, depth), x1),
+        np.testing.assert_allclose(apply_fn(variables, x1),
+                                   stax_apply(flax_to_stax_params(variables, depth), x1),
                                    rtol=1e-10, atol=1e-12, err_msg=str((activation, depth, b_std)))
         _, stax_params = stax_init(jax.random.PRNGKey(depth + 10), x1.shape)
-        np.testing.assert_allclose(apply_fn(stax_to_flax_params(stax_params, depth), x1), stax_apply(stax_params, x1),
+        np.testing.assert_allclose(apply_fn(stax_to_flax_params(stax_params, depth), x1),
+                                   stax_apply(stax_params, x1),
                                    rtol=1e-10, atol=1e-12, err_msg=str((activation, depth, b_std)))
     x = np.random.default_rng(2).normal(size=(4, 3))
-    _, apply_fn, _ = K.mlp(2, WIDTH, ("exp", {"a": 0.9, "b": 0.3}), b_std=0.3, parameterization=parameterization)
+    _, apply_fn, _ = K.mlp(2, WIDTH, ("exp", {"a": 0.9, "b": 0.3}), b_std=0.3,
+                           parameterization=parameterization)
     stax_init, stax_apply, _ = mlp_stax(2, WIDTH, ("exp", {"a": 0.9, "b": 0.3}), b_std=0.3,
                                         parameterization=parameterization)
     _, stax_params = stax_init(jax.random.PRNGKey(0), x.shape)
-    np.testing.assert_allclose(apply_fn(stax_to_flax_params(stax_params, 2), x), stax_apply(stax_params, x), rtol=1e-10)
+    np.testing.assert_allclose(apply_fn(stax_to_flax_params(stax_params, 2), x),
+                               stax_apply(stax_params, x), rtol=1e-10)
 
 
 @pytest.mark.parametrize("parameterization", ["ntk", "standard"])
@@ -148,11 +156,13 @@ def test_empirical_ntk_equals_nt_empirical_ntk_fn(nt, parameterization):
     init_fn, apply_fn, _ = K.mlp(2, 16, "gelu", W_std=W_STD, b_std=0.2, parameterization=parameterization)
     _, variables = init_fn(jax.random.PRNGKey(0), x1.shape)
     ours = {impl: K.empirical_ntk(apply_fn, impl)(x1, x2, variables) for impl in ("jacobian", "ntvp")}
-    for implementation in (nt.NtkImplementation.JACOBIAN_CONTRACTION, nt.NtkImplementation.NTK_VECTOR_PRODUCTS):
+    for implementation in (nt.NtkImplementation.JACOBIAN_CONTRACTION,
+                           nt.NtkImplementation.NTK_VECTOR_PRODUCTS):
         theirs = nt.empirical_ntk_fn(apply_fn, vmap_axes=0, implementation=implementation)(x1, x2, variables)
         for impl, got in ours.items():
             # Same derivatives contracted in different orders: float64 rounding.
-            np.testing.assert_allclose(got, theirs, rtol=1e-10, atol=1e-12, err_msg=f"{impl} vs {implementation}")
+            np.testing.assert_allclose(got, theirs, rtol=1e-10, atol=1e-12,
+                                       err_msg=f"{impl} vs {implementation}")
     G1 = K.grad_features(apply_fn)(x1, variables)
     G2 = K.grad_features(apply_fn)(x2, variables)
     np.testing.assert_allclose(G1 @ G2.T, ours["jacobian"], rtol=1e-12, atol=1e-13)

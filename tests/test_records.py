@@ -174,32 +174,47 @@ def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
     assert same.algorithm["name"] == "ntk_gp_ucb"
 
 
-def test_a_previous_format_file_loads_with_a_warning(tmp_path):
-    """A format-2 file (no algorithm record: the payload of format 3 without its new keys) loads
-    with a ``UserWarning`` naming the format, and the resumed study asks exactly what the saved
-    one asks (the state and key were restored)."""
+def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
+    """A file of format 2 (the payload of format 3 without the algorithm record, dtype and
+    provenance) or 1 (nor the float64 record and the bounds) is refused with a ``ValueError``
+    naming its format, what it lacks and how to convert it; a format-3 file loads without a
+    warning and the resumed study asks exactly what the saved one asks (state and key restored).
+    A file holding something other than a dict is refused too. Mutations caught (checked):
+    formats 1 and 2 accepted again (the former ``fmt not in (1, 2, 3)`` test); the dict test of
+    ``_read_payload`` removed (an ``AttributeError`` instead)."""
     algo = A.random_search()
     study = ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(1), n_init=2)
     for _ in range(3):
         x, study = ask_tell.ask(algo, study)
         study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(jnp.asarray(x))))
     ask_tell.save(tmp_path / "new.msgpack", study)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # format 3: no warning
+        new = ask_tell.load(tmp_path / "new.msgpack", algo, BRANIN.bounds)
+    np.testing.assert_array_equal(ask_tell.ask(algo, new)[0], ask_tell.ask(algo, study)[0])
+    np.testing.assert_array_equal(new.told_y, study.told_y)
     payload = serialization.msgpack_restore((tmp_path / "new.msgpack").read_bytes())
     for k in ("algorithm", "dtype", "provenance"):
         del payload[k]
     payload["format"] = 2
     (tmp_path / "old.msgpack").write_bytes(serialization.msgpack_serialize(payload))
-    with pytest.warns(UserWarning, match="format 2 records no algorithm"):
-        old = ask_tell.load(tmp_path / "old.msgpack", algo, BRANIN.bounds)
-    np.testing.assert_array_equal(ask_tell.ask(algo, old)[0], ask_tell.ask(algo, study)[0])
-    np.testing.assert_array_equal(old.told_y, study.told_y)
+    with pytest.raises(ValueError, match=r"format 2, which records no algorithm \(its name and "
+                                         r"options cannot be checked against 'random_search'\); "
+                                         r"this ntkbo reads format 3 only"):
+        ask_tell.load(tmp_path / "old.msgpack", algo, BRANIN.bounds)
+    for k in ("told_x", "told_y", "bounds"):
+        del payload[k]
+    payload["format"] = 1
+    (tmp_path / "older.msgpack").write_bytes(serialization.msgpack_serialize(payload))
+    with pytest.raises(ValueError, match="format 1, .* nor the float64 record and the bounds"):
+        ask_tell.load(tmp_path / "older.msgpack", algo, BRANIN.bounds)
     payload["format"] = 99
     (tmp_path / "future.msgpack").write_bytes(serialization.msgpack_serialize(payload))
     with pytest.raises(ValueError, match="format 99"):
         ask_tell.load(tmp_path / "future.msgpack", algo, BRANIN.bounds)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # format 3: no warning
-        ask_tell.load(tmp_path / "new.msgpack", algo, BRANIN.bounds)
+    (tmp_path / "array.msgpack").write_bytes(serialization.msgpack_serialize(np.zeros(3)))
+    with pytest.raises(ValueError, match="not an ntkbo study file .it holds a ndarray, not a dict"):
+        ask_tell.load(tmp_path / "array.msgpack", algo, BRANIN.bounds)
 
 
 # ---- the command line ----------------------------------------------------------------------------

@@ -98,9 +98,11 @@ def test_bad_spaces_name_the_parameter(params, match):
 @pytest.mark.parametrize("values, match", [
     ({"lr": 1e-3}, "missing parameters"),
     ({"lr": 1.0, "dropout": 0.0, "layers": 1, "width": 16, "act": "relu"}, "'lr': 1.0 is outside"),
-    ({"lr": 1e-3, "dropout": 0.0, "layers": 2.5, "width": 16, "act": "relu"}, "'layers': expected an integer"),
+    ({"lr": 1e-3, "dropout": 0.0, "layers": 2.5, "width": 16, "act": "relu"},
+     "'layers': expected an integer"),
     ({"lr": 1e-3, "dropout": 0.0, "layers": 1, "width": 16, "act": "elu"}, "'act': 'elu' is not one of"),
-    ({"lr": 1e-3, "dropout": 0.0, "layers": 1, "width": 16, "act": "relu", "x": 1}, r"unknown parameters \['x'\]"),
+    ({"lr": 1e-3, "dropout": 0.0, "layers": 1, "width": 16, "act": "relu", "x": 1},
+     r"unknown parameters \['x'\]"),
 ])
 def test_bad_values_name_the_parameter(values, match):
     with pytest.raises(ValueError, match=match):

@@ -14,9 +14,10 @@ import ntkbo
 from algo_checks import assert_distinct
 from ntkbo import data as D
 from ntkbo import gp as G
+from ntkbo.kernels import as_kernel, empirical_ntk, mlp, mlp_spec
+
 # The module (``ntkbo.algorithms.sto_bnts`` the attribute is the factory function of the same name).
 S = importlib.import_module("ntkbo.algorithms.sto_bnts")
-from ntkbo.kernels import as_kernel, empirical_ntk, mlp, mlp_spec
 
 # Training data shared by the exactness tests: 6 valid rows in a buffer of capacity 8 (the padding
 # rows hold junk that must not matter), standardised targets, 3 test points: one between the data,

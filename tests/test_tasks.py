@@ -99,14 +99,14 @@ def _length_in_obstacles(a, b):
     d = b - a
     intervals = []
     lo, hi = rover.TREES - rover.TREE_HALF_SIDE, rover.TREES + rover.TREE_HALF_SIDE
-    for l, h in zip(lo, hi):
+    for low, h in zip(lo, hi):
         t0, t1 = 0.0, 1.0
         for k in range(2):
             if d[k] == 0:
-                if not l[k] <= a[k] < h[k]:
+                if not low[k] <= a[k] < h[k]:
                     t0, t1 = 1.0, 0.0
             else:
-                s0, s1 = sorted(((l[k] - a[k]) / d[k], (h[k] - a[k]) / d[k]))
+                s0, s1 = sorted(((low[k] - a[k]) / d[k], (h[k] - a[k]) / d[k]))
                 t0, t1 = max(t0, s0), min(t1, s1)
         if t1 > t0:
             intervals.append((t0, t1))

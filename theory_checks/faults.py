@@ -106,7 +106,8 @@ def parse(fault: str) -> tuple[str, float | None]:
         try:
             value = float(arg)
         except ValueError:
-            raise ValueError(f"fault: {name} needs a factor, e.g. {name}:1.02, got {fault!r}")
+            raise ValueError(f"fault: {name} needs a factor, e.g. {name}:1.02, "
+                             f"got {fault!r}") from None
         if not value > 0:
             raise ValueError(f"fault: the {name} factor must be positive, got {fault!r}")
         return name, value

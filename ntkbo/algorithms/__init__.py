@@ -310,7 +310,8 @@ def record_differences(saved_name, saved_config: dict | None, algo: Algorithm) -
     Names are compared through ``base_name`` with the configs, so a save from ``gp_ucb`` matches
     ``gp(acquisition="ucb")``."""
     given_name = getattr(algo, "name", None)
-    given = None if getattr(algo, "config", None) is None else algo.config.to_json()
+    config = getattr(algo, "config", None)
+    given = None if config is None else config.to_json()
     if saved_name is None and given_name is None:
         return []
     if saved_name is None or given_name is None or base_name(saved_name) != base_name(given_name):

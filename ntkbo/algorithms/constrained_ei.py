@@ -20,7 +20,7 @@ feasibility alone, as Gardner et al. prescribe. Sign convention: minimisation, `
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,7 +42,7 @@ class ConstrainedKernelBOState(NamedTuple):
     """``objective``: the objective's ``KernelBOState``; ``constraints``: ``K`` more, one per
     constraint (the same ``x``)."""
 
-    objective: object
+    objective: Any  # gp_bo.KernelBOState (gp_bo imports this module)
     constraints: tuple
 
     @property

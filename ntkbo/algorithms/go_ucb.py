@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, NamedTuple, Union
+from typing import Any, Callable, NamedTuple, Union, cast
 
 import jax
 import jax.numpy as jnp
@@ -369,7 +369,8 @@ def fit_oracle(apply_w: Callable[[Array, Array], Array], w_init: Array, z: Array
             w, s = carry
             _, grad = vg(w)
             upd, s = opt.update(grad, s, w)
-            return (optax.apply_updates(w, upd), s), None
+            # optax types its result as any pytree; on an array it is an array
+            return (cast(Array, optax.apply_updates(w, upd)), s), None
 
         (w, _), _ = jax.lax.scan(step, (w, opt.init(w)), None, length=num_steps)
         val = loss(w)
@@ -855,7 +856,9 @@ def go_ucb(
     num_best = 4
     beta_fn = beta_schedule(beta, horizon, F, beta_scale)
     model = functools.lru_cache(maxsize=None)(lambda d: flat_network(init_fn, apply_fn, d))
+    oracle: dict[str, Any]  # options of several types, passed as **oracle
     oracle = dict(learning_rate=oracle_learning_rate, optimizer=oracle_optimizer)
+    step_opts: dict[str, Any]  # options of several types, passed as **step_opts
     step_opts = dict(q=q, optimistic=optimistic, num_best=num_best, num_candidates=num_candidates,
                      num_restarts=num_restarts, num_steps=num_steps, joint_steps=joint_steps,
                      joint_learning_rate=joint_learning_rate)

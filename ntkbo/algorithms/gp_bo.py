@@ -43,7 +43,7 @@ GP baseline (:data:`PRESETS_BY_NAME`: squared-exponential ARD kernel, refitted e
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -86,7 +86,8 @@ _GRID_MAX = 1 << 16
 #:
 #: Not in the preset: the thesis's PINN-BO chapter (Section 5.4.1) used a Matern kernel
 #: (``get("gp_ei", kernel="matern52", ard=True)``); GO-UCB's baselines used library defaults it
-#: does not state (Liu and Wang 2023, Section 6); UCB's ``beta``, which no paper states (STO-BNTS's code: ``mean + 1.0
+#: does not state (Liu and Wang 2023, Section 6); UCB's ``beta``, which no paper states (STO-BNTS's
+#: code: ``mean + 1.0
 #: std``, i.e. ``beta=1``). Not expressible: the libraries' fits (GPflow's plain maximum likelihood,
 #: the GPyTorch priors of BoTorch before 0.12, GPy's refits every 20 iterations with 10 restarts in
 #: STO-BNTS's code), for which ntkbo's MAP with dimension-scaled priors and L-BFGS stands; their
@@ -138,10 +139,10 @@ class _Model(NamedTuple):
     log_prior: Callable[[Any, int], Array]  # (params, d) -> scalar
     fitted: Callable[[Any], Any]  # params -> mask pytree of which leaves are fitted (bool)
     # (d, dtype) -> params with a leading axis of starts: the fit's starts besides the warm one
-    restarts: Callable[[int, Any], Any] = None
+    restarts: Optional[Callable[[int, Any], Any]] = None
     # (model, params, data, num_steps, jitter, restarts) -> (params, loss): a fit other than
     # fit_hyperparameters (gp's ard="auto": select_by_bic); None: fit_hyperparameters
-    fit: Callable = None
+    fit: Optional[Callable] = None
 
 
 def neg_log_posterior(model: _Model, params, data: D.Data, jitter=None) -> Array:

@@ -207,7 +207,7 @@ class NeuralBOState(NamedTuple):
     bounds: Array
     params0: Params
     params: Params
-    u: Array
+    u: Union[Array, G.Factor]
     train_loss: Array
     train_ok: Array
     train_r2: Array
@@ -364,7 +364,8 @@ def candidates(key: Array, z: Array, y: Array, mask: Array, noise: Array, *, num
                sampler: str) -> Array:
     """The discretisation ``D_t`` of the unit cube for one suggest (``thompson_select``):
     ``num_candidates`` quasi-random points (``sampler``: scrambled Sobol up to
-    ``qmc.SOBOL_MAX_DIM`` dimensions, else Kronecker), then the ``k = min(num_best, C)`` valid rows of ``z`` with the smallest ``y`` (a missing one, when fewer rows are valid,
+    ``qmc.SOBOL_MAX_DIM`` dimensions, else Kronecker), then the ``k = min(num_best, C)`` valid rows
+    of ``z`` with the smallest ``y`` (a missing one, when fewer rows are valid,
     replaced by a quasi-random point), then ``num_perturbations`` Gaussian perturbations of those,
     ``centre + perturb_scale * noise``, clipped to the cube (the centres taken in turn).
 
@@ -475,7 +476,8 @@ def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: 
         var = variance_primal(g, u, lam) if uncertainty == "primal" else variance_diag(g, u, lam)
         return mu, var
 
-    return map_chunks(moments, zc, chunk_size or max(1, CHUNK_ENTRIES // max(row, 1)))
+    mu, var = map_chunks(moments, zc, chunk_size or max(1, CHUNK_ENTRIES // max(row, 1)))
+    return mu, var
 
 
 def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array, duplicate=None):
@@ -606,7 +608,7 @@ def nu_by_dimension(d: int) -> float:
     return NU_LOW_DIM if d <= NU_DIM_LIMIT else NU_HIGH_DIM
 
 
-def nu_schedule(nu) -> Callable[[Array, int], Array]:
+def nu_schedule(nu: float | str | Callable[[Array], Array]) -> Callable[[Array, int], Array]:
     """``nu_t`` as a function of the observation count ``t`` and the dimension ``d``:
     ``nu_repo(t)`` for ``"repo"``, ``nu_by_dimension(d)`` for ``"by_dimension"``, ``nu(t)`` when
     ``nu`` is callable, else the constant ``float(nu) >= 0``. Raises ``ValueError`` naming
@@ -770,9 +772,11 @@ def neural_bo(
         mlp_spec(depth, width, activation, W_std, b_std)
     net = functools.lru_cache(maxsize=None)(
         lambda d: network(d, depth, width, activation, W_std, b_std, input_map))
+    train_opts: dict[str, Any]  # options of several types, passed as **train_opts
     train_opts = dict(learning_rate=learning_rate, num_steps=num_steps, optimizer=optimizer,
                       warm_start=warm_start, reg_center=reg_center, reduction=loss_reduction,
                       penalty=train_penalty)
+    cand_opts: dict[str, Any]  # options of several types, passed as **cand_opts
     cand_opts = dict(num_candidates=num_candidates, num_best=num_best,
                      num_perturbations=num_perturbations, perturb_scale=perturb_scale,
                      sampler=sampler)

@@ -407,6 +407,7 @@ def neural_cbo(
     mlp_spec(depth, width, activation, 1.0, b_std)  # validates the architecture arguments
     K = int(n_constraints)
     lr_adam = 1e-2 if learning_rate is None else float(learning_rate)
+    cand_opts: dict[str, Any]  # options of several types, passed as **cand_opts
     cand_opts = dict(num_candidates=num_candidates, num_best=num_best,
                      num_perturbations=num_perturbations, perturb_scale=perturb_scale)
 

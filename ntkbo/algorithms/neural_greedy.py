@@ -76,7 +76,8 @@ INPUT_MAPS = ("cube", "sphere")
 #:   hidden layer of width 5000; ``gamma = 1`` (the value of its baselines; its own runs tuned
 #:   ``gamma`` in ``[0.5, 5]`` per function and do not report the choice, Figs. 4-5); ``nu = 1``,
 #:   ``sigma = 0`` (no target noise, no regulariser, F.2); Adam at ``1e-3`` (F.2; the number of
-#:   steps is not given: ``num_steps=None``, Adam's 1000 in ntkbo); the surrogate minimised from 10 uniform random starts,
+#:   steps is not given: ``num_steps=None``, Adam's 1000 in ntkbo); the surrogate minimised from 10
+#:   uniform random starts,
 #:   500 gradient steps each, the best kept, no observed points as starts (F.2); ``T_e = 10``
 #:   (Section 2: "typically <= 10").
 #:

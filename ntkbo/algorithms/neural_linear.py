@@ -83,7 +83,8 @@ NUM_BEST = 4
 #:   acquisition from 10 random starts, 500 gradient steps each.
 #:
 #: Not expressible, so ntkbo's choice stays: tanh (``"erf"``, no closed-form kernel); pybnn's
-#: minibatches of 10 (an epoch is ``ceil(n / 10)`` Adam steps; here one full-batch step per epoch), its PyTorch
+#: minibatches of 10 (an epoch is ``ceil(n / 10)`` Adam steps; here one full-batch step per epoch),
+#: its PyTorch
 #: initialisation (``U(+-1 / sqrt(fan_in))``, standard parameterisation) and its inputs scaled to
 #: zero mean and unit variance (the unit cube here); DNGO's MCMC over ``alpha, beta`` (type-II
 #: maximum likelihood here); the Greedy paper's final bias at 0, uniform random starts (Sobol here)
@@ -355,6 +356,7 @@ def neural_linear(
     def suggest(key, state):
         dtype = state.bounds.dtype
         mask, z, ys, unit = unit_view(state.data, state.bounds, y_transform)
+        opt: dict[str, Any]  # options of several types, passed as **opt
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts,
                    x_best=best_points(z, ys, mask, NUM_BEST), num_steps=num_acq_steps,
                    method=acq_method, observed=jnp.where(mask[:, None], z, jnp.nan))

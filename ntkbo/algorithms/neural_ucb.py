@@ -90,7 +90,8 @@ NUM_BEST = 4
 #:
 #: Not expressible, so ntkbo's choice stays: training (Greedy paper: Adam at ``1e-3``; the
 #: STO-BNTS paper used the NeuralTS code's training, whose settings it does not state): ntkbo's
-#: ``J = 100`` GD steps from ``theta_0``; F.2's final bias initialised at 0 (``b_std`` draws every bias); uniform random
+#: ``J = 100`` GD steps from ``theta_0``; F.2's final bias initialised at 0 (``b_std`` draws every
+#: bias); uniform random
 #: starts (Sobol here) and a fixed-step gradient descent (``"pgd"``); the ``NUM_BEST`` best
 #: observed points always added as starts; the inputs and output scaling (unit sphere,
 #: standardised outputs), which neither paper states.
@@ -156,8 +157,15 @@ def ucb_bonus(g: Array, nu, lam, *, u: str = "full", g_obs=None, mask=None, u_di
     * ``"diag"``: ``U ~ diag(U) = lam + sum_i g_i^2`` (the authors' code, and how the STO-BNTS paper
       ran both baselines; ``neural_bo.variance_diag``): ``O(p)`` state.
     """
-    chol = dual_factor(g_obs, mask, lam, jitter) if u == "full" else None
-    return nu * jnp.sqrt(jnp.maximum(_quad(g, u, lam, g_obs, mask, chol, u_diag), 0.0))
+    if u == "full":
+        if g_obs is None or mask is None:
+            raise ValueError("ucb_bonus: u='full' needs g_obs and mask (the observed features)")
+        quad = variance_dual(g, g_obs, mask, dual_factor(g_obs, mask, lam, jitter)) / lam
+    else:
+        if u_diag is None:
+            raise ValueError(f"ucb_bonus: u={u!r} needs u_diag (the diagonal of U)")
+        quad = variance_diag(g, u_diag, 1.0)
+    return nu * jnp.sqrt(jnp.maximum(quad, 0.0))
 
 
 def ts_std(g: Array, nu, lam, **kwargs) -> Array:
@@ -236,6 +244,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         dtype = state.bounds.dtype
         mask, z, ys, unit = unit_view(state.data, state.bounds, y_transform)
         starts = best_points(z, ys, mask, NUM_BEST)
+        opt: dict[str, Any]  # options of several types, passed as **opt
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts, x_best=starts,
                    num_steps=num_acq_steps, method=acq_method,
                    observed=jnp.where(mask[:, None], z, jnp.nan))

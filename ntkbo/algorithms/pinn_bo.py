@@ -85,7 +85,8 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #:   starts, weight decay toward 0 (``reg_center="zero"``), 40,000 uniform residual points, the
 #:   argmin of 50,000 uniform candidates (its Adam refinement received no gradient: ``"none"``;
 #:   ntkbo's candidates are scrambled Sobol points plus the best observed points and
-#:   perturbations of them, which no option removes), biases on; the network and training of three of its seven problem configs (Rastrigin-20,
+#:   perturbations of them, which no option removes), biases on; the network and training of three
+#:   of its seven problem configs (Rastrigin-20,
 #:   Michalewicz-30, Cosine Mixture-50): 4 ``Linear`` layers (3 hidden) of 50, learning rate
 #:   ``0.01``, 200 epochs.
 #: * ``pinn_ntk_gp``, ``"paper"``: the GP of Definition 5.3.1 / Lemma 5.3.4 on that network's NTK

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 
 from ntkbo.validation import check_bounds, check_int
 from ntkbo import data as D

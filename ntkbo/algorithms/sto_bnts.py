@@ -43,7 +43,7 @@ limit for the trained network, and for its own kernel, the empirical NTK, for th
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple, Union
+from typing import Any, Callable, NamedTuple, Union, cast
 
 import jax
 import jax.numpy as jnp
@@ -198,7 +198,7 @@ def jvp_term(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array) -> Ar
 
 
 def member_fn(apply_fn: ApplyFn, theta: Params, theta0: Params, theta0p: Params, z: Array,
-              beta=1.0) -> Array:
+              beta: float | Array = 1.0) -> Array:
     """STO-BNTS's ``f~(z; theta) = beta [f(z; theta) + <grad f(z; theta_0), theta_0'>]`` ``(n,)``
     (``theta_0'`` with its readout already zeroed, :func:`zero_last_layer`).
 
@@ -212,7 +212,7 @@ def member_fn(apply_fn: ApplyFn, theta: Params, theta0: Params, theta0p: Params,
 
 
 def linearized_member_fn(apply_fn: ApplyFn, theta: Params, theta0: Params, theta0p: Params,
-                         z: Array, beta=1.0) -> Array:
+                         z: Array, beta: float | Array = 1.0) -> Array:
     """STO-BNTS's ``f~`` linearised at ``theta_0`` ``(n,)`` (``optimizer="linearized"``)::
 
         f~_lin(z; theta) = f~(z; theta_0) + <grad f~(z; theta_0), theta - theta_0>
@@ -241,7 +241,7 @@ def trained_member_fn(optimizer: str) -> Callable:
 
 
 def linear_member_fn(apply_fn: ApplyFn, theta: Params, theta0p: Params, z: Array,
-                     beta=1.0) -> Array:
+                     beta: float | Array = 1.0) -> Array:
     """STO-BNTS-Linear's ``f~(z; theta) = beta <grad f(z; theta_0'), theta>`` ``(n,)``: a JVP, not
     ``nt.linearize`` (no ``f(z; theta_0')`` offset). Its kernel is ``beta^2 Theta~``, the
     empirical NTK ``grad f(.; theta_0') P^-1 grad f(.; theta_0')^T`` at ``theta_0'``, for which
@@ -251,7 +251,8 @@ def linear_member_fn(apply_fn: ApplyFn, theta: Params, theta0p: Params, z: Array
 
 def _sqnorm_weighted(a: Params, b: Params, prec: Params) -> Array:
     leaves = zip(*(jax.tree_util.tree_leaves(t) for t in (a, b, prec)))
-    return sum(jnp.sum(w * (x - y) ** 2) for x, y, w in leaves)
+    # a sum of arrays (``sum``'s start 0 is typed apart)
+    return cast(Array, sum(jnp.sum(w * (x - y) ** 2) for x, y, w in leaves))
 
 
 def _precision(var: Params) -> Params:
@@ -296,7 +297,7 @@ def _dual_solve(jw: Array, gram: Array, b: Array, mask: Array, diag) -> Array:
 
 
 def linear_solve(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y: Array,
-                 mask: Array, lam, prior_var: Params, beta=1.0, jitter=None,
+                 mask: Array, lam, prior_var: Params, beta: float | Array = 1.0, jitter=None,
                  return_info: bool = False):
     """The trained STO-BNTS-Linear parameters in closed form (Appendix A)::
 
@@ -338,7 +339,7 @@ def linear_solve(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
 
 
 def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y: Array,
-                 mask: Array, lam, prior_var: Params, beta=1.0, *,
+                 mask: Array, lam, prior_var: Params, beta: float | Array = 1.0, *,
                  optimizer: str = "levenberg_marquardt", num_steps: int = 10, learning_rate=None,
                  reduction: str = "sum", jitter=None, tol=None):
     """Trains STO-BNTS's ``f~`` (:func:`member_fn`) from ``theta_0`` on loss (1).
@@ -471,7 +472,7 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
             lr = jnp.asarray(learning_rate, flat0.dtype)
         value_and_grad = jax.value_and_grad(loss_gd)
 
-        def step(carry, _):
+        def gd_step(carry, _):
             # Keeps the lowest-loss iterate, so a divergent learning rate cannot return a worse
             # network than theta_0 (flagged by ``ok``).
             flat, best, best_loss = carry
@@ -482,7 +483,7 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
             return (flat - lr * g, best, best_loss), None
 
         init = (flat0, flat0, loss_gd(flat0))
-        (last, flat, best_loss), _ = jax.lax.scan(step, init, None, length=num_steps)
+        (last, flat, best_loss), _ = jax.lax.scan(gd_step, init, None, length=num_steps)
         last_loss = loss_gd(last)
         last_ok = jnp.isfinite(last_loss) & (last_loss <= init[2])
         flat = jnp.where(last_loss <= best_loss, last, flat)
@@ -526,8 +527,8 @@ def draw_params(key, prior_var: Params, num: int | None = None):
 
 
 def sample_linear_member(key, apply_fn, theta0p: Params, z: Array, y: Array, mask: Array, lam,
-                         prior_var: Params, beta=1.0, perturb_targets: bool = False, jitter=None,
-                         theta0: Params | None = None):
+                         prior_var: Params, beta: float | Array = 1.0,
+                         perturb_targets: bool = False, jitter=None, theta0: Params | None = None):
     """One STO-BNTS-Linear draw with the features ``theta_0'`` given (Algorithm 2, lines 5-6).
 
     ``key`` gives ``theta_0 ~ init`` (unless ``theta0`` is given) and, with ``perturb_targets``, the
@@ -548,7 +549,8 @@ def sample_linear_member(key, apply_fn, theta0p: Params, z: Array, y: Array, mas
 
 
 def sample_member(key, apply_fn, depth: int, z: Array, y: Array, mask: Array, lam,
-                  prior_var: Params, beta=1.0, perturb_targets: bool = False, **train_kwargs):
+                  prior_var: Params, beta: float | Array = 1.0, perturb_targets: bool = False,
+                  **train_kwargs):
     """One STO-BNTS draw (Algorithm 1, lines 4-7): ``theta_0``, ``theta_0'`` (readout zeroed) and
     the target noise from ``key``; trained by :func:`train_member` (``train_kwargs``).
 

@@ -21,8 +21,16 @@ the papers' real-world tasks (robot pushing, rover, Lunar Lander, tuning: host p
 # and the algorithms need none of this package (they take any object with ``ntkbo.objective``'s
 # ``Problem`` protocol; PINN-BO's ``Pde`` type lives in the neutral ``ntkbo.pde``).
 import importlib
+from typing import TYPE_CHECKING
 
 from ntkbo.benchmarks.problem import Problem, relative_noise_std, uniform
+
+if TYPE_CHECKING:  # the lazy names below, for type checkers (never imported at run time)
+    from ntkbo.benchmarks import synthetic, tasks
+    from ntkbo.benchmarks.optima import separable_minimum
+    from ntkbo.benchmarks.registry import names
+    from ntkbo.benchmarks.suites import get, suite, suite_names
+    from ntkbo.benchmarks.tasks.host import numpy_problem
 
 #: Public names defined in submodules, loaded on first access: name -> (module, attribute).
 _LAZY = {

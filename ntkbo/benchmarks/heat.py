@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -137,7 +137,8 @@ def solve(case: int, num_terms: int = NUM_TERMS, quad_nodes: int = QUAD_NODES) -
     """
     if case not in BOUNDARY_CONDITIONS:
         raise ValueError(f"case must be one of {CASES}, got {case!r}")
-    return _solve(int(case), int(num_terms), int(quad_nodes), bool(jax.config.jax_enable_x64))
+    return _solve(int(case), int(num_terms), int(quad_nodes),
+                  bool(jax.config.read("jax_enable_x64")))
 
 
 @functools.lru_cache(maxsize=None)
@@ -223,7 +224,7 @@ def objective(case: int) -> Callable[[Array], Array]:
     """
     if case not in BOUNDARY_CONDITIONS:
         raise ValueError(f"case must be one of {CASES}, got {case!r}")
-    return _objective(int(case), bool(jax.config.jax_enable_x64))
+    return _objective(int(case), bool(jax.config.read("jax_enable_x64")))
 
 
 @functools.lru_cache(maxsize=None)
@@ -245,14 +246,14 @@ def boundary_minimum(fn: Callable[[Array], Array], num: int = 4001) -> tuple[flo
     """``(min fn, argmin)`` over the boundary of ``[0, L]^2``: dense search on each side, refined by
     scipy's bounded scalar minimiser around the best grid point (the maximum principle puts the
     extremum of a harmonic function on the boundary)."""
-    from scipy.optimize import minimize_scalar
+    from scipy.optimize import OptimizeResult, minimize_scalar
 
     f1 = jax.jit(fn)
     fb = jax.jit(jax.vmap(fn))
     t = np.linspace(0.0, L, num)
     paths = [lambda s: np.stack([np.zeros_like(s), s], -1), lambda s: np.stack([np.full_like(s, L), s], -1),
              lambda s: np.stack([s, np.zeros_like(s)], -1), lambda s: np.stack([s, np.full_like(s, L)], -1)]
-    best = (np.inf, None)
+    best_val, best_x = np.inf, None
     h = t[1] - t[0]
     for path in paths:
         v = np.asarray(fb(jnp.asarray(path(t))))
@@ -260,8 +261,11 @@ def boundary_minimum(fn: Callable[[Array], Array], num: int = 4001) -> tuple[flo
         lo, hi = max(t[i] - h, 0.0), min(t[i] + h, L)
         res = minimize_scalar(lambda s: float(f1(jnp.asarray(path(np.array([s]))[0]))),
                               bounds=(lo, hi), method="bounded", options={"xatol": 1e-12})
+        res = cast(OptimizeResult, res)  # scipy types the result as object
         cand = [(float(v[i]), path(t[i:i + 1])[0]), (float(res.fun), path(np.array([res.x]))[0])]
         for val, xs in cand:
-            if val < best[0]:
-                best = (val, xs)
-    return best
+            if val < best_val:
+                best_val, best_x = val, xs
+    if best_x is None:
+        raise ValueError("fn: no finite value below inf on the boundary of [0, L]^2")
+    return best_val, best_x

@@ -53,13 +53,13 @@ def separable_minimum(
       Runs in the default JAX float precision (float64 when ``jax_enable_x64`` is on). Call
       outside ``jit``.
     """
-    lower = tuple(float(v) for v in np.ravel(lower))
-    upper = tuple(float(v) for v in np.ravel(upper))
+    lo = tuple(float(v) for v in np.ravel(lower))  # hashable: the cache's key
+    hi = tuple(float(v) for v in np.ravel(upper))
     if grid_size is None:
-        grid_size = max(20_001, 64 * len(lower) + 1)
+        grid_size = max(20_001, 64 * len(lo) + 1)
     value, x = _cached(
-        terms, lower, upper, int(grid_size), int(candidates), int(iterations),
-        bool(jax.config.jax_enable_x64),
+        terms, lo, hi, int(grid_size), int(candidates), int(iterations),
+        bool(jax.config.read("jax_enable_x64")),
     )
     return value, x.copy()
 

@@ -48,7 +48,6 @@ from ntkbo.pde import Pde
 Array = jax.Array
 
 __all__ = [
-    "Pde",
     "COSINE_MIXTURE",
     "DROPWAVE",
     "EULER_BEAM",

@@ -15,14 +15,16 @@ feasible iff every ``c_k(x) <= 0``), and PDE operators ``N[f] = g`` for PINN-BO.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from ntkbo.objective import violation  # noqa: F401  (re-exported; the drivers' own)
-from ntkbo.pde import Pde  # re-exported; it lives in ntkbo.pde, so algorithms need no benchmarks
+
+if TYPE_CHECKING:  # the ``pde`` field's type (import it from ntkbo.pde)
+    from ntkbo.pde import Pde
 
 Array = jax.Array
 
@@ -62,6 +64,9 @@ class Problem:
     constraints: Optional[Callable[[Array], Array]] = struct.field(pytree_node=False, default=None)
     constraint_noise_std: float = 0.0
 
+    if TYPE_CHECKING:  # added by flax.struct at run time (``dataclasses.replace``)
+        def replace(self, **updates) -> Problem: ...
+
     @property
     def dim(self) -> int:
         """The input dimension ``d`` (static: read from the shape of ``bounds``)."""
@@ -91,7 +96,8 @@ class Problem:
             return 0
         # through a lambda: eval_shape keeps a weak reference to its function, which a callable
         # NamedTuple (the suites' ``Transformed``) does not allow
-        shape = jax.eval_shape(lambda x: self.constraints(x),
+        constraints = self.constraints
+        shape = jax.eval_shape(lambda x: constraints(x),
                                jax.ShapeDtypeStruct((self.dim,), self.bounds.dtype)).shape
         if len(shape) != 1:
             raise ValueError(f"problem {self.name!r}: constraints must map x (d,) to (K,), "

@@ -34,6 +34,7 @@ from ntkbo.benchmarks import pde as P
 from ntkbo.benchmarks import synthetic as S
 from ntkbo.benchmarks.optima import separable_minimum
 from ntkbo.benchmarks.problem import Problem, relative_noise_std
+from ntkbo.pde import Pde
 
 # ----------------------------------------------------------------------------------------------
 # optimum rules: (dim, lower, upper, in_standard_box) -> (value | None, minimisers (k, d) | None)
@@ -136,7 +137,7 @@ class _Entry(NamedTuple):
     dims: Optional[tuple[int, ...]] = None  # fixed dimensions; None = any d >= min_dim
     min_dim: int = 1
     constraints: Optional[Callable] = None  # x (d,) -> (K,), feasible iff all <= 0
-    pde: Optional[P.Pde] = None  # N[f] = g obeyed by fn (PINN-BO, ntkbo.benchmarks.pde)
+    pde: Optional[Pde] = None  # N[f] = g obeyed by fn (PINN-BO, ntkbo.benchmarks.pde)
 
 
 _ENTRIES: dict[str, _Entry] = {
@@ -371,7 +372,8 @@ def names() -> list[str]:
     ``get`` also accepts other spellings ("Styblinski-Tang", "Michalewics", "BraninHoo", ...):
     case, spaces, hyphens and underscores are ignored.
     """
-    return sorted([*_ENTRIES, *_TASK_NAMES])  # includes "heat_equation_1", ... (also: get("heat_equation", case=1))
+    # includes "heat_equation_1", ... (also: get("heat_equation", case=1))
+    return sorted([*_ENTRIES, *_TASK_NAMES])
 
 
 def _dims_text(entry: _Entry) -> str:
@@ -513,7 +515,8 @@ def get(
         raise ValueError(f"noise_scale={noise_scale!r} must be a finite float > 0")
 
     value, minimisers = _optimum(
-        name, dim, tuple(lower), tuple(upper), in_standard, bool(jax.config.jax_enable_x64)
+        name, dim, tuple(lower), tuple(upper), in_standard,
+        bool(jax.config.read("jax_enable_x64"))
     )
     problem = Problem(
         name=name,

@@ -175,6 +175,9 @@ def _build(name: str, index: int, _x64: bool) -> Problem:
         fn = Transformed(base.fn, tuple(c.tolist()), tuple(shift.tolist()), rotation)
         minimisers = x_star[None, :]
     else:  # global lower bound f*: put the first listed minimiser at the target x_g
+        if base.optimum is None or base.optimizer is None:
+            raise ValueError(f"suite {name!r}: a moved {member.family!r} needs its known optimum "
+                             "and minimiser")
         x_star = np.asarray(base.optimizer, float)
         x_goal = c + h * _target(rng, member.dim)
         shift = x_goal - c - (x_star[0] - c) @ (np.eye(member.dim) if q is None else q)
@@ -198,7 +201,7 @@ def suite(name: str = "dev") -> dict[str, Problem]:
     ``optimizer`` (module docstring)."""
     if name not in _SUITES:
         raise ValueError(f"suite name={name!r} is not known; valid suites: {', '.join(_SUITES)}")
-    x64 = bool(jax.config.jax_enable_x64)
+    x64 = bool(jax.config.read("jax_enable_x64"))
     return {_label(m): _build(name, i, x64) for i, m in enumerate(_SUITES[name])}
 
 

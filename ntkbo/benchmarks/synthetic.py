@@ -320,9 +320,9 @@ _HARTMANN6_P = 1e-4 * np.array(
 
 def _hartmann(x: Array, a: np.ndarray, p: np.ndarray) -> Array:
     x = _as_float(x)
-    a, p = jnp.asarray(a, x.dtype), jnp.asarray(p, x.dtype)
+    aj, pj = jnp.asarray(a, x.dtype), jnp.asarray(p, x.dtype)
     alpha = jnp.asarray(_HARTMANN_ALPHA, x.dtype)
-    return -jnp.sum(alpha * jnp.exp(-jnp.sum(a * (x - p) ** 2, axis=-1)))
+    return -jnp.sum(alpha * jnp.exp(-jnp.sum(aj * (x - pj) ** 2, axis=-1)))
 
 
 def hartmann3(x: Array) -> Array:

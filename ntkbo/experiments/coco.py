@@ -337,8 +337,9 @@ def _save_runs(out: str, meta: dict, per_dim: dict) -> dict:
 def key_data(key):
     """The raw ``uint32`` data of ``key`` (typed or raw)."""
     import jax
+    import jax.numpy as jnp
 
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(key)
     return key
 

@@ -88,6 +88,8 @@ def run_cell(cell, out: str, *, chunk: int = 5, quiet: bool = False, command: st
                                      else ""))
         last = progress
     bar.close()
+    if last is None:
+        raise RuntimeError(f"loop.minimize_chunks yielded nothing for cell {cell.cell_id!r}")
     wall = time.time() - t0
     metric = np.asarray(loop.best_regret_plus_violation(last.f, last.c, optimum))
     arrays = {"x": last.x, "y": last.y, "f": last.f, "c": last.c, "c_obs": last.c_obs,
@@ -154,7 +156,7 @@ def summary_lines(rep: dict) -> list[str]:
         for a in order:
             d = algos[a]
             w = (d.get("vs_reference") or {}).get("algorithm_lower")
-            verdict = "(reference)" if a == ref else (
+            verdict = "(reference)" if a == ref else "(no test)" if w is None else (
                 f"{'yes' if w['rejected'] else 'no '}  p = {w['p']:.2g} (adjusted {w['p_bh']:.2g})")
             lines.append(f"  {a:<15} {d['mean']:>9.3g} {d['sd']:>9.3g} {d['median']:>9.3g}"
                          + (f" {d['mean_log10']:>10.3g}" if logs else "") + f"   {verdict}")

@@ -43,7 +43,7 @@ import json
 import math
 import os
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -124,11 +124,11 @@ def _problem_keys(cells: list[Cell]) -> list[str]:
     return [c.problem if len(dims[c.problem]) == 1 else f"{c.problem} d={c.dim}" for c in cells]
 
 
-def _ordered(labels, spec_order):
-    seen = []
-    for l in list(spec_order) + list(labels):
-        if l in labels and l not in seen:
-            seen.append(l)
+def _ordered(labels: list[str], spec_order: list) -> list[str]:
+    seen: list[str] = []
+    for label in list(spec_order) + list(labels):
+        if label in labels and label not in seen:
+            seen.append(label)
     return seen
 
 
@@ -170,8 +170,8 @@ def summarise(spec: dict | None, cells: list[Cell], reference: str | None = None
     ranks = stats.average_ranks(mean_table)
 
     ref_source = "--reference"
-    if reference is None and (spec or {}).get("reference"):
-        reference, ref_source = spec["reference"], "spec.json"
+    if reference is None and (named := (spec or {}).get("reference")):
+        reference, ref_source = named, "spec.json"
     if reference is None:  # nothing named: the best average rank
         reference, ref_source = algos[int(np.nanargmin(ranks))], "best average rank (none named)"
     if reference not in algos:
@@ -268,7 +268,7 @@ FIGURE_FORMATS = ("png", "pdf", "svg")
 #: savefig settings per format. TrueType (Type 42) fonts in the PDF, as publishers ask instead of
 #: matplotlib's default Type 3; no creation date in the PDF and SVG and a fixed SVG id salt, so
 #: that the same cells give the same files.
-_SAVE_RC = {"pdf.fonttype": 42, "svg.hashsalt": "ntkbo"}
+_SAVE_RC: dict[Any, Any] = {"pdf.fonttype": 42, "svg.hashsalt": "ntkbo"}  # matplotlib rc keys
 _SAVE_METADATA = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
 
 
@@ -304,7 +304,7 @@ def plot_problem(stem: str, title: str, cells: dict, order: list, plt=None,
         ax.axvline(n_init, color="0.6", ls=":", lw=1)
     ylabel = {"regret": "log10 simple regret (best so far)",
               "regret+violation": "log10 (best regret + violation)",
-              "f": "best f so far", "f+violation": "best f + violation so far"}.get(kind, "")
+              "f": "best f so far", "f+violation": "best f + violation so far"}.get(kind or "", "")
     ax.set_ylabel(ylabel)
     ax.set_xlabel("evaluations")
     what = "log10 values" if kind and kind.startswith("regret") else "values"
@@ -518,7 +518,7 @@ def render(summary: dict, figures: dict, plot_note: str | None,
         f"{h['wall_time_total_s']:.0f} s of cell time",
         f"- command: {one(['`' + c + '`' for c in h['command']])}",
         f"- git revision: {one(h['git_revision'])}",
-        f"- versions: " + one([", ".join(f"{k} {v}" for k, v in sorted(vs.items()))
+        "- versions: " + one([", ".join(f"{k} {v}" for k, v in sorted(vs.items()))
                                for vs in h["versions"]]),
         f"- reference: **{ref}** ({summary['reference_source']})",
         "",
@@ -619,7 +619,8 @@ def write_report(out: str, reference: str | None = None, plots: bool = True) -> 
         paths = {"csv": os.path.join(out, "tables", f"{t.name}.csv"),
                  "tex": os.path.join(out, "tables", f"{t.name}.tex")}
         for fmt, text in (("csv", table_csv(t)), ("tex", table_latex(t))):
-            store.atomic_write(paths[fmt], lambda fh, b=text.encode(): fh.write(b))
+            data = text.encode()
+            store.atomic_write(paths[fmt], lambda fh, b=data: fh.write(b))
         table_files[t.name] = paths
     text = render(summary, figures, note, tabs)
     path = os.path.join(out, "report.md")

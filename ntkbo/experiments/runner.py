@@ -332,7 +332,7 @@ def check_compatible(out: str, spec: Spec, scale: str, cells: list[Cell]) -> Non
     for path in store.list_cells(out):
         meta = store.read_meta(path)
         cid = meta.get("cell_id")
-        cell = by_id.get(cid)
+        cell = by_id.get(cid) if isinstance(cid, str) else None
         if cell is None:
             raise ValueError(f"{path}: cell {cid!r} is not in this spec at scale {scale!r}; "
                              "the spec changed, use another --out")
@@ -420,8 +420,8 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
             started = _now()
             seeds_done = None
             if bar is not None:
-                def seeds_done(done, total, cid=cell.cell_id):
-                    bar.set_postfix_str(f"{cid}: {done}/{total} seeds")
+                seeds_done = lambda done, total, cid=cell.cell_id, bar=bar: bar.set_postfix_str(
+                    f"{cid}: {done}/{total} seeds")
             b = cell_block(cell, mesh) if block == "auto" else block
             arrays = run_cell(cell, mesh, b, on_seeds=seeds_done)
             algo, problem = cell.build()

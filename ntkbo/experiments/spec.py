@@ -26,7 +26,7 @@ import json
 import math
 import re
 import tomllib
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 
@@ -78,6 +78,9 @@ SCALES: dict[str, Scale] = {
 
 class _Labelled:
     """``label`` defaults to ``name``; ``id`` is the label (cell ids and report columns use it)."""
+
+    name: str  # the subclasses' fields (not fields of this mixin)
+    label: Any
 
     def __post_init__(self):
         if self.label is None:
@@ -174,7 +177,8 @@ def jsonable(v):
         v = float(v)
         return v if math.isfinite(v) else repr(v)
     if isinstance(v, tuple) and hasattr(v, "_fields"):
-        return {"type": type(v).__name__, **{k: jsonable(getattr(v, k)) for k in v._fields}}
+        return {"type": type(v).__name__,
+                **{k: jsonable(getattr(v, k)) for k in cast(Any, v)._fields}}
     if isinstance(v, (list, tuple)):
         return [jsonable(a) for a in v]
     if isinstance(v, Mapping):
@@ -201,7 +205,7 @@ def _problem(p: ProblemSpec, dim):
 
     return _problem_cached(p.name, dim, p.noise_std, json.dumps(jsonable(dict(p.options)),
                                                                 sort_keys=True),
-                           bool(jax.config.jax_enable_x64))
+                           bool(jax.config.read("jax_enable_x64")))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -434,7 +438,7 @@ class Spec:
 
         sc = self.scale(scale)
         seeds = min(self.seeds, sc.seeds or self.seeds)
-        dtype = "float64" if jax.config.jax_enable_x64 else "float32"
+        dtype = "float64" if jax.config.read("jax_enable_x64") else "float32"
         algorithm_names = set(algorithms.names())
         for i, a in enumerate(self.algorithms):
             if a.name not in algorithm_names:
@@ -446,7 +450,7 @@ class Spec:
                 continue
             dims = (None,) if p.dims is None else p.dims
             if sc.max_dim is not None and p.dims is not None:
-                dims = tuple(dict.fromkeys(min(d, sc.max_dim) for d in dims))
+                dims = tuple(dict.fromkeys(min(d, sc.max_dim) for d in p.dims))
             for dim in dims:
                 try:
                     problem = _problem(p, dim)
@@ -468,7 +472,8 @@ class Spec:
                         a = dataclasses.replace(a, options={**a.options, **sc.options[a.id]})
                     try:
                         given = algorithms.problem_options(a.name, problem, **a.options)
-                        options = jsonable(algorithms.resolved_options(a.name, **given))
+                        # a dict's jsonable form is a dict
+                        options = cast(dict, jsonable(algorithms.resolved_options(a.name, **given)))
                     except (ValueError, TypeError) as err:
                         raise ValueError(f"spec field 'algorithms[{j}]' ({a.id!r}) on problem "
                                          f"{p.id!r}: {err}") from None

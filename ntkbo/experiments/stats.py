@@ -432,4 +432,4 @@ def table2_rows(samples_by_problem: dict, reference: str, q: float = 0.05,
         for label, res in welch_against(samples, reference, alternative).items():
             rows.append([prob, label, res])
     adj = bh_adjust([r[2].pvalue for r in rows])
-    return [(p, l, r, float(a), bool(a <= q)) for (p, l, r), a in zip(rows, adj)]
+    return [(p, lab, r, float(a), bool(a <= q)) for (p, lab, r), a in zip(rows, adj)]

@@ -371,7 +371,7 @@ def make_activation(name: str, **params: float) -> Activation:
                 f"activation: {name!r} requires parameter {key!r}, e.g. (\"{name}\", {{\"{key}\": 0.1}})."
             )
         try:
-            value = float(value)
+            value = float(value)  # pyright: ignore[reportArgumentType]  (None: the TypeError below)
         except (TypeError, ValueError):
             raise ValueError(
                 f"activation: parameter {key!r} of {name!r} must be a float, got {value!r}."

@@ -9,7 +9,7 @@ neural-tangents-style ``kernel_fn(x1, x2, get)``, from ntkbo (``ntkbo.kernels.ml
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 import jax
 
@@ -20,7 +20,7 @@ Kernel = Callable[[Array, Array], Array]
 class KernelFn(Protocol):
     """A neural-tangents-style analytic kernel function."""
 
-    def __call__(self, x1: Array, x2: Optional[Array] = None, get=("nngp", "ntk")):
+    def __call__(self, x1: Array, x2: Optional[Array] = None, get: Any = ("nngp", "ntk")) -> Any:
         """``(n1, n2)`` array for a string ``get``, a namedtuple of arrays for a tuple ``get``."""
 
 

@@ -14,7 +14,7 @@ by ``ntkbo.kernels.native``, equal to neural-tangents' ``stax`` kernels to round
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import jax
 import jax.numpy as jnp
@@ -93,7 +93,8 @@ def mlp(
 
     def apply_fn(params, x: jax.Array) -> jax.Array:
         """``(n, d) -> (n, 1)``: the finite network at ``params``."""
-        return module.apply(params, x)
+        # flax types apply's result for mutable collections too; here it is the output array
+        return cast(jax.Array, module.apply(params, x))
 
     init_fn.module = apply_fn.module = module
     return init_fn, apply_fn, kernel_fn_from_spec(spec)

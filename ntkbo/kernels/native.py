@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import collections
 import functools
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import NamedTuple, Optional, Sequence, Union, overload
 
 import jax
 import jax.numpy as jnp
@@ -112,6 +112,10 @@ def input_kernel(x1: Array, x2: Optional[Array] = None, compute_ntk: bool = True
     return LayerKernel(nngp, ntk, cov1, cov2)
 
 
+@overload
+def _affine(q: Array, W_std: float, b_std: Optional[float]) -> Array: ...
+@overload
+def _affine(q: None, W_std: float, b_std: Optional[float]) -> None: ...
 def _affine(q: Optional[Array], W_std: float, b_std: Optional[float]) -> Optional[Array]:
     if q is None:
         return None

@@ -65,7 +65,7 @@ def import_neural_tangents():
         cannot be imported.
     """
     try:
-        import neural_tangents
+        import neural_tangents  # pyright: ignore[reportMissingImports]  (the nt extra, optional)
     except Exception as error:  # ImportError, or AttributeError from newer jax.
         raise ImportError(IMPORT_HELP.format(error=f"{type(error).__name__}: {error}")) from error
     return neural_tangents

@@ -25,7 +25,8 @@ def scaled_sq_dist(x1: Array, x2: Array, lengthscale) -> Array:
     return jnp.sum(diff * diff, axis=-1)
 
 
-def rbf(x1: Array, x2: Array, lengthscale=1.0, variance=1.0) -> Array:
+def rbf(x1: Array, x2: Array, lengthscale: float | Array = 1.0,
+        variance: float | Array = 1.0) -> Array:
     """Squared-exponential (RBF) kernel ``(n1, n2)``; ``lengthscale`` scalar or ``(d,)``."""
     return variance * jnp.exp(-0.5 * scaled_sq_dist(x1, x2, lengthscale))
 
@@ -37,20 +38,23 @@ def _distance(r2: Array) -> Array:
     return jnp.where(r2 > 0, jnp.sqrt(safe), 0.0)
 
 
-def matern52(x1: Array, x2: Array, lengthscale=1.0, variance=1.0) -> Array:
+def matern52(x1: Array, x2: Array, lengthscale: float | Array = 1.0,
+             variance: float | Array = 1.0) -> Array:
     """Matern-5/2 kernel ``(n1, n2)``; ``lengthscale`` scalar or ``(d,)``."""
     r2 = scaled_sq_dist(x1, x2, lengthscale)
     s5r = jnp.sqrt(5.0) * _distance(r2)
     return variance * (1.0 + s5r + 5.0 / 3.0 * r2) * jnp.exp(-s5r)
 
 
-def matern32(x1: Array, x2: Array, lengthscale=1.0, variance=1.0) -> Array:
+def matern32(x1: Array, x2: Array, lengthscale: float | Array = 1.0,
+             variance: float | Array = 1.0) -> Array:
     """Matern-3/2 kernel ``(n1, n2)``; ``lengthscale`` scalar or ``(d,)``."""
     s3r = jnp.sqrt(3.0) * _distance(scaled_sq_dist(x1, x2, lengthscale))
     return variance * (1.0 + s3r) * jnp.exp(-s3r)
 
 
-def matern12(x1: Array, x2: Array, lengthscale=1.0, variance=1.0) -> Array:
+def matern12(x1: Array, x2: Array, lengthscale: float | Array = 1.0,
+             variance: float | Array = 1.0) -> Array:
     """Matern-1/2 (Laplace, exponential) kernel ``(n1, n2)``; ``lengthscale`` scalar or ``(d,)``.
     On the sphere its RKHS is the ReLU NTK's (Geifman et al. 2020; Chen and Xu 2021)."""
     return variance * jnp.exp(-_distance(scaled_sq_dist(x1, x2, lengthscale)))

@@ -28,7 +28,7 @@ and ``Delta_l`` ``(n, out_l)`` (one forward pass and one backward pass through t
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -93,12 +93,15 @@ def mlp_factors(module, params: Any, x: Array) -> tuple[LayerFactors, ...]:
 
 def gram(f1: tuple[LayerFactors, ...], f2: tuple[LayerFactors, ...]) -> Array:
     """``(n1, n2)`` empirical NTK (1) between the points of ``f1`` and of ``f2``."""
-    return sum((l1.a @ l2.a.T + l1.t2) * (l1.delta @ l2.delta.T) for l1, l2 in zip(f1, f2))
+    # a sum of arrays, one per layer (``sum``'s start 0 is typed apart)
+    return cast(Array, sum((l1.a @ l2.a.T + l1.t2) * (l1.delta @ l2.delta.T)
+                           for l1, l2 in zip(f1, f2)))
 
 
 def diagonal(f: tuple[LayerFactors, ...]) -> Array:
     """``(n,)`` ``Theta(x_i, x_i) = |g(x_i)|^2`` from the factors."""
-    return sum((jnp.sum(lf.a * lf.a, -1) + lf.t2) * jnp.sum(lf.delta * lf.delta, -1) for lf in f)
+    return cast(Array, sum((jnp.sum(lf.a * lf.a, -1) + lf.t2) * jnp.sum(lf.delta * lf.delta, -1)
+                           for lf in f))
 
 
 def factor_width(module, d_in: int) -> int:

@@ -155,12 +155,12 @@ def bound(name: str, options: tuple = ()) -> Callable:
 def _fns(name: str, options: tuple, workers: int):
     t = task(name)
     fn = host_fn(name, bound(name, options), t.dim, workers)
-    cons = None
-    if t.constraint is not None:
-        one = host_fn(f"{name} (constraint)", t.constraint, t.dim, workers)
+    if t.constraint is None:
+        return fn, None
+    one = host_fn(f"{name} (constraint)", t.constraint, t.dim, workers)
 
-        def cons(x):  # noqa: E306  x (d,) -> (1,)
-            return one(x)[None]
+    def cons(x):  # x (d,) -> (1,)
+        return one(x)[None]
 
     return fn, cons
 

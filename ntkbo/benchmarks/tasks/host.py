@@ -29,7 +29,8 @@ stderr. Measured (jax 0.10.2), at the centre of ``robot_push3``'s box::
     starts on the object (rx = ry = 0), so the push direction (towards the object) is undefined
 
 (JAX documents exceptions raised in a ``pure_callback`` as outside its API contract; this one
-aborts the computation, which is what a failed evaluation should do here.) ``evaluate_host(problem_or_name, x)`` calls
+aborts the computation, which is what a failed evaluation should do here.)
+``evaluate_host(problem_or_name, x)`` calls
 the numpy function directly (no JAX), e.g. with ``ntkbo.ask_tell``.
 
 The value's dtype follows ``x`` (float32 unless ``jax_enable_x64``); the host computes in float64.

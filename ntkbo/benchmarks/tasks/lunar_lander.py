@@ -28,7 +28,8 @@ minimises: ``fn = -mean return``.** Returns above 200 count as solved; the defau
 about 260 on the default seeds.
 
 Evaluation cost (measured on this machine): about 0.1 ms per simulated step; about 1.2 s for the
-default 20 episodes with the default controller (environment creation included) (an episode that hovers until the time limit
+default 20 episodes with the default controller (environment creation included) (an episode that
+hovers until the time limit
 costs 1000 steps, so up to about 2 s).
 """
 

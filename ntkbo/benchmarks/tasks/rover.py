@@ -93,7 +93,7 @@ def in_obstacle(z: np.ndarray) -> np.ndarray:
     lo, hi = TREES - TREE_HALF_SIDE, TREES + TREE_HALF_SIDE
     in_tree = np.any(np.all((lo[None] <= z[:, None]) & (z[:, None] < hi[None]), axis=-1), axis=1)
     in_square = np.all((z >= 0.0) & (z < 1.0), axis=-1)
-    return in_tree | ~in_square
+    return np.logical_or(in_tree, ~in_square)
 
 
 def path(x, jitter: float = 1e-4, jitter_seed: Optional[int] = 0) -> np.ndarray:
