@@ -21,8 +21,9 @@ does not hold: still running, or run with ``--only``) or ``stale`` with the firs
 and field, and the folder's cell dtypes against ``ntkbo bench``'s default. Exit status 1 when a
 shipped or protocol spec is stale (the committed report no longer matches what its command
 runs) or a shipped spec's cells ran in another dtype than ``ntkbo bench``'s default (``ntkbo
-bench SPEC --out FOLDER`` would not resume it), else 0. The fix for a stale study: pin the setting in the spec, or re-run the study's
-command (its report's header) and ``ntkbo summary FOLDER``::
+bench SPEC --out FOLDER`` would not resume it), else 0. The fix for a stale study: pin the
+setting in the spec, or re-run the study's command (its report's header) and ``ntkbo summary
+FOLDER``::
 
     python benchmarks/check_results.py                 # every folder
     python benchmarks/check_results.py status low-budget-cpu

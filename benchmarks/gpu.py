@@ -127,7 +127,8 @@ SCALES = {
     # CPU, for CI: the plumbing of every part in about a minute on 2 cores. random_search, not
     # the GP algorithms: on 2 CPU cores each of their programs compiles in 5-30 s (gp's update
     # 30 s), and a seeds cell compiles three (``--algos`` runs them: the same code paths).
-    "tiny": dict(algos=("random_search",), step_algos=("random_search",), budgets=(12,), seeds=(1, 2), loop_seeds=2,
+    "tiny": dict(algos=("random_search",), step_algos=("random_search",), budgets=(12,),
+                 seeds=(1, 2), loop_seeds=2,
                  grid=(64,), reps=2, gp_n=64, gp_test=64, pytest_files=("tests/test_linalg.py",),
                  pytest_k="values or gradients", theory_scale="smoke",
                  theory=("gd_ensemble",), min_start_s=3.0, botorch_grid=(64,),

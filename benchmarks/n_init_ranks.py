@@ -17,7 +17,8 @@ RULES = sys.argv[1:] or ["d+1", "2d", "max(5,d+1)"]
 ALGOS = ["gp_ei", "ntk_gp_ei", "neural_bo", "sto_bnts"]
 tables = {r: D.panel_table(os.path.join(ROOT, r)) for r in RULES}
 ranks = {r: [] for r in RULES}
-lines = ["| algorithm | problem | budget | " + " | ".join(RULES) + " |", "|---|---|---|" + "---|" * len(RULES)]
+lines = ["| algorithm | problem | budget | " + " | ".join(RULES) + " |",
+         "|---|---|---|" + "---|" * len(RULES)]
 for a in ALGOS + ["random_search"]:
     for p in tables[RULES[0]]["problems"]:
         for b in D.PANEL_BUDGETS:

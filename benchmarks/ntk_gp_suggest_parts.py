@@ -72,7 +72,7 @@ def compare(grid, rounds: int, reps: int) -> None:
         times = {False: [], True: []}
         for inv in (False, True):
             jax.block_until_ready(fns[inv](jax.random.PRNGKey(2), states[inv]))
-        for r in range(rounds):
+        for _ in range(rounds):
             for inv in (False, True):
                 for k in range(reps):
                     t = time.perf_counter()

@@ -272,10 +272,11 @@ def test_batches_are_distinct_points_in_the_box(acquisition, fitted):
 
 
 def test_posterior_inverse_suggests_what_the_solve_suggests():
-    """``ntk_gp``'s suggest with the factor's inverse (its default on an accelerator) and with a triangular solve per
-    evaluation: the same screening and ascent on the same key, so in float64 the same point (to
-    1e-8 of the box: rounding differences of ~1e-13 in the acquisition and its gradient, carried
-    through 20 projected-gradient steps of a smooth ascent) and the same acquisition value.
+    """``ntk_gp``'s suggest with the factor's inverse (its default on an accelerator) and with a
+    triangular solve per evaluation: the same screening and ascent on the same key, so in float64
+    the same point (to 1e-8 of the box: rounding differences of ~1e-13 in the acquisition and its
+    gradient, carried through 20 projected-gradient steps of a smooth ascent) and the same
+    acquisition value.
     Mutation checked: ``with_inverse`` computing ``chol^-T`` (the transposed solve) moves the
     suggestion and fails. The default ``None`` is the solve on CPU, bit for bit (mutation checked:
     ``None`` taking the inverse on every backend breaks the equality)."""

@@ -166,7 +166,7 @@ def _masked(params, anchor, mask_tree):
 FIT_FTOL = 1e-6
 FIT_GTOL = 1e-4
 #: ``fit_hyperparameters``'s backtracking line search (``optax.scale_by_backtracking_linesearch``).
-FIT_LINESEARCH = dict(max_backtracking_steps=15, decrease_factor=0.8)
+FIT_LINESEARCH: dict[str, Any] = dict(max_backtracking_steps=15, decrease_factor=0.8)
 
 
 def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, jitter=None,

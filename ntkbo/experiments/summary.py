@@ -88,7 +88,7 @@ def curve(rec: store.CellRecord) -> tuple[np.ndarray, str, np.ndarray | None]:
         if k:
             f = f + np.sum(np.maximum(np.asarray(rec.c, dtype=float), 0.0), axis=-1)
         values, kind = _best_so_far(f), ("f+violation" if k else "f")
-    return values, kind, (np.asarray(rec.feasible).any(axis=1) if k else None)
+    return values, kind, (np.asarray(np.asarray(rec.feasible).any(axis=1)) if k else None)
 
 
 class Entry(NamedTuple):
