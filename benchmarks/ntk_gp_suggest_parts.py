@@ -27,7 +27,7 @@ def suggest_time(algo, problem, n: int = 2000, capacity: int = 2048, reps: int =
     bounds = jnp.asarray(problem.bounds)
     state = algo.init(jax.random.PRNGKey(0), bounds, capacity)
     x = ntkbo.qmc.sobol(jax.random.PRNGKey(1), n, bounds)
-    state = jax.jit(algo.update)(state, x, jax.vmap(problem.fn)(x))
+    state, _ = jax.jit(algo.update)(state, x, jax.vmap(problem.fn)(x))
     suggest = jax.jit(algo.suggest)
     jax.block_until_ready(suggest(jax.random.PRNGKey(2), state))
     times = []

@@ -99,9 +99,9 @@ def test_update_with_a_failed_row_equals_update_without_it():
         algo = FAMILIES[name]()
         s0 = algo.init(jax.random.PRNGKey(1), BRANIN.bounds, 16)
         update = jax.jit(algo.update)
-        with_fail = update(s0, x, y_nan)
-        without = update(s0, x[keep], y[keep])
-        with_zero = update(s0, x, np.where(keep, y, 0.0))  # what a NaN must not become
+        with_fail, _ = update(s0, x, y_nan)
+        without, _ = update(s0, x[keep], y[keep])
+        with_zero, _ = update(s0, x, np.where(keep, y, 0.0))  # what a NaN must not become
         a, b, c = (jax.tree_util.tree_leaves(s.params) for s in (with_fail, without, with_zero))
         for u, v in zip(a, b):
             np.testing.assert_allclose(u, v, rtol=1e-9, atol=1e-12, err_msg=name)
@@ -151,7 +151,7 @@ def test_ei_without_a_successful_evaluation_falls_back_and_says_so(name):
     suggest = jax.jit(algo.suggest)
     state = algo.init(jax.random.PRNGKey(0), BRANIN.bounds, 8)
     x0 = jnp.array([[0.0, 1.0], [5.0, 5.0], [-2.0, 10.0]])
-    failed = algo.update(state, x0, jnp.full(3, jnp.nan))
+    failed, _ = algo.update(state, x0, jnp.full(3, jnp.nan))
     x, info = suggest(jax.random.PRNGKey(1), failed)
     assert np.all(np.isfinite(np.asarray(info["acq_value"])))
     if name == "gp":  # EI itself (not its log): > 0 with the prior mean as incumbent, 0 without
@@ -159,6 +159,6 @@ def test_ei_without_a_successful_evaluation_falls_back_and_says_so(name):
     assert int(np.asarray(info["acq_fallback"]).sum()) == 1
     lo, hi = np.asarray(BRANIN.bounds)
     assert np.all((np.asarray(x) >= lo) & (np.asarray(x) <= hi))
-    ok = algo.update(failed, x0[:1], BRANIN.fn_batch(x0[:1]))
+    ok, _ = algo.update(failed, x0[:1], BRANIN.fn_batch(x0[:1]))
     _, info = suggest(jax.random.PRNGKey(1), ok)
     assert int(np.asarray(info["acq_fallback"]).sum()) == 0

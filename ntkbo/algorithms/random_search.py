@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from ntkbo.validation import check_bounds, check_int
 from ntkbo import data as D
 from ntkbo import qmc
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 
 
 class RandomSearchState(NamedTuple):
@@ -36,6 +36,6 @@ def random_search(q: int = 1) -> Algorithm:
         return x, {}
 
     def update(state, x, y):
-        return state._replace(data=D.append(state.data, x, y))
+        return state._replace(data=D.append(state.data, x, y)), NoInfo()
 
     return Algorithm(init, suggest, update)
