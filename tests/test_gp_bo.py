@@ -253,7 +253,7 @@ def test_suggestions_respect_bounds_and_sign_convention(fitted):
     np.testing.assert_allclose(xm[0], [0.5, 2.0], atol=0.15)  # a GP fit to 12 points, not exact
     xe, info = jax.jit(algo.suggest)(jax.random.PRNGKey(3), state)
     assert np.all(xe >= BOUNDS[0]) and np.all(xe <= BOUNDS[1])
-    assert np.isfinite(info["acq_value"]).all()
+    assert np.isfinite(info.acq_value).all()
 
 
 @pytest.mark.parametrize("acquisition", ["ucb", "logei", "ts"])
@@ -264,7 +264,7 @@ def test_batches_are_distinct_points_in_the_box(acquisition, fitted):
     state, _ = observed_state(algo)
     state = state._replace(params=fitted[1].params)  # fitted hyper-parameters, same layout
     x, info = jax.jit(algo.suggest)(jax.random.PRNGKey(0), state)
-    assert x.shape == (3, 2) and info["acq_value"].shape == (3,)
+    assert x.shape == (3, 2) and info.acq_value.shape == (3,)
     assert np.all(x >= BOUNDS[0]) and np.all(x <= BOUNDS[1])
     # kriging believer conditions on each chosen point, whose variance then collapses, so the next
     # choice moves; three independent TS draws over 192 candidates coincide with tiny probability.
@@ -296,7 +296,7 @@ def test_ntk_gp_uses_the_exact_ntk_and_accepts_any_kernel_fn():
     zz = (ys.min() - mu[0]) / sd
     ei = sd * (zz * scipy.stats.norm.cdf(zz) + scipy.stats.norm.pdf(zz))
     # rtol 1e-6: the model's Cholesky carries a relative jitter of order 1e-10 (ntkbo.gp).
-    np.testing.assert_allclose(info["acq_value"][0], ei, rtol=1e-6)
+    np.testing.assert_allclose(info.acq_value[0], ei, rtol=1e-6)
     _, _, erf_fn = ntkbo.kernels.mlp(1, 1, "erf", W_std=1.5, b_std=0.2)
     other = ntkbo.algorithms.ntk_gp(erf_fn, acquisition="ts", num_ts_candidates=64)
     s2, _ = observed_state(other)
@@ -317,7 +317,7 @@ def test_ei_is_maximised_through_its_log_where_ei_underflows(fitted):
     x_log, info = jax.jit(ntkbo.algorithms.gp(acquisition="ei", **kw).suggest)(key, state)
     x_lin, _ = jax.jit(ntkbo.algorithms.gp(acquisition="ei", log_ei=False, **kw).suggest)(
         key, state)
-    assert info["acq_value"][0] == 0.0  # EI itself underflowed: it could not rank
+    assert info.acq_value[0] == 0.0  # EI itself underflowed: it could not rank
     data = unit_data(state)
     p = state.params
     k = lambda a, b: ntkbo.kernels.stationary.matern52(  # noqa: E731  (gp's floors below)
