@@ -67,9 +67,10 @@ def neural_raw():
 
 @pytest.mark.parametrize("name,values", [("nu", (0.2, 3.0)), ("lam", (0.01, 0.5))])
 def test_neural_bo_vmap_over_a_hyper_parameter_equals_a_loop(neural_raw, name, values):
-    """Mutations caught (each checked): the raw ``suggest`` using a fixed ``nu_t`` (1.0) instead
-    of its ``nu`` argument; the raw ``update`` training with a fixed ``lam`` (0.01) instead of
-    its argument (the loop's runs then differ from the vmapped ones)."""
+    """Mutation caught (checked): the raw ``suggest`` using a fixed ``nu_t`` (1.0) instead of its
+    ``nu`` argument (the factory shares the raw function, so it is the not-vacuous check that
+    fails). Not caught here (checked), as both sides share the code: ``lam`` dropped from the
+    training alone; ``test_neural_bo``'s kernel-regression test covers that use of ``lam``."""
     fixed = dict(nu=1.0, lam=0.01)
 
     def raw_run(v):
@@ -93,7 +94,7 @@ def test_neural_bo_vmap_over_a_hyper_parameter_equals_a_loop(neural_raw, name, v
 
 def test_gp_ucb_vmap_over_beta_equals_a_loop():
     """Mutation caught (checked): the raw ``suggest`` ignoring its ``beta`` argument for the
-    factory's default 4.0."""
+    factory's default 4.0 (the not-vacuous check fails: every beta then suggests alike)."""
     betas = (0.0, 64.0)  # 0: the posterior mean alone
     base = ntkbo.algorithms.gp(acquisition="ucb", **GP)
     opts = gp_bo.gp_optimizer_options({k: GP[k] for k in ("num_candidates", "num_restarts",
