@@ -186,7 +186,9 @@ def test_pinn_ntk_gp_study_saves_and_resumes(tmp_path):
         st = ask_tell.tell(algo, st, x, np.asarray(jax.vmap(prob.fn)(x)))
     ask_tell.save(tmp_path / "s.msgpack", st)
     back = ask_tell.load(tmp_path / "s.msgpack", algo, prob.bounds)
-    for u, v in zip(jax.tree_util.tree_leaves(st), jax.tree_util.tree_leaves(back), strict=True):
+    # the last suggest/update infos are not saved (ask_tell.Study)
+    kept = st._replace(suggest_info=None, update_info=None)
+    for u, v in zip(jax.tree_util.tree_leaves(kept), jax.tree_util.tree_leaves(back), strict=True):
         np.testing.assert_array_equal(u, v)
     np.testing.assert_array_equal(ask_tell.ask(algo, st)[0], ask_tell.ask(algo, back)[0])
 
