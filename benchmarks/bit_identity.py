@@ -11,7 +11,8 @@ and with each of its presets (``ntkbo.algorithms.presets(name)``, run as they ar
   numpy, independently of ntkbo) and their noise-free values, then ``ROUNDS`` rounds of
   ``suggest`` (fixed keys) -> evaluate -> ``update``, each function under ``jax.jit`` as the drivers
   run them;
-* recorded: each round's suggestion ``x`` and ``info`` leaves, and the final state's leaves, each
+* recorded: each round's suggestion ``x`` and ``info`` leaves, each update's ``info`` leaves
+  (``update_init.info``, ``round<r>.update_info``), and the final state's leaves, each
   as its raw array and a SHA-256 of dtype, shape and bytes; an algorithm that raises is recorded as
   an error (its message), not skipped.
 
@@ -36,6 +37,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -119,13 +121,14 @@ def run_case(name: str, preset: str | None, rounds: int = ROUNDS, **extra
     init = jax.jit(algo.init, static_argnums=2)
     suggest, update = jax.jit(algo.suggest), jax.jit(algo.update)
     state = init(key, jnp.asarray(problem.bounds), capacity)
-    state = update(state, x0, evaluate(x0))
-    out = {}
+    state, info0 = update(state, x0, evaluate(x0))
+    out = _leaves("update_init.info", info0)
     for r in range(rounds):
         x, info = suggest(jax.random.PRNGKey(SUGGEST_KEYS[r]), state)
         out.update(_leaves(f"round{r}.x", x))
         out.update(_leaves(f"round{r}.info", info))
-        state = update(state, x, evaluate(x))
+        state, uinfo = update(state, x, evaluate(x))
+        out.update(_leaves(f"round{r}.update_info", uinfo))
     out.update(_leaves("state", state))
     return out
 
@@ -256,6 +259,12 @@ def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
     return float("nan")
 
 
+def _by_field(leaves: dict) -> dict:
+    """``leaves`` with a dict key's path (``['name']``) written as a field's (``.name``): an
+    ``info`` dict that became a NamedTuple with the same fields compares leaf for leaf."""
+    return {re.sub(r"\['([A-Za-z_][A-Za-z0-9_]*)'\]", r".\1", k): v for k, v in leaves.items()}
+
+
 def compare(base: str, new: str) -> tuple[list[dict], dict, dict]:
     """One row per case of either file: ``{"algorithm", "preset", "status", "max_abs",
     "leaves"}``, status ``identical`` / ``differs`` / ``missing in base|new`` / ``error``."""
@@ -276,7 +285,7 @@ def compare(base: str, new: str) -> tuple[list[dict], dict, dict]:
             row["leaves"] = [f"base: {b.get('error', 'ok')}"[:120],
                              f"new: {n.get('error', 'ok')}"[:120]]
         else:
-            lb, ln = b["leaves"], n["leaves"]
+            lb, ln = _by_field(b["leaves"]), _by_field(n["leaves"])
             differ = [leaf for leaf in lb if leaf not in ln or lb[leaf][1] != ln[leaf][1]]
             differ += [leaf for leaf in ln if leaf not in lb]
             row["status"] = "differs" if differ else "identical"

@@ -10,7 +10,8 @@ survive. A run passes when
 * ``best_y`` is finite whenever at least one evaluation did not fail (``Result.failed``);
 * no round is *silently blind*: a round whose diagnostics (``info["acq_value"]``, ``"mean"``,
   ``"std"``) are not finite must say so in ``info`` (a retry or fallback counter > 0, such as
-  ``ts_retries``, or a ``*_ok`` flag that is False). GO-UCB's exploration phase, whose
+  ``ts_retries``, or a ``*_ok`` flag that is False, also in the ``update_info`` of the update
+  that fitted the round's model, such as ``train_ok``). GO-UCB's exploration phase, whose
   diagnostics are NaN by definition (``info["phase"] == 1``), is not a model round.
 
 Options are random but valid: the string options' choices are read from each factory's own
@@ -225,6 +226,13 @@ def run_case(case: Case, algo, problem):
     return jax.jit(lambda *a: jax.lax.map(one, a))(keys, scales, shifts, cuts)
 
 
+def _as_dict(info) -> dict:
+    """An info pytree as ``{field: array}`` (a dict as it is, a NamedTuple by its fields)."""
+    if hasattr(info, "_asdict"):
+        return dict(info._asdict())
+    return dict(info) if isinstance(info, dict) else {}
+
+
 def _flags(info: dict, r: int) -> bool:
     """Whether round ``r``'s info reports a fallback (a counter > 0 or an ``*_ok`` flag False)."""
     for k, v in info.items():
@@ -245,10 +253,13 @@ def check(res, i: int) -> list[str]:
     ok = ~np.asarray(res.failed[i])
     if ok.any() and not np.isfinite(np.asarray(res.best_y[i])):
         out.append("nan_best")
-    info = res.info
-    if isinstance(info, dict) and info:
+    info = _as_dict(res.info)
+    if info:
         info = {k: np.asarray(v[i]) for k, v in info.items()}
         rounds = next(iter(info.values())).shape[0]
+        # the update that fitted round r's model is update_info's entry r (ntkbo.loop.Result)
+        info.update({k: np.asarray(v[i])[:rounds]
+                     for k, v in _as_dict(getattr(res, "update_info", None)).items()})
         silent = 0
         for r in range(rounds):
             if "phase" in info and np.all(info["phase"][r] == 1):

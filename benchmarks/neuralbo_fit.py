@@ -4,7 +4,7 @@ The paper's analysis assumes TrainNN reaches the minimiser of its regularised lo
 code, ported naively, decays the weights ``m`` times too hard. This script feeds the same points,
 one per round, to each configuration's own ``update`` (``ntkbo.algorithms.neural_bo``: the buffer,
 ``U``, TrainNN, exactly as a run does; ``suggest`` is not called) and prints the training ``R^2`` on
-the standardised targets (``info["train_r2"]``, ``fit_r2``) after ``n`` points, with the seconds of
+the standardised targets (``update``'s ``info.train_r2``, ``fit_r2``) after ``n`` points, with the seconds of
 all the updates. The reference: the ``R^2`` of the minimiser of the linearised network's loss
 (kernel ridge regression with the empirical NTK at ``theta_0`` and ``lam``,
 ``h_0 + K (K + lam I)^-1 (y - h_0)``), what GD on the paper's objective converges to at large width.
@@ -62,9 +62,9 @@ def r2_path(algo, problem, x, y, checkpoints, key):
     state = algo.init(key, problem.bounds, int(2 ** np.ceil(np.log2(len(x)))))
     out, t0 = {}, time.perf_counter()
     for i in range(len(x)):
-        state = update(state, x[i:i + 1], y[i:i + 1])
+        state, info = update(state, x[i:i + 1], y[i:i + 1])
         if i + 1 in checkpoints:
-            out[i + 1] = float(state.train_r2)
+            out[i + 1] = float(info.train_r2)
     return out, time.perf_counter() - t0
 
 

@@ -42,7 +42,7 @@ def _state(algo, problem, n, capacity):
     bounds = jnp.asarray(problem.bounds)
     state = algo.init(jax.random.PRNGKey(0), bounds, capacity)
     x = ntkbo.qmc.sobol(jax.random.PRNGKey(1), n, bounds)
-    return jax.jit(algo.update)(state, x, jax.vmap(problem.fn)(x))
+    return jax.jit(algo.update)(state, x, jax.vmap(problem.fn)(x))[0]
 
 
 def suggest_time(algo, problem, n: int = 2000, capacity: int = 2048, reps: int = 5) -> float:
@@ -83,7 +83,7 @@ def compare(grid, rounds: int, reps: int) -> None:
             (xa, ia), (xb, ib) = (fns[inv](jax.random.PRNGKey(100 + k), states[inv])
                                   for inv in (True, False))
             dx = max(dx, float(np.max(np.abs(np.asarray(xa) - np.asarray(xb)))) / width)
-            va, vb = np.asarray(ia["acq_value"]), np.asarray(ib["acq_value"])
+            va, vb = np.asarray(ia.acq_value), np.asarray(ib.acq_value)
             dv = max(dv, float(np.max(np.abs(va - vb) / np.maximum(np.abs(vb), 1e-30))))
         ts, ti = float(np.median(times[False])), float(np.median(times[True]))
         print(f"| {n} | {cap} | {ts * 1e3:.1f} ms | {ti * 1e3:.1f} ms | {ts / ti:.2f} | "

@@ -282,7 +282,7 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
     state = algo.init(k_init, problem.bounds, capacity)
     tell_all, _ = _compile(algo.update, state, x[: n - 1], y[: n - 1])
     t0 = time.perf_counter()
-    state = jax.block_until_ready(tell_all(state, x[: n - 1], y[: n - 1]))
+    state, _ = jax.block_until_ready(tell_all(state, x[: n - 1], y[: n - 1]))
     t_fit_all = time.perf_counter() - t0
     del tell_all
 
@@ -291,7 +291,7 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
     # shapes, as the timed update, so it is also the update's warm-up (an update at n = 2000 can
     # take minutes: a second warm-up call would double the cost of the cell).
     t0 = time.perf_counter()
-    state = jax.block_until_ready(update(state, x[n - 1:], y[n - 1:]))
+    state, _ = jax.block_until_ready(update(state, x[n - 1:], y[n - 1:]))
     t_fit = time.perf_counter() - t0
     suggest, t_compile_suggest = _compile(algo.suggest, k_suggest, state)
     t0 = time.perf_counter()
@@ -396,11 +396,11 @@ def measure_seeds_step(algo_name, options, problem_name, dim, n, seeds, reps, de
         k_init, k_x = jax.random.split(k)
         x = qmc.sobol(k_x, n, problem.bounds)
         return algo.update(algo.init(k_init, problem.bounds, capacity), x,
-                           jax.vmap(problem.fn)(x))
+                           jax.vmap(problem.fn)(x))[0]
 
     def round_(k, state):
         x, _ = algo.suggest(k, state)
-        return algo.update(state, x, jax.vmap(problem.fn)(x))
+        return algo.update(state, x, jax.vmap(problem.fn)(x))[0]
 
     states = jax.block_until_ready(jax.jit(jax.vmap(start))(keys))
     one, t_compile_seq = _compile(round_, keys[0], jax.tree_util.tree_map(lambda a: a[0], states))

@@ -193,7 +193,7 @@ def suggest_seconds(case, options, key, reps=3):
     _, z, y, _ = data(d, n, problem.bounds.dtype)
     lo, hi = problem.bounds
     algo = S.sto_bnts(**options)
-    state = algo.update(algo.init(key, problem.bounds, n), lo + (hi - lo) * z, y)
+    state, _ = algo.update(algo.init(key, problem.bounds, n), lo + (hi - lo) * z, y)
     suggest = jax.jit(algo.suggest)
     jax.block_until_ready(suggest(key, state))
     secs = []

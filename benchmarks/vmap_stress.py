@@ -87,7 +87,7 @@ def run_case(name: str, mode: str, seeds: int, capacity: int, n_obs: int) -> dic
         states = init(k_algo)
         batched += sum(n != "0" for _, n in LAPACK_CALL.findall(
             update.lower(states, x, y).as_text()))
-        states = update(states, x, y)
+        states, _ = update(states, x, y)
         batched += sum(n != "0" for _, n in LAPACK_CALL.findall(
             suggest.lower(keys, states).as_text()))
         out, _ = suggest(keys, states)

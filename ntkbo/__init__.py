@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc,
                    space)
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 from ntkbo.lapack_threads import configure_blas_threads
 from ntkbo.loop import Result, best_so_far, maximize, minimize
 
@@ -34,6 +34,7 @@ def __getattr__(name):
 
 __all__ = [
     "Algorithm",
+    "NoInfo",
     "Result",
     "acquisition",
     "algorithms",

@@ -123,6 +123,11 @@ class Study(NamedTuple):
         none is pending, as for a study built by hand).
       space: the ``ntkbo.space.Space`` the study was started on (``ntkbo.space.start``), or
         ``None``; ``save`` writes it.
+      suggest_info: the ``info`` of the last ``algo.suggest`` an ``ask`` ran (the algorithm's
+        suggest-info NamedTuple; ``None`` before the first, and while the initial design is
+        asked). Not saved.
+      update_info: the ``info`` of the last ``algo.update`` a ``tell`` ran (e.g. NeuralBO's
+        training losses; ``None`` before the first ``tell``). Not saved.
     """
 
     state: Any
@@ -134,6 +139,8 @@ class Study(NamedTuple):
     algorithm: Any = None
     trials: Any = None
     space: Any = None
+    suggest_info: Any = None
+    update_info: Any = None
 
 
 def record(algo: Algorithm) -> dict:
@@ -378,7 +385,7 @@ def _conditioned(algo: Algorithm, study: Study, points: np.ndarray, lie: str):
     y = jnp.asarray(told[None, :] if k else told[:1])
     _, update = _jitted(algo)
     for row in xs:
-        state = update(state, jnp.asarray(row[None, :]), y)
+        state, _ = update(state, jnp.asarray(row[None, :]), y)
     return state
 
 
@@ -421,9 +428,9 @@ def _suggest(algo: Algorithm, study: Study, lie: str) -> tuple[np.ndarray, Study
     key, k_suggest, k_spare = jax.random.split(study.key, 3)
     t = _table(study)
     pend = t.x[t.status == PENDING]
-    x, _ = suggest(k_suggest, _conditioned(algo, study, pend, lie))
+    x, info = suggest(k_suggest, _conditioned(algo, study, pend, lie))
     x = _away_from(k_spare, np.asarray(x), pend, _state_bounds(study.state))
-    return x, study._replace(key=key)
+    return x, study._replace(key=key, suggest_info=info)
 
 
 def _add_pending(study: Study, x: np.ndarray) -> tuple[np.ndarray, Study]:
@@ -655,9 +662,9 @@ def _tell(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) 
     _, update = _jitted(algo)
     with np.errstate(over="ignore"):
         ys = told.astype(dtype)
-    state = update(state, jnp.asarray(xs), jnp.asarray(ys if k else ys[:, 0]))
+    state, info = update(state, jnp.asarray(xs), jnp.asarray(ys if k else ys[:, 0]))
     n = study.told_x.shape[0]
-    return study._replace(state=state, told_x=np.concatenate([study.told_x, x]),
+    return study._replace(state=state, update_info=info, told_x=np.concatenate([study.told_x, x]),
                           told_y=np.concatenate([study.told_y, told]),
                           trials=_record_told(_table(study), x, told, ids, n))
 
@@ -682,7 +689,8 @@ def save(path: str | os.PathLike, study: Study) -> None:
     ``Space``) with ``flax.serialization`` msgpack; atomic rename. A space whose categorical
     choices JSON cannot hold (``ntkbo.space.Space.to_json``) is not written, with a
     ``UserWarning``: pass it to ``ntkbo.space.load``."""
-    core = study._replace(told_x=None, told_y=None, algorithm=None, trials=None, space=None)
+    core = study._replace(told_x=None, told_y=None, algorithm=None, trials=None, space=None,
+                          suggest_info=None, update_info=None)
     table = _table(study)
     payload = {
         "format": FORMAT_VERSION,
@@ -790,10 +798,12 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
         raise ValueError(f"{path}: the saved study does not match: " + "; ".join(differ))
     template = start(algo, bounds, jax.random.PRNGKey(0), n_init=int(payload["n_init"]),
                      capacity=int(payload["capacity"]))
-    core = template._replace(told_x=None, told_y=None, algorithm=None, trials=None, space=None)
+    core = template._replace(told_x=None, told_y=None, algorithm=None, trials=None, space=None,
+                             suggest_info=None, update_info=None)
     saved = dict(payload["study"])
     # kept apart in the payload (trials and space: absent from files written before them)
-    saved.update(told_x=None, told_y=None, algorithm=None, trials=None, space=None)
+    saved.update(told_x=None, told_y=None, algorithm=None, trials=None, space=None,
+                 suggest_info=None, update_info=None)
     mismatch = _state_mismatch(core, saved)
     if mismatch is not None:
         # The file is of this algorithm but its state layout is another ntkbo version's (e.g. a

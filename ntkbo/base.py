@@ -1,9 +1,19 @@
 """The algorithm protocol shared by every optimiser in ntkbo.
 
 Modelled on optax's ``GradientTransformation`` and blackjax's ``SamplingAlgorithm``: an algorithm is
-a NamedTuple of three pure functions. Randomness enters only through ``key`` arguments (key first);
-the state is an immutable pytree of fixed-shape arrays, so each function is ``jax.jit``-able once per
-buffer capacity and ``jax.vmap``-able over keys. Diagnostics are returned separately as ``info``.
+a NamedTuple of three pure functions, ``suggest(key, state) -> (x, info)`` and ``update(state, x, y)
+-> (state, info)`` (as a blackjax kernel returns ``(state, info)``). Randomness enters only through
+``key`` arguments (key first); the state is an immutable pytree of fixed-shape arrays holding what
+the next step needs and nothing else, so each function is ``jax.jit``-able once per buffer capacity
+and ``jax.vmap``-able over keys. Diagnostics (training losses, acquisition values, ...) are the
+``info`` of the call that computed them: a NamedTuple per algorithm and function with documented
+fields of fixed shape and dtype (``NoInfo``, with no fields, where nothing is reported); the drivers
+stack them (``ntkbo.loop.Result.info`` and ``update_info``).
+
+Hyper-parameters as arguments (blackjax's ``build_kernel`` pattern): a factory validates its
+options and closes over them; algorithms that expose ``build_*`` module functions (NeuralBO, the GP
+family) take the continuous hyper-parameters (NeuralBO's ``nu``, ``lam``; GP-UCB's ``beta``) as
+arguments of the raw ``suggest``/``update`` they return, so ``jax.vmap`` over those values works.
 
 Sign convention: every ntkbo algorithm *minimises* the objective. Each algorithm's docstring says how
 its paper's convention (usually maximisation) maps onto this.
@@ -59,9 +69,16 @@ class SuggestFn(Protocol):
 
 
 class UpdateFn(Protocol):
-    def __call__(self, state: State, x: Array, y: Array) -> State:
+    def __call__(self, state: State, x: Array, y: Array) -> tuple[State, Info]:
         """Appends observations ``x`` ``(q, d)``, ``y`` ``(q,)`` (``(q, 1 + K)`` for an algorithm
-        with ``n_constraints = K > 0``: objective, then constraints) and refits the surrogate."""
+        with ``n_constraints = K > 0``: objective, then constraints), refits the surrogate and
+        returns ``(state, info)``: the new state and the refit's diagnostics (``NoInfo()`` for
+        an algorithm that reports none)."""
+
+
+class NoInfo(NamedTuple):
+    """The ``info`` of a call that reports nothing: a NamedTuple with no fields (an empty pytree,
+    so stacking it over rounds costs nothing)."""
 
 
 def describe(value) -> tuple[Any, bool]:
@@ -160,7 +177,7 @@ class Config(Mapping):
 
 class Algorithm(NamedTuple):
     """``init(key, bounds, capacity) -> state``; ``suggest(key, state) -> (x, info)``;
-    ``update(state, x, y) -> state``; ``n_constraints``: the number ``K`` of black-box constraints
+    ``update(state, x, y) -> (state, info)``; ``n_constraints``: the number ``K`` of black-box constraints
     whose observed values ``update`` expects in ``y[:, 1:]`` (0: ``y`` is the objective only);
     ``name``: the ``ntkbo.algorithms`` registry name it was built as (``None`` for an algorithm
     assembled by hand); ``config``: its resolved options (a ``Config``; ``None`` likewise)."""

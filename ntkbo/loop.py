@@ -62,13 +62,19 @@ class Result(NamedTuple):
       best_y: the observation at ``best_x``.
       best_f: the noise-free value at ``best_x``.
       state: the algorithm's final state.
-      info: per-round diagnostics of ``suggest``, stacked over the ``(budget - n_init) / q`` rounds.
+      info: per-round diagnostics of ``suggest`` (the algorithm's suggest-info NamedTuple), each
+        field stacked over the ``(budget - n_init) / q`` rounds (leading axis); ``None`` when
+        there are no rounds.
       c: ``(budget, K)`` noise-free constraint values at ``x`` (``K = 0``: unconstrained).
       c_obs: ``(budget, K)`` observed constraint values (what the algorithm was told).
       feasible: ``(budget,)`` bool, ``x`` is feasible (noise-free ``c <= 0``).
       metric: ``(budget,)`` best positive regret plus violation so far (module docstring), ``NaN``
         if the problem's optimum is unknown; for an unconstrained problem the best simple regret.
       best_feasible: ``()`` bool, ``best_x`` was observed feasible.
+      update_info: diagnostics of ``update`` (the algorithm's update-info NamedTuple, e.g.
+        NeuralBO's training losses), each field stacked over ``1 + (budget - n_init) / q``
+        updates: entry 0 the update with the initial design, entry ``r + 1`` the update with
+        round ``r``'s observations (so round ``r``'s suggestion used the model of entry ``r``).
       failed: ``(budget,)`` bool, the evaluation failed: its observation (or an observed
         constraint value) is NaN or infinite. Failed evaluations stay in ``x``, ``y`` and the
         algorithm's buffers, but no model is fit to them and ``best_*`` never picks one
@@ -89,6 +95,7 @@ class Result(NamedTuple):
     metric: Any = None
     best_feasible: Any = None
     failed: Any = None
+    update_info: Any = None
 
 
 class Segment(NamedTuple):
@@ -243,8 +250,8 @@ def _init(algo: Algorithm, problem, key, n_init: int, capacity: int):
     x0 = initial_design(k_design, problem.bounds, n_init)
     y0, f0, c_obs0, c0 = _evaluate(problem, k_noise, x0)
     state = algo.init(k_algo, problem.bounds, capacity)
-    state = algo.update(state, x0, _told(algo, y0, c_obs0))
-    return state, k_loop, (x0, y0, f0, c_obs0, c0)
+    state, update_info = algo.update(state, x0, _told(algo, y0, c_obs0))
+    return state, k_loop, (x0, y0, f0, c_obs0, c0), update_info
 
 
 def _scan_rounds(algo: Algorithm, problem, state, key, rounds: int):
@@ -255,7 +262,8 @@ def _scan_rounds(algo: Algorithm, problem, state, key, rounds: int):
         key, k_suggest, k_noise = jax.random.split(key, 3)
         x, info = algo.suggest(k_suggest, state)
         y, f, c_obs, c = _evaluate(problem, k_noise, x)
-        return (algo.update(state, x, _told(algo, y, c_obs)), key), (x, y, f, c_obs, c, info)
+        state, update_info = algo.update(state, x, _told(algo, y, c_obs))
+        return (state, key), (x, y, f, c_obs, c, info, update_info)
 
     return jax.lax.scan(body, (state, key), None, length=rounds)
 
@@ -296,28 +304,36 @@ def best_regret_plus_violation(f, c, optimum):
     return best_so_far(regret_plus_violation(f, c, optimum))
 
 
+def _stack(parts):
+    """The per-segment stacked infos joined along the rounds axis (``None`` when no rounds)."""
+    return jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *parts) if parts else None
+
+
 @functools.partial(jax.jit, static_argnames=("algo", "budget", "n_init", "q", "min_capacity"))
 def _minimize(algo, problem, key, budget, n_init, q, min_capacity):
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else D.next_capacity(n_init, min_capacity)
-    state, key, (x0, y0, f0, co0, c0) = _init(algo, problem, key, n_init, first)
+    state, key, (x0, y0, f0, co0, c0), info0 = _init(algo, problem, key, n_init, first)
     xs, ys, fs, cos, cs, infos = [x0], [y0], [f0], [co0], [c0], []
+    update_infos = [jax.tree_util.tree_map(lambda a: a[None], info0)]
     for seg in segments:
         state = grow_state(state, seg.capacity)
-        (state, key), (x, y, f, co, c, info) = _scan_rounds(algo, problem, state, key, seg.rounds)
+        (state, key), (x, y, f, co, c, info, update_info) = _scan_rounds(algo, problem, state, key,
+                                                                         seg.rounds)
         xs.append(x.reshape(-1, x0.shape[-1]))
         ys.append(y.reshape(-1))
         fs.append(f.reshape(-1))
         cos.append(co.reshape(x.shape[0] * x.shape[1], c0.shape[-1]))  # K may be 0: no -1
         cs.append(c.reshape(x.shape[0] * x.shape[1], c0.shape[-1]))
         infos.append(info)
+        update_infos.append(update_info)
     x, y, f = jnp.concatenate(xs), jnp.concatenate(ys), jnp.concatenate(fs)
     c_obs, c = jnp.concatenate(cos), jnp.concatenate(cs)
-    info = jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *infos) if infos else None
+    info, update_info = _stack(infos), _stack(update_infos)
     best_x, best_y, best_f, best_ok = _best(x, y, f, c_obs)
     return Result(x, y, f, best_x, best_y, best_f, state, info, c, c_obs,
                   jnp.all(c <= 0, axis=-1), best_regret_plus_violation(f, c, problem.optimum),
-                  best_ok, failed(y, c_obs))
+                  best_ok, failed(y, c_obs), update_info)
 
 
 def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int | None = None,
@@ -395,7 +411,7 @@ class Progress(NamedTuple):
 
 @functools.partial(jax.jit, static_argnames=("algo", "n_init", "capacity"))
 def _init_many(algo, problem, keys, n_init, capacity):
-    return jax.vmap(lambda k: _init(algo, problem, k, n_init, capacity))(keys)
+    return jax.vmap(lambda k: _init(algo, problem, k, n_init, capacity)[:3])(keys)
 
 
 def _masked_rounds(algo: Algorithm, problem, state, key, rounds: int, active):
@@ -407,7 +423,7 @@ def _masked_rounds(algo: Algorithm, problem, state, key, rounds: int, active):
         key2, k_suggest, k_noise = jax.random.split(key, 3)
         x, info = algo.suggest(k_suggest, state)
         y, f, c_obs, c = _evaluate(problem, k_noise, x)
-        new = (algo.update(state, x, _told(algo, y, c_obs)), key2)
+        new = (algo.update(state, x, _told(algo, y, c_obs))[0], key2)
         carry = jax.tree_util.tree_map(lambda a, b: jnp.where(i < active, a, b), new, carry)
         return carry, (x, y, f, c_obs, c, info)
 

@@ -14,7 +14,7 @@ parameterisation.
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +22,21 @@ import optax
 
 from ntkbo.kernels.network import MLP, Dense, _default_float  # noqa: F401  (re-exported)
 
-__all__ = ["Dense", "MLP", "gd_learning_rate", "make_optimizer", "paper_W_std", "train"]
+__all__ = ["Dense", "MLP", "TrainInfo", "gd_learning_rate", "make_optimizer", "paper_W_std",
+           "train"]
+
+
+class TrainInfo(NamedTuple):
+    """The ``info`` of an ``update`` that retrains networks with ``train`` (NeuralUCB/TS,
+    Neural-Linear, PINN-BO, Neural-CBO; leading axis ``(K + 1,)`` over Neural-CBO's networks).
+
+    Attributes:
+      train_loss: ``(..., 2)`` the training loss at the start and of the returned parameters.
+      train_ok: ``(...)`` bool, the final iterate was finite and no worse than the start.
+    """
+
+    train_loss: jax.Array
+    train_ok: jax.Array
 
 Array = jax.Array
 Params = Any

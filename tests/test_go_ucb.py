@@ -288,7 +288,7 @@ def test_sigma_phase1_folds_phase1_into_the_sums(linearized):
     # Digest 7.1 reading (b): the oracle's update also adds the Phase-I points linearised at w0.
     algo = G.go_ucb(sigma_phase1=True, **SMALL)
     x, y = linearized[1].x[:4], linearized[1].y[:4]
-    s = jax.jit(algo.update)(algo.init(KEY, PROBLEM.bounds, 16), x, y)
+    s, _ = jax.jit(algo.update)(algo.init(KEY, PROBLEM.bounds, 16), x, y)
     assert bool(s.fitted) and int(s.t) == 0
     lo, hi = np.asarray(PROBLEM.bounds)
     z = (np.asarray(x) - lo) / (hi - lo)
@@ -330,11 +330,11 @@ def test_refit_rebuilds_w0_sigma_and_b(linearized):
     update = jax.jit(algo.update)
     lo, hi = np.asarray(PROBLEM.bounds)
     s = algo.init(KEY, PROBLEM.bounds, 16)
-    s = update(s, r.x[:4], r.y[:4])  # the oracle: Phase II starts, t = 0
-    s1 = update(s, r.x[4:5], r.y[4:5])  # t = 1: a plain Phase-II update, no refit
+    s, _ = update(s, r.x[:4], r.y[:4])  # the oracle: Phase II starts, t = 0
+    s1, _ = update(s, r.x[4:5], r.y[4:5])  # t = 1: a plain Phase-II update, no refit
     np.testing.assert_array_equal(s1.w0, s.w0)
     assert int(s1.t) == 1
-    s2 = update(s1, r.x[5:6], r.y[5:6])  # t = 2: a multiple of refit_every, refit
+    s2, _ = update(s1, r.x[5:6], r.y[5:6])  # t = 2: a multiple of refit_every, refit
     assert int(s2.t) == 2 and bool(s2.fitted)
     # The round's own update first (numpy replay of eqs. 3-5 at w_1), then the refit from there.
     z = (np.asarray(r.x[:6]) - lo) / (hi - lo)

@@ -27,7 +27,7 @@ def quad(x):
 def observed_state(algo, n=12, capacity=16, seed=0):
     x = ntkbo.qmc.sobol(jax.random.PRNGKey(seed), n, BOUNDS)
     state = algo.init(jax.random.PRNGKey(1), BOUNDS, capacity)
-    return jax.jit(algo.update)(state, x, quad(x)), x
+    return jax.jit(algo.update)(state, x, quad(x))[0], x
 
 
 #: The model ``matern_loss`` writes out: ARD Matern-5/2 (gp's default before ard="auto").
@@ -219,7 +219,7 @@ def test_refit_schedule_grid_and_warm_state():
     update = jax.jit(algo.update)  # one point per update: compiled once
     params = []
     for i in range(12):
-        state = update(state, x[i:i + 1], quad(x[i:i + 1]))
+        state, _ = update(state, x[i:i + 1], quad(x[i:i + 1]))
         params.append(state.params)
     p8 = params[7]  # n = 8 <= refit_until: fitted, so it moved from the prior medians
     assert not np.array_equal(p8["log_ell"], algo.init(None, BOUNDS, 16).params["log_ell"])
@@ -237,7 +237,7 @@ def test_refit_schedule_grid_and_warm_state():
     small = algo.init(jax.random.PRNGKey(1), BOUNDS, 8)
     update_small = jax.jit(algo.update)
     for i in range(8):
-        small = update_small(small, x[i:i + 1], quad(x[i:i + 1]))
+        small, _ = update_small(small, x[i:i + 1], quad(x[i:i + 1]))
         jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6),
                                small.params, params[i])
 
@@ -253,7 +253,7 @@ def test_suggestions_respect_bounds_and_sign_convention(fitted):
     np.testing.assert_allclose(xm[0], [0.5, 2.0], atol=0.15)  # a GP fit to 12 points, not exact
     xe, info = jax.jit(algo.suggest)(jax.random.PRNGKey(3), state)
     assert np.all(xe >= BOUNDS[0]) and np.all(xe <= BOUNDS[1])
-    assert np.isfinite(info["acq_value"]).all()
+    assert np.isfinite(info.acq_value).all()
 
 
 @pytest.mark.parametrize("acquisition", ["ucb", "logei", "ts"])
@@ -264,7 +264,7 @@ def test_batches_are_distinct_points_in_the_box(acquisition, fitted):
     state, _ = observed_state(algo)
     state = state._replace(params=fitted[1].params)  # fitted hyper-parameters, same layout
     x, info = jax.jit(algo.suggest)(jax.random.PRNGKey(0), state)
-    assert x.shape == (3, 2) and info["acq_value"].shape == (3,)
+    assert x.shape == (3, 2) and info.acq_value.shape == (3,)
     assert np.all(x >= BOUNDS[0]) and np.all(x <= BOUNDS[1])
     # kriging believer conditions on each chosen point, whose variance then collapses, so the next
     # choice moves; three independent TS draws over 192 candidates coincide with tiny probability.
@@ -285,13 +285,13 @@ def test_posterior_inverse_suggests_what_the_solve_suggests():
     for inverse in (True, False, None):
         algo = ntkbo.algorithms.ntk_gp(acquisition="ucb", num_candidates=128, num_restarts=2,
                                        num_steps=20, posterior_inverse=inverse)
-        state = jax.jit(algo.update)(algo.init(jax.random.PRNGKey(0), BOUNDS, 16), x, quad(x))
+        state = jax.jit(algo.update)(algo.init(jax.random.PRNGKey(0), BOUNDS, 16), x, quad(x))[0]
         out.append(jax.jit(algo.suggest)(jax.random.PRNGKey(4), state))
     (x_inv, info_inv), (x_solve, info_solve), (x_default, _) = out
     assert jax.default_backend() == "cpu"
     np.testing.assert_array_equal(x_default, x_solve)
     np.testing.assert_allclose(x_inv, x_solve, rtol=0, atol=1e-8 * float(np.max(np.ptp(BOUNDS, 0))))
-    np.testing.assert_allclose(info_inv["acq_value"], info_solve["acq_value"], rtol=1e-10)
+    np.testing.assert_allclose(info_inv.acq_value, info_solve.acq_value, rtol=1e-10)
 
 
 def test_ntk_gp_uses_the_exact_ntk_and_accepts_any_kernel_fn():
@@ -319,7 +319,7 @@ def test_ntk_gp_uses_the_exact_ntk_and_accepts_any_kernel_fn():
     zz = (ys.min() - mu[0]) / sd
     ei = sd * (zz * scipy.stats.norm.cdf(zz) + scipy.stats.norm.pdf(zz))
     # rtol 1e-6: the model's Cholesky carries a relative jitter of order 1e-10 (ntkbo.gp).
-    np.testing.assert_allclose(info["acq_value"][0], ei, rtol=1e-6)
+    np.testing.assert_allclose(info.acq_value[0], ei, rtol=1e-6)
     _, _, erf_fn = ntkbo.kernels.mlp(1, 1, "erf", W_std=1.5, b_std=0.2)
     other = ntkbo.algorithms.ntk_gp(erf_fn, acquisition="ts", num_ts_candidates=64)
     s2, _ = observed_state(other)
@@ -340,7 +340,7 @@ def test_ei_is_maximised_through_its_log_where_ei_underflows(fitted):
     x_log, info = jax.jit(ntkbo.algorithms.gp(acquisition="ei", **kw).suggest)(key, state)
     x_lin, _ = jax.jit(ntkbo.algorithms.gp(acquisition="ei", log_ei=False, **kw).suggest)(
         key, state)
-    assert info["acq_value"][0] == 0.0  # EI itself underflowed: it could not rank
+    assert info.acq_value[0] == 0.0  # EI itself underflowed: it could not rank
     data = unit_data(state)
     p = state.params
     k = lambda a, b: ntkbo.kernels.stationary.matern52(  # noqa: E731  (gp's floors below)
@@ -410,7 +410,7 @@ def test_the_incremental_factor_equals_a_full_refactor():
                    (17, 20)):
         if hi > state.data.capacity:
             state = ntkbo.loop.grow_state(state, 32)
-        state = update(state, x[lo:hi], y[lo:hi])
+        state, _ = update(state, x[lo:hi], y[lo:hi])
     assert state.factor.chol.shape == (32, 32)
     data = unit_data(state)
     p = jax.tree_util.tree_map(np.asarray, state.params)

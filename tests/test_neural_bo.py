@@ -19,6 +19,8 @@ from algo_checks import assert_distinct
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.algorithms.neural_bo import (
+    NeuralBOSuggestInfo,
+    NeuralBOUpdateInfo,
     cholesky_update,
     dual_factor,
     init_u,
@@ -105,7 +107,7 @@ def test_primal_and_diag_state_follow_the_updates(setup):
         np.testing.assert_array_equal(state.params0["params"]["Dense_0"]["kernel"],
                                       s["params0"]["params"]["Dense_0"]["kernel"])
         update = jax.jit(algo.update)
-        state = update(update(state, s["z"][:4], y[:4]), s["z"][4:], y[4:])  # rank 4, twice
+        state, _ = update(update(state, s["z"][:4], y[:4])[0], s["z"][4:], y[4:])  # rank 4, twice
         if mode == "dual":
             # Static features: the state carries the Cholesky factor of the empirical-NTK Gram
             # matrix, extended by 4 rows twice (issue 16 item 1). Reference: numpy's Cholesky of
@@ -149,7 +151,7 @@ def test_sphere_input_map():
     u = np.column_stack([2 * z - 1, np.ones(5)])
     u /= np.linalg.norm(u, axis=1, keepdims=True)
     algo = neural_bo(width, lam=lam, uncertainty="diag", num_steps=0)
-    state = algo.update(algo.init(jax.random.PRNGKey(0), UNIT3, 8), z, np.arange(5.0))
+    state, _ = algo.update(algo.init(jax.random.PRNGKey(0), UNIT3, 8), z, np.arange(5.0))
     init_fn, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d + 1, 1))
     _, params0 = init_fn(jax.random.PRNGKey(0), (-1, d + 1))
     g = np.asarray(grad_features(apply_fn)(jnp.asarray(u), params0))
@@ -226,14 +228,14 @@ def test_training_approaches_kernel_ridge_regression():
 
     @jax.jit
     def one(key):
-        state = algo.update(algo.init(key, bounds, 8), z, y)
+        state, info = algo.update(algo.init(key, bounds, 8), z, y)
         p0 = state.params0
         g, gt = feats(z, p0), feats(zt, p0)
         h0, h0t = apply_fn(p0, z)[:, 0], apply_fn(p0, zt)[:, 0]
         krr = h0t + gt @ g.T @ jnp.linalg.solve(g @ g.T + lam * jnp.eye(n), y - h0)
         pred = apply_fn(state.params, zt)[:, 0]
-        return jnp.max(jnp.abs(pred - krr)), jnp.max(jnp.abs(krr - h0t)), state.train_loss, \
-            state.train_ok
+        return jnp.max(jnp.abs(pred - krr)), jnp.max(jnp.abs(krr - h0t)), info.train_loss, \
+            info.train_ok
 
     err, move, loss, ok = jax.vmap(one)(jax.random.split(jax.random.PRNGKey(4), 4))
     assert np.all(ok)
@@ -264,15 +266,17 @@ def test_minimize_default(default_algo):
     assert np.all(r.x >= lo) and np.all(r.x <= hi)
     assert_distinct(r.x, BRANIN.bounds)
     assert len({tuple(row) for row in np.asarray(r.x)}) > BUDGET // 2  # it moves around
-    info = r.info
+    info, fit = r.info, r.update_info
     rounds = BUDGET - 3
-    assert info["acq_value"].shape == (rounds, 1) and info["train_loss"].shape == (rounds, 2)
-    assert np.all(info["train_ok"]) and np.all(np.isfinite(info["std"]))
-    assert np.all(info["train_loss"][:, 1] < info["train_loss"][:, 0])
+    # typed infos: suggest's per round, update's per update (the initial design's first)
+    assert type(info) is NeuralBOSuggestInfo and type(fit) is NeuralBOUpdateInfo
+    assert info.acq_value.shape == (rounds, 1) and fit.train_loss.shape == (rounds + 1, 2)
+    assert np.all(fit.train_ok) and np.all(np.isfinite(info.std))
+    assert np.all(fit.train_loss[:, 1] < fit.train_loss[:, 0])
     # the default nu is "by_dimension": 1.0 on this 2-D problem. Mutation caught (checked): the
     # rule's threshold compared with d + 1 or its values swapped gives 0.3 here.
     assert inspect.signature(ntkbo.algorithms.neural_bo).parameters["nu"].default == "by_dimension"
-    np.testing.assert_array_equal(info["nu"], 1.0)
+    np.testing.assert_array_equal(info.nu, 1.0)
     # train_r2 (issue 15 item 4): numpy's R^2 of the final network on the standardised targets
     # of the 20 observations, from the state's parameters; the buffer has 12 padding rows, so
     # mutations caught (each checked): the padding rows counted (ybar and both sums change); the
@@ -286,8 +290,8 @@ def test_minimize_default(default_algo):
     pred = np.asarray(apply_fn(st.params, z))[:20, 0]
     r2 = 1.0 - np.sum((pred - ys) ** 2) / np.sum((ys - ys.mean()) ** 2)
     # float64 sums of 20 terms: 1e-10
-    np.testing.assert_allclose(float(st.train_r2), r2, rtol=1e-10, atol=1e-12)
-    assert st.data.capacity == 32 and info["train_r2"].shape == (rounds,)
+    np.testing.assert_allclose(float(fit.train_r2[-1]), r2, rtol=1e-10, atol=1e-12)
+    assert st.data.capacity == 32 and fit.train_r2.shape == (rounds + 1,)
     # same key, bit-identical run
     again = run(default_algo)
     np.testing.assert_array_equal(again.x, r.x)
@@ -327,16 +331,16 @@ def test_variants_run(name):
     state = jax.jit(algo.init, static_argnums=2)(KEY, BRANIN.bounds, 16)
     x0 = lo + (hi - lo) * np.array([[0.1, 0.2], [0.7, 0.4], [0.4, 0.9], [0.9, 0.8]])
     for i in range(0, 4, q):  # the initial design in batches of q: update compiles once
-        state = update(state, x0[i:i + q], fn(x0[i:i + q]))
+        state, fit = update(state, x0[i:i + q], fn(x0[i:i + q]))
     for k in jax.random.split(KEY, 3):
         x, info = suggest(k, state)
         assert x.shape == (q, 2) and np.all(x >= lo) and np.all(x <= hi)
-        assert info["acq_value"].shape == (q,) and np.all(np.isfinite(np.asarray(info["std"])))
-        assert bool(info["train_ok"]) and info["train_loss"][1] < info["train_loss"][0]
-        state = update(state, x, fn(x))
+        assert info.acq_value.shape == (q,) and np.all(np.isfinite(np.asarray(info.std)))
+        assert bool(fit.train_ok) and fit.train_loss[1] < fit.train_loss[0]
+        state, fit = update(state, x, fn(x))
     assert int(state.data.count) == 4 + 3 * q
     if name == "repo":
-        np.testing.assert_allclose(info["nu"], nu_repo(4 + 2 * q), rtol=1e-12)
+        np.testing.assert_allclose(info.nu, nu_repo(4 + 2 * q), rtol=1e-12)
         assert not jnp.allclose(state.params0["params"]["Dense_0"]["kernel"],
                                 state.params["params"]["Dense_0"]["kernel"])
 
@@ -424,7 +428,7 @@ def selection_setup():
 
         @jax.jit
         def one(key, algo=algo):
-            state = algo.update(algo.init(jax.random.PRNGKey(1), bounds, 8), x, y)
+            state, _ = algo.update(algo.init(jax.random.PRNGKey(1), bounds, 8), x, y)
             return state, algo.suggest(key, state)
 
         out[reg_center] = one(jax.random.PRNGKey(5))
@@ -472,7 +476,7 @@ def test_thompson_choice_is_the_argmin_of_the_draw(selection_setup):
         expect = bounds[0] + (bounds[1] - bounds[0]) * cand[i]
         np.testing.assert_allclose(np.asarray(x)[0], expect, rtol=0, atol=1e-12)
         # nu sigma at x; the algorithm's Cholesky jitter (1e-10 relative) moves sigma by ~1e-8
-        np.testing.assert_allclose(info["std"], 3.0 * sigma[i], rtol=1e-6)
+        np.testing.assert_allclose(info.std, 3.0 * sigma[i], rtol=1e-6)
         chosen[reg_center] = h
     # reg_center is observable: the two penalties train different networks
     assert np.max(np.abs(chosen["init"] - chosen["zero"])) > 1e-3
@@ -642,7 +646,7 @@ def test_update_keeps_the_optimizer_state_only_when_asked():
         def three(algo=algo):
             state = algo.init(jax.random.PRNGKey(0), bounds, 4)
             for i in range(3):
-                state = algo.update(state, x[i:i + 1], y[i:i + 1])
+                state, _ = algo.update(state, x[i:i + 1], y[i:i + 1])
             return state.opt_state[0].count
 
         counts[keep] = int(three())

@@ -157,7 +157,7 @@ def test_neural_cbo_state_holds_every_function_and_info(runs):
     lcb = np.asarray(info["lcb"])[:, 0, 0]
     est = np.asarray(info["estimated_feasible"])
     assert np.all(lcb[est] <= 0)
-    assert np.all(np.asarray(s.train_ok))
+    assert np.all(np.asarray(one.update_info.train_ok))
 
 
 def test_cli_runs_neural_cbo_on_a_constrained_problem(tmp_path, capsys):

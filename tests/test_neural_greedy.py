@@ -164,7 +164,7 @@ def test_batch_suggestions_distinct_and_inside(branin):
     algo = NG.neural_greedy("simple", q=3, num_explore=0, **SMALL)
     state = algo.init(jax.random.PRNGKey(1), branin.bounds, 8)
     x0 = ntkbo.loop.initial_design(jax.random.PRNGKey(2), branin.bounds, 4)
-    state = algo.update(state, x0, jax.vmap(branin.fn)(x0))
+    state, _ = algo.update(state, x0, jax.vmap(branin.fn)(x0))
     x, info = jax.jit(algo.suggest)(jax.random.PRNGKey(3), state)
     b = np.asarray(branin.bounds)
     assert x.shape == (3, 2) and np.all((np.asarray(x) >= b[0]) & (np.asarray(x) <= b[1]))

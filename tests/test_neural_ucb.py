@@ -46,7 +46,7 @@ def _history(algo, branin, batches):
     feats = []
     for xb in batches:
         feats.append(_grads(state.params, _embed((xb - b[0]) / (b[1] - b[0]))))
-        state = algo.update(state, jnp.asarray(xb), jax.vmap(branin.fn)(jnp.asarray(xb)))
+        state, _ = algo.update(state, jnp.asarray(xb), jax.vmap(branin.fn)(jnp.asarray(xb)))
     return state, np.concatenate(feats)
 
 
@@ -125,7 +125,7 @@ def vmapped(branin):
 def test_runs_vmapped_and_deterministic(vmapped, branin):
     res, again = vmapped
     assert_in_box_and_deterministic(res, again, branin.bounds, 7)
-    assert bool(np.all(res.info["train_ok"]))
+    assert bool(np.all(res.update_info.train_ok))
 
 
 def test_neural_ts_runs_with_batch(branin):
@@ -164,7 +164,8 @@ def test_y_transform_log_is_the_default_on_log_warped_observations(factory, bran
     states = []
     for kwargs, obs in ((dict(y_transform="log"), y), ({}, warped)):
         algo = getattr(NU_MOD, factory)(**SMALL, **kwargs)
-        state = algo.update(algo.init(key, branin.bounds, 8), jnp.asarray(x), jnp.asarray(obs))
+        state, _ = algo.update(algo.init(key, branin.bounds, 8), jnp.asarray(x),
+                               jnp.asarray(obs))
         states.append((state, algo.suggest(key, state)[0]))
     (s_log, x_log), (s_ref, x_ref) = states
     # Both runs see the same standardised targets up to float64 rounding (~1e-15); 5 GD steps

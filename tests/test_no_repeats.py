@@ -23,7 +23,7 @@ def test_gp_ei_does_not_repeat_the_incumbent():
     r = jax.jit(lambda k: ntkbo.minimize(ntkbo.algorithms.gp(), problem, 40, k))(key)
     assert_distinct(r.x, problem.bounds)
     # The guard did fire: EI's maximiser was an observed point in some rounds.
-    assert int(np.sum(r.info["duplicates_replaced"])) > 0
+    assert int(np.sum(r.info.duplicates_replaced)) > 0
     # In float32: 10.5 with the repeats, 0.006 without. Random search's mean regret on these keys
     # is 1.49: a threshold of 0.5 separates the two outcomes widely.
     assert float(r.best_f) - problem.optimum < 0.5

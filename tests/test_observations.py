@@ -302,8 +302,8 @@ def test_gp_thompson_sampling_in_float32_is_sighted():
         p = importlib.import_module("ntkbo").benchmarks.get("branin")
         r = importlib.import_module("ntkbo").minimize(algo, p, 8, jax.random.PRNGKey(0), n_init=5)
     assert r.x.dtype == jnp.float32
-    assert np.all(np.isfinite(np.asarray(r.info["acq_value"])))
-    assert "ts_retries" in r.info and np.all(np.asarray(r.info["ts_retries"]) >= 0)
+    assert np.all(np.isfinite(np.asarray(r.info.acq_value)))
+    assert np.all(np.asarray(r.info.ts_retries) >= 0)
 
 
 def test_bayesian_linear_regression_is_finite_in_float32_on_degenerate_features():

@@ -113,7 +113,7 @@ def test_gp_records_the_optimizer_options_in_effect():
     y = BRANIN.fn_batch(x)
 
     def suggest(a):
-        state = a.update(a.init(jax.random.PRNGKey(0), BRANIN.bounds, 4), x, y)
+        state, _ = a.update(a.init(jax.random.PRNGKey(0), BRANIN.bounds, 4), x, y)
         return a.suggest(jax.random.PRNGKey(1), state)[0]
 
     program = str(jax.make_jaxpr(suggest, static_argnums=0)(algo))

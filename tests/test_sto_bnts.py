@@ -298,7 +298,7 @@ def tiny_member():
     width, depth, sigma = 64, defaults["depth"], defaults["sigma"]  # a narrow net: seconds
     bounds = jnp.array([[0.0, 0.0], [1.0, 1.0]])
     algo = S.sto_bnts(width)
-    state = algo.update(algo.init(jax.random.PRNGKey(0), bounds, 8), Z[:6], _Y[:6])
+    state, _ = algo.update(algo.init(jax.random.PRNGKey(0), bounds, 8), Z[:6], _Y[:6])
     key = jax.random.PRNGKey(7)
     _, _, apply_fn, _, pvar = net(width=width, depth=depth, W_std=(1.0,) + (2**0.5,) * depth,
                                   d=3)
@@ -370,7 +370,7 @@ def test_default_trains_the_network_on_loss_1(tiny_member):
     x_sto, info = jax.jit(S.sto_bnts(m["width"], **cheap).suggest)(m["key"], m["state"])
     lin = S.sto_bnts_linear(m["width"], **cheap)
     x_lin, _ = jax.jit(lin.suggest)(m["key"], lin.update(
-        lin.init(jax.random.PRNGKey(0), m["bounds"], 8), Z[:6], _Y[:6]))
+        lin.init(jax.random.PRNGKey(0), m["bounds"], 8), Z[:6], _Y[:6])[0])
 
     d = m["defaults"]
     th, _, _, _, _ = jax.jit(lambda: S.train_member(

@@ -110,7 +110,7 @@ def test_a_batch_that_does_not_fit_raises_outside_jit_and_is_flagged_inside():
     algo = A.random_search()
     state = algo.init(jax.random.PRNGKey(0), BRANIN.bounds, 4)
     x = np.tile(np.asarray(BRANIN.bounds).mean(0), (3, 1))
-    state = algo.update(state, x, np.arange(3.0))
+    state, _ = algo.update(state, x, np.arange(3.0))
     with pytest.raises(ValueError, match="3 of 4 observations: 2 more do not fit"):
         algo.update(state, x[:2], np.zeros(2))
     with pytest.raises(ValueError, match="more than the buffer's capacity 4"):

@@ -31,7 +31,7 @@ from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize
 from ntkbo.algorithms.observations import from_unit, standardized_data, unit_box
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 
 Array = jax.Array
 
@@ -71,8 +71,9 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
         check_told(x, y, K)
         y = jnp.asarray(y).reshape(jnp.shape(x)[0], K + 1)
         return ConstrainedKernelBOState(
-            base.update(state.objective, x, y[:, 0]),
-            tuple(base.update(s, x, y[:, k + 1]) for k, s in enumerate(state.constraints)))
+            base.update(state.objective, x, y[:, 0])[0],
+            tuple(base.update(s, x, y[:, k + 1])[0] for k, s in enumerate(state.constraints))
+        ), NoInfo()
 
     def _posterior(s):
         data, mean, std = standardized_data(s.data, s.bounds)  # failed rows: out of G.fit's mask

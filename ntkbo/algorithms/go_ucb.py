@@ -55,7 +55,7 @@ from ntkbo.validation import check_positive as _check_positive
 from ntkbo import data as D
 from ntkbo import optimize, qmc
 from ntkbo.algorithms.observations import best_points, from_unit, standardize, to_unit
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 
 Array = jax.Array
 Params = Any
@@ -905,7 +905,7 @@ def go_ucb(
         branch = jnp.where(~appended, 0,
                            jnp.where(state.fitted, 2, jnp.where(data.count >= n_explore, 1, 0)))
         return jax.lax.switch(branch, [lambda s: s, start_phase2, phase2],
-                              state._replace(data=data))
+                              state._replace(data=data)), NoInfo()
 
     def suggest(key, state):
         d = state.bounds.shape[-1]

@@ -59,7 +59,7 @@ from ntkbo.algorithms.constrained_ei import constrained_kernel_bo
 # to_unit, from_unit, to_sphere, standardize live in observations; gp_bo.<name> still works.
 from ntkbo.algorithms.observations import (best_points, from_unit, standardize,  # noqa: F401
                                           standardized_data, to_sphere, to_unit, unit_box)
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels.stationary import STATIONARY
 
 Array = jax.Array
@@ -369,6 +369,122 @@ def _acquisition_fn(name, post, kernel, best, beta, xi, log_ei):
     return fn
 
 
+class GPSuggestInfo(NamedTuple):
+    """The ``info`` of a kernel model's ``suggest`` (``gp``, ``ntk_gp``) for every acquisition but
+    Thompson sampling (standardised units; the acquisition is maximised, module docstring).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition at each point (EI itself, not its log, for
+        ``"ei"`` with ``log_ei``; ``-(mu - sqrt(beta) sigma)`` for UCB).
+      acq_fallback: ``()`` int32, 1 when no evaluation had succeeded, so EI and PI took the prior
+        mean as the incumbent.
+      duplicates_replaced: ``()`` int32, maximisers that were observed points and were replaced
+        (``ntkbo.optimize``).
+    """
+
+    acq_value: Array
+    acq_fallback: Array
+    duplicates_replaced: Array
+
+
+class GPThompsonInfo(NamedTuple):
+    """The ``info`` of a kernel model's ``suggest`` with ``acquisition="ts"``.
+
+    Attributes:
+      acq_value: ``(q,)`` each joint draw's ``-f~`` at its chosen candidate.
+      ts_retries: ``()`` int32, the times the draws' Cholesky needed a larger jitter
+        (``ntkbo.acquisition.joint_normal_draws``).
+      duplicates_replaced: ``()`` int32, draws whose best candidate was an observed or already
+        taken point.
+    """
+
+    acq_value: Array
+    ts_retries: Array
+    duplicates_replaced: Array
+
+
+def build_suggest(model: _Model, *, acquisition: str, q: int, num_candidates: int,
+                  num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
+                  log_ei: bool = True, posterior_inverse: bool | None = None):
+    """A kernel model's raw ``suggest(key, state, beta, xi) -> (x (q, d), info)`` (blackjax's
+    ``build_kernel`` pattern): the acquisition's hyper-parameters ``beta`` (UCB,
+    ``-(mu - sqrt(beta) sigma)``, Srinivas et al. 2010) and ``xi`` (the EI/PI margin) are arguments,
+    numbers or traced arrays ``()``, so ``jax.vmap`` over them works; ``info`` is
+    ``GPThompsonInfo`` for ``acquisition="ts"``, else ``GPSuggestInfo``. ``kernel_bo`` (``gp``,
+    ``ntk_gp``) validates the options and closes over ``beta`` and ``xi``; nothing is validated
+    here. ``model``: the kernel model (e.g. ``stationary_model(...)``); ``state``: a
+    ``KernelBOState`` of the algorithm built on the same model (its ``init`` and ``update``).
+    ``posterior_inverse``: as ``kernel_bo``'s."""
+
+    def suggest(key, state, beta, xi):
+        data, _, _ = standardized_data(state.data, state.bounds)
+        m = D.mask(data)
+        unit = unit_box(data.dim, data.x.dtype)
+        kernel = lambda a, b: model.kernel(state.params, a, b)  # noqa: E731
+        lam = model.noise(state.params)
+        post = G.condition(state.factor, data)
+        if (jax.default_backend() != "cpu" if posterior_inverse is None else posterior_inverse):
+            post = G.with_inverse(post)
+        starts = best_points(data.x, data.y, m, 4)
+        if acquisition == "ts":
+            k_cand, k_pert, k_draw = jax.random.split(key, 3)
+            sobol = qmc.sobol(k_cand, num_ts_candidates, unit)
+            # Local candidates: 16 Gaussian perturbations (2% of the box) of each of the best points.
+            centres = jnp.where(jnp.isnan(starts), sobol[: starts.shape[0]], starts)
+            local = jnp.repeat(centres, 16, axis=0)
+            local = jnp.clip(local + 0.02 * jax.random.normal(k_pert, local.shape, local.dtype),
+                             0.0, 1.0)
+            cand = jnp.concatenate([sobol, local])
+            observed = jnp.where(m[:, None], data.x, jnp.nan)
+            mu, cov = G.predict(kernel, post, cand, full_cov=True)
+            # (q, n); over ~1000 candidates in float32 the first Cholesky may fail: the jitter
+            # grows (counted in info.ts_retries) rather than every draw being NaN.
+            draws, retries = acq.joint_normal_draws(k_draw, mu, cov, num_samples=q)
+            values = acq.posterior_mean(draws)  # maximise -f (a non-finite draw: -inf)
+            # Draw j takes its best candidate not taken by draws < j, so a batch never repeats a point,
+            # and never an observed point while another candidate has a finite draw.
+            taken = jnp.zeros(cand.shape[0], bool)
+            dup = optimize.near_observed(cand, observed, unit)
+            picks, replaced = [], []
+            for j in range(q):
+                v = jnp.where(taken, -jnp.inf, values[j])
+                i, r = optimize.argmax_distinct(v, dup)
+                taken = taken.at[i].set(True)
+                picks.append(i)
+                replaced.append(r)
+            i = jnp.stack(picks)
+            info = GPThompsonInfo(values[jnp.arange(q), i], retries,
+                                  jnp.sum(jnp.stack(replaced)).astype(jnp.int32))
+            return from_unit(cand[i], state.bounds), info
+        # No successful evaluation yet (all failed): EI and PI have no incumbent. Take the prior
+        # mean (0 in standardised units) as the incumbent, so the acquisition stays finite and
+        # prefers uncertain points, and count the round in info.acq_fallback.
+        no_incumbent = ~jnp.any(m)
+        best = jnp.where(no_incumbent, 0.0, jnp.min(jnp.where(m, data.y, jnp.inf)))
+        zs, vals, replaced = [], [], []
+        for j in range(q):
+            key, sub = jax.random.split(key)
+            fn = _acquisition_fn(acquisition, post, kernel, best, beta, xi, log_ei)
+            # The points observed and those taken for this batch (kriging believer): none again.
+            observed = jnp.where(D.mask(data)[:, None], data.x, jnp.nan)
+            z, val, opt_info = optimize.maximize_acquisition(
+                sub, fn, unit, num_candidates=num_candidates, num_restarts=num_restarts,
+                x_best=starts, num_steps=num_steps, observed=observed)
+            zs.append(z)
+            replaced.append(opt_info.replaced)
+            vals.append(jnp.exp(val) if acquisition == "ei" and log_ei else val)
+            if j + 1 < q:  # kriging believer: condition on the posterior mean at z
+                fantasy = G.mean(kernel, post, z[None])
+                n = data.count
+                data = D.append(data, z[None], fantasy)
+                post = G.append(kernel, post, data, n, 1, lam, jitter=jitter)
+        return from_unit(jnp.stack(zs), state.bounds), GPSuggestInfo(
+            jnp.stack(vals), no_incumbent.astype(jnp.int32),
+            jnp.sum(jnp.stack(replaced)).astype(jnp.int32))
+
+    return suggest
+
+
 def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int, fit: bool,
               num_fit_steps: int, fit_learning_rate: float, num_candidates: int,
               num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
@@ -431,71 +547,13 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                              model.init_params(d, bounds.dtype),
                              G.empty_factor(capacity, bounds.dtype))
 
+    raw_suggest = build_suggest(model, acquisition=acquisition, q=q,
+                                num_candidates=num_candidates, num_restarts=num_restarts,
+                                num_steps=num_steps, num_ts_candidates=num_ts_candidates,
+                                jitter=jitter, log_ei=log_ei, posterior_inverse=posterior_inverse)
+
     def suggest(key, state):
-        data, _, _ = standardized_data(state.data, state.bounds)
-        m = D.mask(data)
-        unit = unit_box(data.dim, data.x.dtype)
-        kernel = lambda a, b: model.kernel(state.params, a, b)  # noqa: E731
-        lam = model.noise(state.params)
-        post = G.condition(state.factor, data)
-        if (jax.default_backend() != "cpu" if posterior_inverse is None else posterior_inverse):
-            post = G.with_inverse(post)
-        starts = best_points(data.x, data.y, m, 4)
-        if acquisition == "ts":
-            k_cand, k_pert, k_draw = jax.random.split(key, 3)
-            sobol = qmc.sobol(k_cand, num_ts_candidates, unit)
-            # Local candidates: 16 Gaussian perturbations (2% of the box) of each of the best points.
-            centres = jnp.where(jnp.isnan(starts), sobol[: starts.shape[0]], starts)
-            local = jnp.repeat(centres, 16, axis=0)
-            local = jnp.clip(local + 0.02 * jax.random.normal(k_pert, local.shape, local.dtype),
-                             0.0, 1.0)
-            cand = jnp.concatenate([sobol, local])
-            observed = jnp.where(m[:, None], data.x, jnp.nan)
-            mu, cov = G.predict(kernel, post, cand, full_cov=True)
-            # (q, n); over ~1000 candidates in float32 the first Cholesky may fail: the jitter
-            # grows (counted in info["ts_retries"]) rather than every draw being NaN.
-            draws, retries = acq.joint_normal_draws(k_draw, mu, cov, num_samples=q)
-            values = acq.posterior_mean(draws)  # maximise -f (a non-finite draw: -inf)
-            # Draw j takes its best candidate not taken by draws < j, so a batch never repeats a point,
-            # and never an observed point while another candidate has a finite draw.
-            taken = jnp.zeros(cand.shape[0], bool)
-            dup = optimize.near_observed(cand, observed, unit)
-            picks, replaced = [], []
-            for j in range(q):
-                v = jnp.where(taken, -jnp.inf, values[j])
-                i, r = optimize.argmax_distinct(v, dup)
-                taken = taken.at[i].set(True)
-                picks.append(i)
-                replaced.append(r)
-            i = jnp.stack(picks)
-            info = {"acq_value": values[jnp.arange(q), i], "ts_retries": retries,
-                    "duplicates_replaced": jnp.sum(jnp.stack(replaced)).astype(jnp.int32)}
-            return from_unit(cand[i], state.bounds), info
-        # No successful evaluation yet (all failed): EI and PI have no incumbent. Take the prior
-        # mean (0 in standardised units) as the incumbent, so the acquisition stays finite and
-        # prefers uncertain points, and count the round in info["acq_fallback"].
-        no_incumbent = ~jnp.any(m)
-        best = jnp.where(no_incumbent, 0.0, jnp.min(jnp.where(m, data.y, jnp.inf)))
-        zs, vals, replaced = [], [], []
-        for j in range(q):
-            key, sub = jax.random.split(key)
-            fn = _acquisition_fn(acquisition, post, kernel, best, beta, xi, log_ei)
-            # The points observed and those taken for this batch (kriging believer): none again.
-            observed = jnp.where(D.mask(data)[:, None], data.x, jnp.nan)
-            z, val, opt_info = optimize.maximize_acquisition(
-                sub, fn, unit, num_candidates=num_candidates, num_restarts=num_restarts,
-                x_best=starts, num_steps=num_steps, observed=observed)
-            zs.append(z)
-            replaced.append(opt_info.replaced)
-            vals.append(jnp.exp(val) if acquisition == "ei" and log_ei else val)
-            if j + 1 < q:  # kriging believer: condition on the posterior mean at z
-                fantasy = G.mean(kernel, post, z[None])
-                n = data.count
-                data = D.append(data, z[None], fantasy)
-                post = G.append(kernel, post, data, n, 1, lam, jitter=jitter)
-        return from_unit(jnp.stack(zs), state.bounds), {
-            "acq_value": jnp.stack(vals), "acq_fallback": no_incumbent.astype(jnp.int32),
-            "duplicates_replaced": jnp.sum(jnp.stack(replaced)).astype(jnp.int32)}
+        return raw_suggest(key, state, beta, xi)
 
     def update(state, x, y):
         n_old = state.data.count
@@ -518,7 +576,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
             params = _refit(state.params, data, due, n)
         return state._replace(params=params,
                               factor=_factor_update(state, params, data, n_old, q_new,
-                                                    due if fit else None))
+                                                    due if fit else None)), NoInfo()
 
     def _refit(params, data, due, n):
         if fit_method == "adam":

@@ -144,7 +144,11 @@ CHUNK_ENTRIES = 1 << 22
 
 __all__ = [
     "NeuralBOState",
+    "NeuralBOSuggestInfo",
+    "NeuralBOUpdateInfo",
+    "NeuralBOFns",
     "neural_bo",
+    "build",
     "nu_repo",
     "cholesky_update",
     "dual_factor",
@@ -192,12 +196,6 @@ class NeuralBOState(NamedTuple):
         ``"diag"``: ``(p,)`` the diagonal of ``U``; ``"dual"`` with static features: the
         ``ntkbo.gp.Factor`` ``(C, C)`` of the buffer's empirical-NTK Gram matrix (it grows with
         the buffer); ``"dual"`` with dynamic features: ``(0,)`` (unused).
-      train_loss: ``(2,)`` TrainNN loss at the start and of the returned parameters, last update.
-      train_ok: ``()`` bool, the last iterate of the last training was finite and no worse than
-        its start (see ``train``).
-      train_r2: ``()`` the trained network's coefficient of determination on the training
-        targets of the last update (``fit_r2``): how well TrainNN fits the data, which the
-        paper's analysis assumes.
       opt_state: the optimiser's (optax) state after the last training, which the next one
         continues from when ``keep_optimizer_state`` (the authors' code keeps its
         ``torch.optim.Adam`` across rounds); its initial state otherwise, unused.
@@ -208,10 +206,54 @@ class NeuralBOState(NamedTuple):
     params0: Params
     params: Params
     u: Union[Array, G.Factor]
+    opt_state: Any = ()
+
+
+class NeuralBOSuggestInfo(NamedTuple):
+    """The ``info`` of NeuralBO's ``suggest`` (standardised units, minimisation: the acquisition
+    is ``-f~``, the negated Thompson draw of Alg. 1 line 4).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition ``-f~_j`` at each chosen point.
+      mean: ``(q,)`` the network mean ``h`` there.
+      std: ``(q,)`` ``nu_t sigma`` there.
+      nu: ``()`` the exploration scale ``nu_t`` used.
+      duplicates_replaced: ``()`` int32, draws whose minimiser was an observed point and that
+        took their best other candidate (``ntkbo.optimize.argmax_distinct``).
+    """
+
+    acq_value: Array
+    mean: Array
+    std: Array
+    nu: Array
+    duplicates_replaced: Array
+
+
+class NeuralBOUpdateInfo(NamedTuple):
+    """The ``info`` of NeuralBO's ``update`` (TrainNN, Alg. 1 line 6 and Alg. 2).
+
+    Attributes:
+      train_loss: ``(2,)`` the training loss at the start and of the returned parameters.
+      train_ok: ``()`` bool, the last iterate was finite and no worse than the start (``train``).
+      train_r2: ``()`` the trained network's coefficient of determination on the training
+        targets (``fit_r2``): how well TrainNN fits the data, which the paper's analysis assumes.
+    """
+
     train_loss: Array
     train_ok: Array
     train_r2: Array
-    opt_state: Any = ()
+
+
+class NeuralBOFns(NamedTuple):
+    """NeuralBO's raw functions (``build``), the hyper-parameters ``nu`` and ``lam`` as arguments
+    (arrays or numbers, traceable: ``jax.vmap`` over them works):
+    ``init(key, bounds, capacity, lam) -> state``; ``suggest(key, state, nu, lam) -> (x,
+    NeuralBOSuggestInfo)`` with ``nu`` the exploration scale ``nu_t`` ``()`` of this round;
+    ``update(state, x, y, lam) -> (state, NeuralBOUpdateInfo)``."""
+
+    init: Callable
+    suggest: Callable
+    update: Callable
 
 
 # ---------------------------------------------------------------------------------------------
@@ -721,13 +763,82 @@ def neural_bo(
       jitter: relative Cholesky jitter of the dual form (``None``: ``ntkbo.gp.default_jitter``).
 
     Returns:
-      An ``ntkbo.Algorithm``. ``suggest`` returns ``(x (q, d), info)`` with ``info`` a dict of
-      ``acq_value`` ``(q,)`` (the maximised ``-f~``, standardised units), ``mean`` and ``std``
-      ``(q,)`` (``h`` and ``nu sigma`` there), ``nu`` ``()``, ``train_loss`` ``(2,)``,
-      ``train_ok`` ``()`` and ``train_r2`` ``()`` (``fit_r2``) of the last update.
+      An ``ntkbo.Algorithm``: ``suggest`` returns ``(x (q, d), NeuralBOSuggestInfo)``,
+      ``update`` returns ``(state, NeuralBOUpdateInfo)`` (TrainNN's losses and fit). Its
+      functions are ``build``'s raw ones with ``nu_t`` from the ``nu`` schedule and ``lam``
+      fixed.
 
     Raises:
       ValueError: an invalid argument, naming it.
+    """
+    _check_positive("lam", lam)
+    nu_fn = nu_schedule(nu)
+    raw = build(width, depth, activation=activation, W_std=W_std, b_std=b_std, features=features,
+                uncertainty=uncertainty, optimizer=optimizer, learning_rate=learning_rate,
+                num_steps=num_steps, warm_start=warm_start,
+                keep_optimizer_state=keep_optimizer_state, reg_center=reg_center,
+                train_penalty=train_penalty, loss_reduction=loss_reduction,
+                standardize_y=standardize_y, q=q, thompson=thompson, num_restarts=num_restarts,
+                num_acq_steps=num_acq_steps, acq_method=acq_method,
+                num_candidates=num_candidates, num_best=num_best,
+                num_perturbations=num_perturbations, perturb_scale=perturb_scale,
+                sampler=sampler, input_map=input_map, chunk_size=chunk_size, jitter=jitter)
+
+    def init(key, bounds, capacity):
+        return raw.init(key, bounds, capacity, lam)
+
+    def suggest(key, state):
+        return raw.suggest(key, state, nu_fn(state.data.count, state.bounds.shape[-1]), lam)
+
+    def update(state, x, y):
+        return raw.update(state, x, y, lam)
+
+    return Algorithm(init, suggest, update)
+
+
+def build(
+    width: int = 500,
+    depth: int = 1,
+    *,
+    activation="relu",
+    W_std="paper",
+    b_std=None,
+    features: str = "static",
+    uncertainty: str = "dual",
+    optimizer: str = "gd",
+    learning_rate: float | None = None,
+    num_steps: int = 200,
+    warm_start: bool = True,
+    keep_optimizer_state: bool = False,
+    reg_center: str = "init",
+    train_penalty: float | None = None,
+    loss_reduction: str = "sum",
+    standardize_y: bool = True,
+    q: int = 1,
+    thompson: str = "independent",
+    num_restarts: int = 4,
+    num_acq_steps: int = 30,
+    acq_method: str = "pgd",
+    num_candidates: int = 2048,
+    num_best: int = 4,
+    num_perturbations: int = 512,
+    perturb_scale: float = 0.02,
+    sampler: str = "sobol",
+    input_map: str = "sphere",
+    chunk_size: int | None = None,
+    jitter: float | None = None,
+) -> NeuralBOFns:
+    """NeuralBO's raw ``init``, ``suggest`` and ``update`` (``NeuralBOFns``) for ``neural_bo``'s
+    structural options (the same arguments and defaults, validated here), with the continuous
+    hyper-parameters as arguments of the functions, blackjax's ``build_kernel`` pattern: ``nu``
+    (the round's exploration scale ``nu_t`` of Alg. 1 line 4) and ``lam`` (``U_0 = lam I``, the
+    variance prefactor and the training penalty). ``neural_bo(nu=..., lam=..., **options)`` is
+    ``build(**options)`` with ``nu_t`` from its schedule and ``lam`` fixed, so a loop of these
+    functions under ``jax.vmap`` over ``nu`` or ``lam`` runs each value's computation. The
+    hyper-parameters are not validated (they may be traced): ``nu >= 0`` and ``lam > 0``.
+
+    Raises:
+      ValueError: an invalid option, naming it.
     """
     _check_choice("features", features, FEATURES)
     _check_choice("uncertainty", uncertainty, UNCERTAINTIES)
@@ -738,8 +849,6 @@ def neural_bo(
     _check_choice("input_map", input_map, INPUT_MAPS)
     _check_choice("thompson", thompson, THOMPSON)
     _check_choice("acq_method", acq_method, optimize.METHODS)
-    _check_positive("lam", lam)
-    nu_fn = nu_schedule(nu)
     if learning_rate is not None:
         _check_positive("learning_rate", learning_rate)
     for name, value, low in (("num_steps", num_steps, 0), ("q", q, 1),
@@ -784,7 +893,7 @@ def neural_bo(
     # The dual form with fixed features keeps its Gram matrix's factor (``posterior``).
     carry_factor = uncertainty == "dual" and features == "static"
 
-    def init(key, bounds, capacity):
+    def init(key, bounds, capacity, lam):
         bounds = check_bounds(bounds)
         d = bounds.shape[-1]
         _, params0 = net(d)[0](key, (-1, input_dim(d, input_map)))
@@ -794,10 +903,9 @@ def neural_bo(
             u = init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype)
         opt_state = make_optimizer(optimizer, 1.0).init(params0)
         return NeuralBOState(D.empty(capacity, d, bounds.dtype), bounds, params0, params0, u,
-                             jnp.zeros((2,), bounds.dtype), jnp.ones((), bool),
-                             jnp.full((), jnp.nan, bounds.dtype), opt_state)
+                             opt_state)
 
-    def update(state, x, y):
+    def update(state, x, y, lam):
         d = state.bounds.shape[-1]
         _, apply_fn, feats = net(d)
         x = jnp.asarray(x, state.bounds.dtype).reshape(-1, d)
@@ -817,11 +925,12 @@ def neural_bo(
         params, l0, l1, ok, opt_state = train_nn(
             apply_fn, feats, state.params0, state.params, z, ys, m, lam,
             opt_state=state.opt_state if keep_optimizer_state else None, **train_opts)
-        return state._replace(data=data, u=u, params=params, train_loss=jnp.stack([l0, l1]),
-                              train_ok=ok, train_r2=fit_r2(apply_fn, params, z, ys, m),
-                              opt_state=opt_state if keep_optimizer_state else state.opt_state)
+        info = NeuralBOUpdateInfo(jnp.stack([l0, l1]), ok, fit_r2(apply_fn, params, z, ys, m))
+        return state._replace(data=data, u=u, params=params,
+                              opt_state=opt_state if keep_optimizer_state else state.opt_state
+                              ), info
 
-    def suggest(key, state):
+    def suggest(key, state, nu, lam):
         d = state.bounds.shape[-1]
         _, apply_fn, feats = net(d)
         k_cand, k_noise = jax.random.split(key)
@@ -833,16 +942,15 @@ def neural_bo(
         post = functools.partial(posterior, apply_fn, feats, state.params, theta_feat, state.u,
                                  z, m, lam=lam, uncertainty=uncertainty, input_map=input_map,
                                  jitter=jitter, chunk_size=chunk_size)
-        nu_t = jnp.asarray(nu_fn(data.count, d), state.bounds.dtype)
+        nu_t = jnp.asarray(nu, state.bounds.dtype)
         if thompson == "pathwise":
             noise = jax.random.normal(k_noise, (num_perturbations * d,), state.bounds.dtype)
             cand = candidates(k_cand, z, ys, m, noise, **cand_opts)
             zs, values, replaced = pathwise_select(k_noise, apply_fn, state, theta_feat, z, m,
-                                                   cand, nu_t)
+                                                   cand, nu_t, lam)
             mu, var = post(zc=zs)
-            info = {"acq_value": values, "mean": mu,
-                    "std": nu_t * jnp.sqrt(jnp.maximum(var, 0.0)), "nu": nu_t,
-                    "duplicates_replaced": replaced}
+            info = NeuralBOSuggestInfo(values, mu, nu_t * jnp.sqrt(jnp.maximum(var, 0.0)), nu_t,
+                                       replaced)
         else:
             # One normal draw for the perturbations and the Thompson noise (each random-number
             # call site costs about a second of XLA compile time on CPU).
@@ -854,12 +962,11 @@ def neural_bo(
             dup = optimize.near_observed(cand, jnp.where(m[:, None], z, jnp.nan), unit)
             i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n),
                                       dup)
+            info = NeuralBOSuggestInfo(**info)
             zs = cand[i]
-        info.update(train_loss=state.train_loss, train_ok=state.train_ok,
-                    train_r2=state.train_r2)
         return from_unit(zs, state.bounds), info
 
-    def pathwise_select(key, apply_fn, state, theta_feat, z, m, cand, nu_t):
+    def pathwise_select(key, apply_fn, state, theta_feat, z, m, cand, nu_t, lam):
         """``q`` joint draws (``pathwise_direction``), each minimised over ``cand`` then refined
         (``ntkbo.optimize.maximize_over_candidates`` on ``-f~``, never at an observed point):
         ``(zs (q, d), -f~ (q,), replaced ())``."""
@@ -880,4 +987,4 @@ def neural_bo(
             replaced.append(opt_info.replaced)
         return jnp.stack(zs), jnp.stack(values), jnp.sum(jnp.stack(replaced)).astype(jnp.int32)
 
-    return Algorithm(init, suggest, update)
+    return NeuralBOFns(init, suggest, update)

@@ -50,7 +50,7 @@ from ntkbo.base import Algorithm
 from ntkbo.feature_gp import extend_dual_factor, gram_variance
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
-from ntkbo.nets import gd_learning_rate, paper_W_std, train
+from ntkbo.nets import TrainInfo, gd_learning_rate, paper_W_std, train
 from ntkbo.validation import check_choice, check_int, check_positive, check_told
 
 Array = jax.Array
@@ -72,9 +72,8 @@ class NeuralCBOState(NamedTuple):
       constraint_data: ``K`` buffers, ``constraint_data[k]`` the observed ``c_k`` at the same ``x``.
       bounds: ``(2, d)`` box.
       params0: ``W_0`` of the ``K + 1`` networks, stacked on a leading axis (objective first).
-      params: the trained parameters, stacked likewise.
-      train_loss: ``(K + 1, 2)`` TrainNN loss at the start and at the returned parameters.
-      train_ok: ``(K + 1,)`` bool, see ``neural_bo.train``.
+      params: the trained parameters, stacked likewise (TrainNN's losses, ``(K + 1, 2)`` and
+        ``(K + 1,)``, are ``update``'s ``info``, ``ntkbo.nets.TrainInfo``).
       factors: ``ntkbo.gp.Factor`` with ``chol`` ``(K + 1, C, C)``: each network's Cholesky
         factor of its empirical-NTK Gram matrix at ``W_0`` over the rows whose every value is
         finite, extended at each update (``neural_bo.extend_dual_factor``: the features at
@@ -86,8 +85,6 @@ class NeuralCBOState(NamedTuple):
     bounds: Array
     params0: Params
     params: Params
-    train_loss: Array
-    train_ok: Array
     factors: G.Factor
 
 
@@ -377,7 +374,8 @@ def neural_cbo(
       ``suggest`` returns ``(x (1, d), info)`` with ``info``: ``acq_value`` ``(1,)`` (log EI),
       ``mean``/``std`` ``(1,)`` (objective, standardised), ``lcb`` ``(1, K)`` (original units),
       ``estimated_feasible`` (some candidate had every LCB <= 0), ``beta`` ``(K,)``,
-      ``incumbent`` ``()``, ``train_loss`` ``(K + 1, 2)``, ``train_ok`` ``(K + 1,)``.
+      ``incumbent`` ``()``; ``update`` returns ``(state, ntkbo.nets.TrainInfo)`` with
+      ``train_loss`` ``(K + 1, 2)`` and ``train_ok`` ``(K + 1,)``.
     """
     check_int("n_constraints", n_constraints, 1)
     check_choice("optimizer", optimizer, OPTIMIZERS)
@@ -429,7 +427,7 @@ def neural_cbo(
         factors = G.Factor(jnp.broadcast_to(G.empty_factor(capacity, dtype).chol,
                                             (K + 1, capacity, capacity)))
         return NeuralCBOState(D.empty(capacity, d, dtype), buffers, bounds, params0, params0,
-                              jnp.zeros((K + 1, 2), dtype), jnp.ones((K + 1,), bool), factors)
+                              factors)
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
@@ -460,8 +458,8 @@ def neural_cbo(
             return train(apply_fn, p_start, p0, z, yk, m, lam, lr, num_steps, optimizer=optimizer)
 
         params, l0, l1, ok = jax.vmap(fit)(start, state.params0, ys)
-        return state._replace(params=params, train_loss=jnp.stack([l0, l1], axis=-1),
-                              train_ok=ok, factors=factors)
+        return (state._replace(params=params, factors=factors),
+                TrainInfo(jnp.stack([l0, l1], axis=-1), ok))
 
     def suggest(key, state):
         d = state.bounds.shape[-1]
@@ -507,8 +505,6 @@ def neural_cbo(
             "estimated_feasible": any_feasible,
             "beta": beta_k,
             "incumbent": mu_plus,
-            "train_loss": state.train_loss,
-            "train_ok": state.train_ok,
         }
         return from_unit(cand[i][None], state.bounds), info
 

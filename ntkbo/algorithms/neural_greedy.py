@@ -55,7 +55,7 @@ from ntkbo.algorithms.observations import best_points, from_unit, unit_view
 from ntkbo.algorithms.sto_bnts import (draw_params, embed_inputs, jvp_term, member_fn,
                                        prior_variances, target_noise, train_member,
                                        zero_last_layer)
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import mlp, mlp_spec
 from ntkbo.nets import train as _nbo_train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
@@ -379,7 +379,7 @@ def neural_greedy(
         return GreedyState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds)
 
     def update(state, x, y):
-        return state._replace(data=D.append(state.data, x, y))
+        return state._replace(data=D.append(state.data, x, y)), NoInfo()
 
     def suggest(key, state):
         data = state.data

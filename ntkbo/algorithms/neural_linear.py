@@ -47,7 +47,7 @@ from ntkbo import optimize
 from ntkbo.algorithms.observations import Y_TRANSFORMS, best_points, from_unit, unit_view
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
-from ntkbo.nets import train
+from ntkbo.nets import TrainInfo, train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 
@@ -123,16 +123,14 @@ class BLRPosterior(NamedTuple):
 
 class NeuralLinearState(NamedTuple):
     """``data``, ``bounds``; ``params0`` the initialisation, ``params`` the trained network;
-    ``blr`` the posterior on the trained network's features; ``train_loss`` ``(2,)``,
-    ``train_ok`` ``()``."""
+    ``blr`` the posterior on the trained network's features. The training's losses are
+    ``update``'s ``info`` (``ntkbo.nets.TrainInfo``)."""
 
     data: D.Data
     bounds: Array
     params0: Params
     params: Params
     blr: BLRPosterior
-    train_loss: Array
-    train_ok: Array
 
 
 def last_layer_features(apply_fn, params: Params, depth: int, x: Array) -> Array:
@@ -304,8 +302,9 @@ def neural_linear(
     Returns:
       An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
       ``acq_value``, ``mean``, ``std`` ``(q,)`` (the latent posterior at ``x``, standardised units;
-      for EI with ``q > 1``, after the believed points before it), ``alpha``, ``beta``,
-      ``train_loss`` ``(2,)``, ``train_ok``.
+      for EI with ``q > 1``, after the believed points before it), ``alpha``, ``beta``;
+      ``update`` returns ``(state, ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``,
+      ``train_ok``).
 
     Raises:
       ValueError: an invalid argument, naming it.
@@ -340,8 +339,7 @@ def neural_linear(
         k = features(params0, jnp.zeros((1, d), dtype)).shape[-1]
         blr = BLRPosterior(jnp.zeros((k,), dtype), jnp.eye(k, dtype=dtype),
                            jnp.ones((), dtype), jnp.ones((), dtype))
-        return NeuralLinearState(D.empty(capacity, d, dtype), bounds, params0, params0, blr,
-                                 jnp.zeros((2,), dtype), jnp.ones((), bool))
+        return NeuralLinearState(D.empty(capacity, d, dtype), bounds, params0, params0, blr)
 
     def update(state, x, y):
         data = D.append(state.data, x, y)
@@ -350,8 +348,8 @@ def neural_linear(
         params, l0, l1, ok = train(apply_fn, state.params0, zero, z, ys, mask, weight_decay,
                                    learning_rate, num_steps, optimizer="adam")
         blr = blr_posterior(features(params, z), ys, mask, alpha, beta, num_evidence_iters)
-        return state._replace(data=data, params=params, blr=blr,
-                              train_loss=jnp.stack([l0, l1]), train_ok=ok)
+        return (state._replace(data=data, params=params, blr=blr),
+                TrainInfo(jnp.stack([l0, l1]), ok))
 
     def suggest(key, state):
         dtype = state.bounds.dtype
@@ -400,7 +398,7 @@ def neural_linear(
             _, (zq, values, mu, sd, replaced) = jax.lax.scan(choose, (post.chol, best0),
                                                              jax.random.split(key, q))
         info = {"acq_value": values, "mean": mu, "std": sd, "alpha": post.alpha,
-                "beta": post.beta, "train_loss": state.train_loss, "train_ok": state.train_ok,
+                "beta": post.beta,
                 "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
         if acquisition == "ei":
             info["acq_fallback"] = no_incumbent.astype(jnp.int32)

@@ -51,7 +51,7 @@ from ntkbo.algorithms.sto_bnts import embed_inputs
 from ntkbo.base import Algorithm
 from ntkbo.feature_gp import dual_factor, variance_diag, variance_dual
 from ntkbo.kernels import grad_features, mlp, mlp_spec
-from ntkbo.nets import gd_learning_rate, train
+from ntkbo.nets import TrainInfo, gd_learning_rate, train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 
@@ -113,8 +113,8 @@ class NeuralUCBState(NamedTuple):
     """``data``: raw observations; ``bounds`` ``(2, d)``; ``params0``/``params``: ``theta_0`` and
     the trained ``theta_t``; ``g_obs``: the features ``g_i`` (rows of ``g_obs.x``, ``(C, p)``) for
     ``u="full"`` (``(C, 1)`` zeros for ``"diag"``); ``u_diag``: ``(p,)`` diagonal of ``U`` for
-    ``"diag"`` (``(0,)`` for ``"full"``); ``train_loss`` ``(2,)``, ``train_ok`` ``()``: TrainNN's
-    loss at its start and end, and its status, at the last update."""
+    ``"diag"`` (``(0,)`` for ``"full"``). TrainNN's losses are ``update``'s ``info``
+    (``ntkbo.nets.TrainInfo``)."""
 
     data: D.Data
     bounds: Array
@@ -122,8 +122,6 @@ class NeuralUCBState(NamedTuple):
     params: Params
     g_obs: D.Data
     u_diag: Array
-    train_loss: Array
-    train_ok: Array
 
 
 def _quad(g: Array, u: str, lam, g_obs: Array, mask: Array, chol, u_diag: Array) -> Array:
@@ -212,7 +210,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         g_obs = D.empty(capacity, p if u == "full" else 1, dtype)
         u_diag = jnp.full((p,), lam, dtype) if u == "diag" else jnp.zeros((0,), dtype)
         return NeuralUCBState(D.empty(capacity, d, dtype), bounds, params0, params0, g_obs,
-                              u_diag, jnp.zeros((2,), dtype), jnp.ones((), bool))
+                              u_diag)
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
@@ -237,8 +235,8 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
               if learning_rate is None else learning_rate)
         params, l0, l1, ok = train(apply_fn, state.params0, state.params0, xs, ys, mask, lam, lr,
                                    num_steps, optimizer="gd")
-        return state._replace(data=data, params=params, g_obs=g_obs, u_diag=u_diag,
-                              train_loss=jnp.stack([l0, l1]), train_ok=ok)
+        return (state._replace(data=data, params=params, g_obs=g_obs, u_diag=u_diag),
+                TrainInfo(jnp.stack([l0, l1]), ok))
 
     def suggest(key, state):
         dtype = state.bounds.dtype
@@ -301,7 +299,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
                 choose, (g_ext, m_ext, state.u_diag, 0), jax.random.split(key, q))
             info = {"acq_value": values, "mean": h, "bonus": bonus,
                     "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
-        info.update(nu=nu_t, train_loss=state.train_loss, train_ok=state.train_ok)
+        info.update(nu=nu_t)
         return from_unit(zq, state.bounds), info
 
     return Algorithm(init, suggest, update)
@@ -379,7 +377,8 @@ def neural_ucb(
     Returns:
       An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
       ``acq_value``, ``mean`` (``h``), ``bonus`` (``nu sqrt(g^T U^-1 g)`` with the pending points
-      of the batch before it in ``U``) ``(q,)``, ``nu``, ``train_loss`` ``(2,)``, ``train_ok``.
+      of the batch before it in ``U``) ``(q,)`` and ``nu``; ``update`` returns ``(state,
+      ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``, ``train_ok``).
 
     Raises:
       ValueError: an invalid argument, naming it.
@@ -414,8 +413,8 @@ def neural_ts(
     """NeuralTS (Zhang et al. 2021, Algorithm 1): the Thompson draw ``N(h, nu^2 lam g^T U^-1 g)``
     independently per candidate, minimised by candidate search; ``q`` independent draws per batch.
     Arguments as :func:`neural_ucb` (no gradient refinement: ``num_restarts`` only picks the best
-    candidate). ``info`` has ``acq_value``, ``mean``, ``std`` (``nu sigma``) ``(q,)``, ``nu``,
-    ``train_loss``, ``train_ok``."""
+    candidate). ``info`` has ``acq_value``, ``mean``, ``std`` (``nu sigma``) ``(q,)`` and ``nu``;
+    ``update``'s is ``ntkbo.nets.TrainInfo``."""
     return _make("ts", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
                  W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
                  learning_rate=learning_rate, q=q, input_map=input_map,

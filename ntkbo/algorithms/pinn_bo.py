@@ -46,9 +46,9 @@ from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.algorithms.observations import best_points, standardize
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import as_kernel, mlp, mlp_spec
-from ntkbo.nets import train
+from ntkbo.nets import TrainInfo, train
 from ntkbo.optimize import maximize_acquisition
 from ntkbo.pde import Pde
 from ntkbo.validation import check_choice, check_int, check_positive
@@ -436,9 +436,8 @@ class PinnBOState(NamedTuple):
       data: observations (``ntkbo.data.Data``).
       bounds: ``(2, d)`` box.
       z: ``(N_r, d)`` residual (collocation) points; u: ``(N_r r,)`` their PDE data ``g(z) + eta``.
-      params0: ``theta_0`` (drawn once in ``init``); params: ``theta_t``.
-      train_loss: ``(2,)`` loss at the start and of the returned parameters, last update.
-      train_ok: ``()`` bool: the last training's final iterate was finite and no worse than its start.
+      params0: ``theta_0`` (drawn once in ``init``); params: ``theta_t`` (the training's losses
+        are ``update``'s ``info``, ``ntkbo.nets.TrainInfo``).
     """
 
     data: D.Data
@@ -447,8 +446,6 @@ class PinnBOState(NamedTuple):
     u: Array
     params0: Params
     params: Params
-    train_loss: Array
-    train_ok: Array
 
 
 def pinn_bo(
@@ -552,7 +549,8 @@ def pinn_bo(
 
     Returns:
       ``Algorithm``; ``suggest`` returns ``(x (1, d), info)`` with ``info`` = ``{"mean": h at x
-      (standardised units), "train_loss": (2,), "train_ok": ()}``.
+      (standardised units), "duplicates_replaced": ()}``; ``update`` returns ``(state,
+      ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``, ``train_ok`` ``()``).
 
     Raises:
       ValueError: an invalid argument, naming it.
@@ -577,8 +575,7 @@ def pinn_bo(
         k_net, k_res = jax.random.split(key)
         _, params0 = init_fn(k_net, (-1, d))
         z, u = residual_data(k_res, pde, bounds, num_residuals, rhs_noise_std)
-        return PinnBOState(D.empty(capacity, d, bounds.dtype), bounds, z, u, params0, params0,
-                           jnp.zeros((2,), bounds.dtype), jnp.ones((), bool))
+        return PinnBOState(D.empty(capacity, d, bounds.dtype), bounds, z, u, params0, params0)
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
@@ -618,8 +615,7 @@ def pinn_bo(
                   else jax.tree_util.tree_map(jnp.zeros_like, state.params0))
         params, l0, l1, ok = train(outputs, start, center, xx, target, mask, lam, learning_rate,
                                    num_steps, optimizer=optimizer, reduction="sum")
-        return state._replace(data=data, params=params, train_loss=jnp.stack([l0, l1]),
-                              train_ok=ok)
+        return state._replace(data=data, params=params), TrainInfo(jnp.stack([l0, l1]), ok)
 
     def suggest(key, state):
         bounds = state.bounds
@@ -631,8 +627,7 @@ def pinn_bo(
             key, acq, bounds, num_candidates=num_candidates, num_restarts=num_restarts,
             x_best=best_points(state.data.x, state.data.y, D.mask(state.data), num_restarts),
             num_steps=acq_steps, method=method, observed=_observed(state.data))
-        info = {"mean": -value, "train_loss": state.train_loss, "train_ok": state.train_ok,
-                "duplicates_replaced": opt_info.replaced.astype(jnp.int32)}
+        info = {"mean": -value, "duplicates_replaced": opt_info.replaced.astype(jnp.int32)}
         return x[None, :], info
 
     return Algorithm(init, suggest, update)
@@ -765,7 +760,7 @@ def pinn_ntk_gp(
         data = D.append(state.data, x, jnp.reshape(y, (-1,)))
         factor = append_factor(state.bounds, state.factor, state.z, data, state.data.count,
                                x.shape[0])
-        return state._replace(data=data, factor=factor)
+        return state._replace(data=data, factor=factor), NoInfo()
 
     def suggest(key, state):
         bounds, data = state.bounds, state.data

@@ -9,7 +9,7 @@ import jax
 from ntkbo.validation import check_bounds, check_int
 from ntkbo import data as D
 from ntkbo import qmc
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 
 
 class RandomSearchState(NamedTuple):
@@ -35,6 +35,6 @@ def random_search(q: int = 1) -> Algorithm:
         return x, {}
 
     def update(state, x, y):
-        return state._replace(data=D.append(state.data, x, y))
+        return state._replace(data=D.append(state.data, x, y)), NoInfo()
 
     return Algorithm(init, suggest, update)

@@ -60,7 +60,7 @@ from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo import optimize
 from ntkbo.algorithms.observations import best_points, from_unit, to_sphere, unit_view
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 
 Array = jax.Array
@@ -682,7 +682,7 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
         return StoBntsState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds, seed)
 
     def update(state, x, y):
-        return state._replace(data=D.append(state.data, x, y))
+        return state._replace(data=D.append(state.data, x, y)), NoInfo()
 
     def suggest(key, state):
         data = state.data
