@@ -48,6 +48,12 @@ def test_an_option_added_after_cells_were_stored_keeps_their_digest():
     options = {k: c.definition()["algorithm"]["options"] for k, c in cells.items()}
     assert "ard" not in options["gp_ei"] and options["gp_ei_no_ard"]["ard"] is False
     assert cells["gp_ei"].digest != cells["gp_ei_no_ard"].digest
+    # ntk_gp's posterior_inverse (a **kwargs option): its default None (the solves on CPU, as
+    # every stored cell ran) is left out; True appears. Mutation caught (checked): the ntk_gp
+    # entry of _ADDED_BASELINE removed.
+    resolved = ntkbo.algorithms.resolved_options
+    assert "posterior_inverse" not in resolved("ntk_gp_ei")
+    assert resolved("ntk_gp_ei", posterior_inverse=True)["posterior_inverse"] is True
 
 
 def test_spec_uses_reporting_keys_and_2d_initial_points():

@@ -79,9 +79,8 @@ _KWARGS_OPTIONS = {gp: _gp_options, ntk_gp: _ntk_gp_options}
 
 #: The ``**kwargs`` values a stored experiment cell that does not list them ran with
 #: (``resolved_options``): the shared defaults of ``gp`` and ``ntk_gp`` until 2026-11-24, and
-#: ``posterior_inverse=False`` (added 2026-11-27; every earlier cell ran the triangular solves;
-#: ``ntk_gp``'s default ``None`` picks them on CPU but is hashed as ``None``). Frozen: changing a value here
-#: would change what every stored cell means.
+#: ``posterior_inverse=False`` (added 2026-11-27; every earlier cell ran the triangular solves).
+#: Frozen: changing a value here would change what every stored cell means.
 _KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
                         jitter=None, n_constraints=0, posterior_inverse=False)
 
@@ -90,10 +89,14 @@ _KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_t
 #: the stored cells keep their ``digest`` and stay resumable; any other value appears. Frozen, as
 #: ``_KWARGS_BASELINE``. ``gp``'s ``ard`` (2026-11-25): every earlier cell ran ARD.
 #: ``neural_bo``'s pathwise draws and their refinement (2026-11-26): every earlier cell ran the
-#: paper's independent draws, which do not read the refinement options.
+#: paper's independent draws, which do not read the refinement options. ``ntk_gp``'s
+#: ``posterior_inverse=None`` (2026-11-27): by backend, the triangular solves on CPU, where every
+#: earlier cell ran (a cell's device is in its meta; results across devices were never
+#: bit-identical).
 _ADDED_BASELINE = {gp: dict(ard=True),
                    neural_bo: dict(thompson="independent", num_restarts=4, num_acq_steps=30,
-                                   acq_method="pgd")}
+                                   acq_method="pgd"),
+                   ntk_gp: dict(posterior_inverse=None)}
 
 
 def _function_of(factory):
