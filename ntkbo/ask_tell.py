@@ -286,14 +286,20 @@ def _kernel_model(algo: Algorithm, state):
             hasattr(state, f) for f in ("params", "factor", "data", "bounds")):
         return None
     fn = algo.suggest
-    cells: dict[str, Any]  # the closure's cells by name
-    cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
-                     getattr(fn, "__closure__", None) or ()))
-    try:
-        model = cells["model"].cell_contents
-    except (KeyError, ValueError):
-        return None
-    return model if isinstance(model, _Model) else None
+    for _ in range(2):  # suggest, or the raw suggest it closes over (``gp_bo.build_suggest``)
+        cells: dict[str, Any]  # the closure's cells by name
+        cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
+                         getattr(fn, "__closure__", None) or ()))
+        try:
+            model = cells["model"].cell_contents
+        except (KeyError, ValueError):
+            try:
+                fn = cells["raw_suggest"].cell_contents
+            except (KeyError, ValueError):
+                return None
+            continue
+        return model if isinstance(model, _Model) else None
+    return None
 
 
 def recommend(algo: Algorithm, study: Study) -> Recommendation | None:

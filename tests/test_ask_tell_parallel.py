@@ -140,7 +140,7 @@ def _constant_algorithm() -> Algorithm:
         init=lambda key, bounds, cap: _ConstState(D.empty(cap, 2, bounds.dtype),
                                                   jnp.asarray(bounds)),
         suggest=lambda key, s: (((s.bounds[0] + s.bounds[1]) / 2)[None], {}),
-        update=lambda s, x, y: s._replace(data=D.append(s.data, x, y)))
+        update=lambda s, x, y: (s._replace(data=D.append(s.data, x, y)), ntkbo.NoInfo()))
 
 
 def test_a_suggestion_never_coincides_with_a_pending_point():
