@@ -74,6 +74,7 @@ class UpdateFn(Protocol):
         with ``n_constraints = K > 0``: objective, then constraints), refits the surrogate and
         returns ``(state, info)``: the new state and the refit's diagnostics (``NoInfo()`` for
         an algorithm that reports none)."""
+        ...
 
 
 class NoInfo(NamedTuple):
