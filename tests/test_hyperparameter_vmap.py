@@ -113,3 +113,17 @@ def test_gp_ucb_vmap_over_beta_equals_a_loop():
     xs = np.stack([np.asarray(one[0]) for one in looped])
     assert np.abs(xs[0] - xs[1]).max() > 1e-3  # beta changes the suggestions
     assert type(looped[0][1]) is gp_bo.GPSuggestInfo and type(looped[0][2]) is ntkbo.NoInfo
+
+
+def test_build_takes_neural_bos_structural_options_with_the_same_defaults():
+    """``neural_bo.build`` repeats ``neural_bo``'s signature without ``nu`` and ``lam`` (those are
+    arguments of the raw functions): the two must not drift apart, or the raw functions would
+    compute another NeuralBO than the factory. Read with ``inspect`` from both functions.
+    Mutation checked: ``build``'s ``num_steps`` default set to 100 fails here."""
+    import inspect
+
+    nb = importlib.import_module("ntkbo.algorithms.neural_bo")
+    factory = {k: p.default for k, p in inspect.signature(nb.neural_bo).parameters.items()
+               if k not in ("nu", "lam", "preset")}
+    raw = {k: p.default for k, p in inspect.signature(nb.build).parameters.items()}
+    assert raw == factory
