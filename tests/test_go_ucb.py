@@ -22,8 +22,10 @@ G = importlib.import_module("ntkbo.algorithms.go_ucb")
 PROBLEM = ntkbo.benchmarks.get("branin")
 BUDGET, N_INIT, HORIZON = 16, 3, 12  # n_explore = ceil(sqrt(12)) = 4: one Phase-I suggest, then 12
 WIDTH = 8  # p = (d + 2) width + 1 = 33 parameters
+# refit_every=0: the paper's Algorithm 1 (one oracle fit), which the replays below check; the
+# default's Phase-II refits have tests of their own.
 SMALL = dict(horizon=HORIZON, width=WIDTH, oracle_steps=1000, oracle_restarts=2, num_candidates=64,
-             num_restarts=2, num_steps=5)
+             num_restarts=2, num_steps=5, refit_every=0)
 KEY = jax.random.PRNGKey(7)
 
 
@@ -326,7 +328,7 @@ def _flat_apply(d=2, m=WIDTH):
 
 def test_refit_rebuilds_w0_sigma_and_b(linearized):
     _, r = linearized
-    algo = G.go_ucb(refit_every=2, refit_steps=50, **SMALL)
+    algo = G.go_ucb(**{**SMALL, "refit_every": 2, "refit_steps": 50})
     update = jax.jit(algo.update)
     lo, hi = np.asarray(PROBLEM.bounds)
     s = algo.init(KEY, PROBLEM.bounds, 16)
@@ -362,7 +364,7 @@ def test_refit_rebuilds_w0_sigma_and_b(linearized):
 
 
 def test_refit_runs_through_minimize():
-    algo = G.go_ucb(refit_every=3, refit_steps=20, **SMALL)
+    algo = G.go_ucb(**{**SMALL, "refit_every": 3, "refit_steps": 20})
     r = ntkbo.minimize(algo, PROBLEM, BUDGET, KEY, n_init=N_INIT)
     assert int(r.state.t) == BUDGET - G.n_explore_paper(HORIZON)
     assert np.isfinite(r.info["acq_value"][1:]).all() and np.isfinite(r.state.w_hat).all()
@@ -439,3 +441,11 @@ def test_phase2_observe_and_the_linearisation_called_directly(linearized):
     np.testing.assert_allclose(new.b, b, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(new.w_hat, np.linalg.solve(sigma, b), rtol=1e-9, atol=1e-12)
     assert int(new.t) == int(s.t) + 3
+
+
+def test_default_refits_every_round_and_the_paper_preset_never():
+    """GO-UCB's default re-runs the oracle after every Phase-II observation (a departure from the
+    paper, chosen on tuning keys); ``preset="paper"`` keeps Algorithm 1's single fit. Mutation
+    caught (checked): the default back at ``refit_every=0`` fails the first assertion."""
+    assert ntkbo.algorithms.go_ucb().config["refit_every"] == 1
+    assert ntkbo.algorithms.go_ucb(preset="paper").config["refit_every"] == 0

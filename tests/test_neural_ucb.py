@@ -11,7 +11,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import ntkbo
-from algo_checks import assert_in_box_and_deterministic, vmapped_twice
+from algo_checks import assert_in_box_and_deterministic, info_field, vmapped_twice
 from ntkbo.kernels import mlp
 
 NU_MOD = importlib.import_module("ntkbo.algorithms.neural_ucb")
@@ -139,12 +139,29 @@ def test_neural_ts_runs_with_batch(branin):
         assert len({tuple(np.round(row, 12)) for row in batch}) == 3
 
 
+@pytest.mark.parametrize("factory, style, low", [("neural_ucb", "ucb", 0.3), ("neural_ts", "ts", 1.0)])
+def test_default_nu_follows_the_dimension(factory, style, low):
+    """The default ``nu="by_dimension"``: the value chosen on the tuning keys when ``d <= 6``, the
+    papers' 0.1 above, as the ``nu`` the suggestion used (its ``info``). Mutation caught
+    (checked): a constant default ``nu = 0.1`` fails at d = 2; a limit ``d < 6`` would make the
+    rule's own function disagree at d = 6."""
+    assert NU_MOD.nu_by_dimension(style, 6) == low and NU_MOD.nu_by_dimension(style, 7) == 0.1
+    algo = getattr(NU_MOD, factory)(width=WIDTH, num_steps=1, num_candidates=8, num_restarts=1)
+    for d, want in [(2, low), (7, 0.1)]:
+        bounds = jnp.stack([jnp.zeros(d), jnp.ones(d)])
+        state = algo.init(jax.random.PRNGKey(0), bounds, 4)
+        x = jax.random.uniform(jax.random.PRNGKey(1), (3, d))
+        state, _ = algo.update(state, x, jnp.sum(x**2, axis=1))
+        _, info = jax.jit(algo.suggest)(jax.random.PRNGKey(2), state)
+        assert float(info_field(info, "nu")) == want
+
+
 @pytest.mark.parametrize("factory", ["neural_ucb", "neural_ts"])
 @pytest.mark.parametrize("kwargs, match", [
     (dict(lam=0.0), "lam"), (dict(nu=-1.0), "nu"), (dict(u="primal"), "u"),
     (dict(q=0), "q"), (dict(width=0), "width"), (dict(input_map="ball"), "input_map"),
     (dict(num_steps=-1), "num_steps"), (dict(activation="nope"), "activation"),
-    (dict(y_transform="box-cox"), "y_transform"),
+    (dict(y_transform="box-cox"), "y_transform"), (dict(nu="repo"), "nu"),
 ])
 def test_bad_arguments(factory, kwargs, match):
     with pytest.raises(ValueError, match=match):

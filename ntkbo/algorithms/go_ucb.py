@@ -27,13 +27,13 @@ deviation (frozen at the oracle), so the formulas hold verbatim for ``u`` (GO-UC
 the upper confidence bound on ``u`` is a lower confidence bound on ``y`` (``go_ucb`` has details).
 
 **Defaults and the paper.** ``preset="paper"`` is the paper's experimental setting (Section 6 and
-App. D.1; :data:`PRESETS`). The defaults depart from it in three places: Step 5 is the closed-form
+App. D.1; :data:`PRESETS`). The defaults depart from it in four places: Step 5 is the closed-form
 maximum of the linearised model over the ball (``optimistic="linearized"``; the paper's joint
 ascent is ``"joint"``; ``optimistic_points``), ``beta_t = c (1 + t / T)``, the shape of eq. (7),
 instead of ``p^3 F^4 t / T`` (``beta_schedule``), and the oracle is Adam on standardised targets,
-not SGD at ``1e-11`` (``fit_oracle``). ``refit_every`` (not in the paper, off by default) re-runs
-the oracle in Phase II (``oracle_refit``); only with it did GO-UCB beat random search on Branin and
-Hartmann-6 (docs/decisions.md, 2026-11-22).
+not SGD at ``1e-11`` (``fit_oracle``), and Phase II re-runs the oracle after every observation
+(``refit_every=1``, ``oracle_refit``; the paper fits it once, and with one fit Phase II stalls on
+the Phase-I surrogate), chosen on tuning keys.
 """
 
 from __future__ import annotations
@@ -494,7 +494,7 @@ def oracle_refit(state: GOUCBState, apply_w, lam, *, num_steps: int, learning_ra
     warm-started from ``w_t``, in the frozen Phase-I units; then ``Sigma``, ``b`` restart around the
     new ``w0`` with every point linearised there.
 
-    ``refit_every=k``, ``refit_steps`` (**not in the paper**, default off). The paper fits the
+    ``refit_every=k``, ``refit_steps`` (**not in the paper**; the default ``k = 1``). The paper fits the
     network once, on the ``T1`` Phase-I points; afterwards ``w_t`` moves only by the linearised
     ridge update, shrunk towards that ``w0`` (measured: Phase II keeps re-querying edges and corners
     of the box and does not improve on the Phase-I best; docs/decisions.md, 2026-11-22). With
@@ -730,7 +730,7 @@ def go_ucb(
     num_steps: int = 30,
     joint_steps: int = 2000,
     joint_learning_rate: float = 1e-4,
-    refit_every: int = 0,
+    refit_every: int = 1,
     refit_steps: int | None = None,
 ) -> Algorithm:
     """GO-UCB (see the module docstring for the formulas, conventions and defaults).
@@ -789,7 +789,8 @@ def go_ucb(
         their size (paper: 2000, ``1e-4``), ``x`` in unit-cube coordinates.
       refit_every: **not in the paper** (``oracle_refit``): ``k >= 1`` re-runs the
         oracle on all observations every ``k`` Phase-II observations and restarts ``Sigma``, ``b``
-        around the new ``w0``; ``0`` (default) is the paper's single fit.
+        around the new ``w0`` (default 1: after every observation); ``0`` is the paper's single
+        fit.
       refit_steps: optimiser steps of a refit (warm-started from ``w_t``); ``None`` for
         ``oracle_steps``.
 

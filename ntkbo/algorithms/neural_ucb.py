@@ -22,9 +22,12 @@ standardised observations of ``f`` and the query minimises ``h - bonus`` (a lowe
 or the Thompson draw, i.e. the papers' algorithms run on the reward ``-f``.
 
 **Defaults and the papers.** A ReLU network with one hidden layer of width 20 (Zhou et al.'s
-two-layer ``sqrt(m) W_2 relu(W_1 x)``), He scales, no biases, ``lam = 0.01``, ``nu = 0.1`` (inside
-the Greedy paper's grids), the exact ``U`` (``ucb_bonus``), ``J = 100`` GD steps from ``theta_0``,
-inputs on the unit sphere and standardised outputs. Zhou et al.'s symmetric initialisation (which
+two-layer ``sqrt(m) W_2 relu(W_1 x)``), He scales, no biases, ``lam = 0.01``, the exact ``U``
+(``ucb_bonus``), ``J = 100`` GD steps from ``theta_0``, inputs on the unit sphere and standardised
+outputs. ``nu="by_dimension"`` departs from the papers' single value: ``nu = 0.1`` (inside the
+Greedy paper's grid ``{0.01, 0.1, 1}``) when ``d > 6``, and for ``d <= 6``, where 0.1 left the
+search at the box's corner, 0.3 (NeuralUCB) and 1.0 (NeuralTS), chosen on tuning keys
+(:func:`nu_by_dimension`). Zhou et al.'s symmetric initialisation (which
 only makes ``h(.; theta_0) = 0``) is not implemented. The baselines of the two papers that ran
 them on continuous black boxes are presets (:data:`PRESETS_BY_NAME`): ``neural_ucb(preset="paper")``
 (the Greedy paper's), ``neural_ucb(preset="sto_bnts")``, ``neural_ts(preset="paper")`` (STO-BNTS's).
@@ -61,6 +64,10 @@ Params = Any
 U_FORMS = ("full", "diag")
 INPUT_MAPS = ("sphere", "cube")
 STYLES = ("ucb", "ts")
+NU_SCHEDULES = ("by_dimension",)
+#: ``nu="by_dimension"``: ``NU_LOW_DIM[style]`` when ``d <= NU_DIM_LIMIT``, else ``NU_HIGH_DIM``.
+NU_LOW_DIM = {"ucb": 0.3, "ts": 1.0}
+NU_HIGH_DIM, NU_DIM_LIMIT = 0.1, 6
 #: Best observed points the acquisition optimiser starts from (and perturbs).
 NUM_BEST = 4
 
@@ -106,7 +113,8 @@ PRESETS_BY_NAME = {
     "neural_ts": {"paper": _STO_BNTS, "sto_bnts": _STO_BNTS},
 }
 
-__all__ = ["NeuralUCBState", "PRESETS_BY_NAME", "neural_ts", "neural_ucb", "ts_std", "ucb_bonus"]
+__all__ = ["NeuralUCBState", "PRESETS_BY_NAME", "neural_ts", "neural_ucb", "nu_by_dimension",
+           "ts_std", "ucb_bonus"]
 
 
 class NeuralUCBState(NamedTuple):
@@ -172,13 +180,24 @@ def ts_std(g: Array, nu, lam, **kwargs) -> Array:
     return jnp.sqrt(lam) * ucb_bonus(g, nu, lam, **kwargs)
 
 
+def nu_by_dimension(style: str, d: int) -> float:
+    """The default exploration scale: ``NU_LOW_DIM[style]`` (NeuralUCB ``"ucb"`` 0.3, NeuralTS
+    ``"ts"`` 1.0) when the dimension ``d <= NU_DIM_LIMIT`` (6), else the papers' ``NU_HIGH_DIM``
+    (0.1); a Python float (``d`` is static)."""
+    check_choice("style", style, STYLES)
+    return NU_LOW_DIM[style] if d <= NU_DIM_LIMIT else NU_HIGH_DIM
+
+
 def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_steps, learning_rate,
           q, input_map, num_candidates, num_restarts, num_acq_steps, acq_method, jitter,
           y_transform):
     check_int("width", width, 1)
     check_int("depth", depth, 1)
     check_positive("lam", lam)
-    check_positive("nu", nu, allow_zero=True)
+    if isinstance(nu, str):
+        check_choice("nu", nu, NU_SCHEDULES)
+    else:
+        check_positive("nu", nu, allow_zero=True)
     check_choice("u", u, U_FORMS)
     check_int("num_steps", num_steps, 0)
     if learning_rate is not None:
@@ -246,7 +265,8 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts, x_best=starts,
                    num_steps=num_acq_steps, method=acq_method,
                    observed=jnp.where(mask[:, None], z, jnp.nan))
-        nu_t = jnp.asarray(nu, dtype)
+        d = state.bounds.shape[-1]
+        nu_t = jnp.asarray(nu_by_dimension(style, d) if isinstance(nu, str) else nu, dtype)
 
         if style == "ts":
             chol = dual_factor(state.g_obs.x, D.mask(state.g_obs), lam, jitter) \
@@ -310,7 +330,7 @@ def neural_ucb(
     depth: int = 1,
     *,
     lam: float = 0.01,
-    nu: float = 0.1,
+    nu: float | str = "by_dimension",
     activation="relu",
     W_std=math.sqrt(2.0),
     b_std=None,
@@ -361,7 +381,9 @@ def neural_ucb(
       width, depth, activation, W_std, b_std: the network (``ntkbo.kernels.mlp``, NTK
         parameterisation).
       lam: ``lambda``: ``U_0 = lam I`` and TrainNN's penalty toward ``theta_0``.
-      nu: the exploration scale (Zhou et al.'s ``gamma_t``), a number ``>= 0``.
+      nu: the exploration scale (Zhou et al.'s ``gamma_t``), a number ``>= 0`` or
+        ``"by_dimension"`` (default: 0.3 when ``d <= 6``, else 0.1; NeuralTS: 1.0, else 0.1;
+        :func:`nu_by_dimension`).
       u: ``"full"`` (exact ``U``, dual form) or ``"diag"`` (diagonal approximation).
       num_steps, learning_rate: TrainNN's ``J`` GD steps from ``theta_0`` and step size (``None``:
         ``neural_bo.gd_learning_rate``).
@@ -396,7 +418,7 @@ def neural_ts(
     depth: int = 1,
     *,
     lam: float = 0.01,
-    nu: float = 0.1,
+    nu: float | str = "by_dimension",
     activation="relu",
     W_std=math.sqrt(2.0),
     b_std=None,
