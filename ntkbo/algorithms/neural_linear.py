@@ -173,6 +173,8 @@ def blr_posterior(phi: Array, y: Array, mask: Array, alpha="evidence", beta="evi
 
     from ``alpha = 1``, ``beta = 100`` (noise std 0.1 of the data's), with ``alpha`` in
     ``[1e-6, 1e6]`` and ``beta`` in ``[1e-4, 1e4]`` (:func:`blr_posterior`, :func:`blr_evidence`).
+    An iterate whose factorisation of ``A`` fails (single precision near the clips) is not taken:
+    the iterations stop at the last ``(alpha, beta)`` with a finite posterior.
     DNGO itself integrates
     ``alpha, beta`` out by slice sampling under a horseshoe / log-normal prior and adds a quadratic
     prior mean; ntkbo uses the type-II maximum likelihood point estimate and a zero mean (on
@@ -190,9 +192,13 @@ def blr_posterior(phi: Array, y: Array, mask: Array, alpha="evidence", beta="evi
     eig = jnp.maximum(linalg.eigvalsh(phi.T @ phi), 0.0)
     tiny = float(jnp.finfo(dtype).tiny) if dtype == jnp.float32 else 1e-300
 
-    def step(_, ab):
-        a, b = ab
+    def step(_, carry):
+        a, b, a_ok, b_ok = carry
         post = _posterior(phi, y, mask, a, b)
+        # A factorisation that failed (NaN: single precision at the clip) keeps the last
+        # (alpha, beta) whose posterior was finite, and the iterations stay there.
+        finite = jnp.all(jnp.isfinite(post.chol)) & jnp.all(jnp.isfinite(post.mean))
+        a, b = jnp.where(finite, a, a_ok), jnp.where(finite, b, b_ok)
         lam = b * eig
         gamma = jnp.sum(lam / (a + lam))
         r = jnp.where(mask, y - phi @ post.mean, 0.0)
@@ -202,10 +208,15 @@ def blr_posterior(phi: Array, y: Array, mask: Array, alpha="evidence", beta="evi
         a_new = gamma / jnp.maximum(jnp.sum(post.mean**2), tiny) if fit_a else a
         b_new = jnp.maximum(n - gamma, 1e-12) / jnp.maximum(jnp.sum(r * r), tiny) if fit_b \
             else b
-        return jnp.clip(a_new, 1.0 / CLIP, CLIP), jnp.clip(b_new, 1.0 / BETA_MAX, BETA_MAX)
+        a_new = jnp.clip(a_new, 1.0 / CLIP, CLIP)
+        b_new = jnp.clip(b_new, 1.0 / BETA_MAX, BETA_MAX)
+        return (jnp.where(finite, a_new, a), jnp.where(finite, b_new, b), a, b)
 
-    a, b = jax.lax.fori_loop(0, num_evidence_iters, step, (a0, b0))
-    return _posterior(phi, y, mask, a, b)
+    a, b, a_ok, b_ok = jax.lax.fori_loop(0, num_evidence_iters, step, (a0, b0, a0, b0))
+    post = _posterior(phi, y, mask, a, b)
+    finite = jnp.all(jnp.isfinite(post.chol)) & jnp.all(jnp.isfinite(post.mean))
+    return jax.tree_util.tree_map(lambda u, v: jnp.where(finite, u, v), post,
+                                  _posterior(phi, y, mask, a_ok, b_ok))
 
 
 def blr_evidence(phi: Array, y: Array, mask: Array, alpha, beta) -> Array:
