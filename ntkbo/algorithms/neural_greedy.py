@@ -22,8 +22,9 @@ discussion of Prop. 1 says). The two model builders (Algorithms 2, 3)::
 
 This is exactly STO-BNTS's member (``ntkbo.algorithms.sto_bnts``) with ``beta = nu``,
 ``lam = nu^2 sigma^2`` and target perturbation on; SimpleSMB is the same with ``theta~_0 = 0``
-(no ``delta``). The implementation reuses STO-BNTS's building blocks (``draw_params``,
-``zero_last_layer``, ``jvp_term``, ``target_noise``, ``train_member``, ``embed_inputs``).
+(no ``delta``). The implementation shares STO-BNTS's building blocks: ``draw_params``,
+``zero_last_layer``, ``jvp_term``, ``target_noise``, ``train_member`` (``ntkbo.nets``) and
+``embed_inputs`` (``ntkbo.algorithms.observations``).
 
 At infinite width PosteriorSMB's network is a draw from the NTK-GP posterior (Prop. 2), GP-Thompson
 sampling with the NTK; SimpleSMB's has the same mean but a covariance that is no GP posterior's
@@ -51,12 +52,11 @@ import jax.numpy as jnp
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import best_points, from_unit, unit_view
-from ntkbo.algorithms.sto_bnts import (draw_params, embed_inputs, jvp_term, member_fn,
-                                       prior_variances, target_noise, train_member,
-                                       zero_last_layer)
+from ntkbo.algorithms.observations import best_points, embed_inputs, from_unit, unit_view
 from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import mlp, mlp_spec
+from ntkbo.nets import (draw_params, jvp_term, member_fn, prior_variances, target_noise,
+                        train_member, zero_last_layer)
 from ntkbo.nets import train as _nbo_train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
@@ -137,11 +137,11 @@ def smb_network(d_in: int, width: int = 5000, depth: int = 1, activation="erf", 
       (all parameters ``N(0, 1)``); :func:`train_smb` accepts any network (``apply_fn``,
       ``prior_var``), e.g. one built with ``ntkbo.kernels.mlp`` without a readout bias.
     * Inputs (the paper does not say): the box is mapped onto the unit sphere in ``d + 1``
-      dimensions (``input_map="sphere"``, default: ``sto_bnts.embed_inputs``, the centre of the box
-      at the pole) or to the unit cube ``z`` itself (``"cube"``). On Hartmann-6 the cube did no
-      better than random search (docs/decisions.md, 2026-11-22). Outputs are standardised (mean 0,
-      std 1) before training (the paper does not say; it fixes the scale on which ``sigma`` and
-      ``nu`` act; the argmin is unchanged).
+      dimensions (``input_map="sphere"``, default: ``ntkbo.algorithms.observations.embed_inputs``,
+      the centre of the box at the pole) or to the unit cube ``z`` itself (``"cube"``). On
+      Hartmann-6 the cube did no better than random search (docs/decisions.md, 2026-11-22).
+      Outputs are standardised (mean 0, std 1) before training (the paper does not say; it
+      fixes the scale on which ``sigma`` and ``nu`` act; the argmin is unchanged).
     """
     init_fn, apply_fn, kernel_fn = mlp(depth, width, activation, W_std=gamma, b_std=gamma)
     shapes = jax.eval_shape(lambda k: init_fn(k, (-1, d_in))[1], jax.random.PRNGKey(0))
@@ -154,7 +154,7 @@ def train_smb(key, apply_fn, prior_var: Params, depth: int, x: Array, y: Array, 
               num_steps: int | None = None, learning_rate=None, jitter=None):
     """Algorithm 2 (``posterior=False``) or 3 (``True``), lines 1-5: draw, perturb, train.
 
-    ``key`` gives ``(theta_0, theta~_0)`` (one :func:`ntkbo.algorithms.sto_bnts.draw_params` call;
+    ``key`` gives ``(theta_0, theta~_0)`` (one :func:`ntkbo.nets.draw_params` call;
     SimpleSMB draws ``theta~_0`` too and discards it, so both builders share ``theta_0`` and the
     target noise for the same key) and ``eps``.
 

@@ -45,9 +45,8 @@ from jax.flatten_util import ravel_pytree
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, from_unit, to_unit,
-                                          unit_view)
-from ntkbo.algorithms.sto_bnts import embed_inputs
+from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, embed_inputs, from_unit,
+                                          to_unit, unit_view)
 from ntkbo.base import Algorithm
 from ntkbo.feature_gp import dual_factor, variance_diag, variance_dual
 from ntkbo.kernels import grad_features, mlp, mlp_spec
@@ -351,7 +350,7 @@ def neural_ucb(
     the same point is not chosen twice unless its bonus was zero.
 
     Inputs and outputs. Both papers assume unit-norm inputs (``|x| = 1``): the box is mapped onto
-    the unit sphere (``input_map="sphere"``, ``ntkbo.algorithms.sto_bnts.embed_inputs``: the centre
+    the unit sphere (``input_map="sphere"``, ``ntkbo.algorithms.observations.embed_inputs``: the centre
     of the box at the pole) or used as the unit cube (``"cube"``). Outputs are standardised (mean 0,
     std 1) before training (the papers' rewards are in ``[0, 1]``), after an optional warp
     (``y_transform``, none by default; ``ntkbo.algorithms.observations.transform_outputs``). On
