@@ -573,12 +573,12 @@ def test_thompson_select_is_each_draws_argmin():
     expect = np.argmin(draw, axis=1)
     assert np.all(expect >= 5) and len(set(expect)) > 1  # distinct draws, clipped rows not chosen
     np.testing.assert_array_equal(i, expect)
-    np.testing.assert_allclose(info["acq_value"], -draw[np.arange(q), expect], rtol=1e-15)
-    np.testing.assert_allclose(info["mean"], mu[expect], rtol=1e-15)
-    np.testing.assert_allclose(info["std"], nu * np.sqrt(np.maximum(var[expect], 0.0)),
+    np.testing.assert_allclose(info.acq_value, -draw[np.arange(q), expect], rtol=1e-15)
+    np.testing.assert_allclose(info.mean, mu[expect], rtol=1e-15)
+    np.testing.assert_allclose(info.std, nu * np.sqrt(np.maximum(var[expect], 0.0)),
                                rtol=1e-15)
-    assert float(info["nu"]) == nu
-    assert int(info["duplicates_replaced"]) == 0
+    assert float(info.nu) == nu
+    assert int(info.duplicates_replaced) == 0
     # Observed candidates: draw 0's minimiser marked as one, it takes its best other candidate;
     # the other draws keep theirs. Mutation checked: ignoring ``duplicate`` fails here.
     dup = np.zeros(n, bool)
@@ -588,7 +588,7 @@ def test_thompson_select_is_each_draws_argmin():
     want = [second] + [e if e != expect[0] else np.argmin(np.where(dup, np.inf, draw[j]))
                        for j, e in enumerate(expect[1:], 1)]
     np.testing.assert_array_equal(i, want)
-    assert int(info["duplicates_replaced"]) == sum(e == expect[0] for e in expect)
+    assert int(info.duplicates_replaced) == sum(e == expect[0] for e in expect)
 
 
 # ---- training options of the authors' recipe, presets (issue 15 items 4-5) ------------------------

@@ -551,18 +551,19 @@ def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array, duplicate=No
         minimiser is one takes its best candidate that is not (``ntkbo.optimize.argmax_distinct``).
 
     Returns:
-      ``(i, info)``: ``i`` ``(q,)`` the chosen candidates' indices and ``info`` the dict of
-      ``acq_value`` ``(q,)`` (``-f~_j`` at its maximiser), ``mean`` ``(q,)`` (``h`` there), ``std``
-      ``(q,)`` (``nu_t sigma`` there), ``nu`` ``()`` and ``duplicates_replaced`` ``()``.
+      ``(i, info)``: ``i`` ``(q,)`` the chosen candidates' indices and ``info`` a
+      :class:`NeuralBOSuggestInfo`: ``acq_value`` ``(q,)`` (``-f~_j`` at its maximiser), ``mean``
+      ``(q,)`` (``h`` there), ``std`` ``(q,)`` (``nu_t sigma`` there), ``nu`` ``()`` and
+      ``duplicates_replaced`` ``()``.
     """
     sigma = jnp.sqrt(jnp.maximum(var, 0.0))
     values = -(mu + nu_t * sigma * eps)
     if duplicate is None:
         duplicate = jnp.zeros(values.shape[-1], bool)
     i, replaced = jax.vmap(lambda v: optimize.argmax_distinct(v, duplicate))(values)
-    info = {"acq_value": values[jnp.arange(eps.shape[0]), i], "mean": mu[i],
-            "std": nu_t * sigma[i], "nu": nu_t,
-            "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
+    info = NeuralBOSuggestInfo(acq_value=values[jnp.arange(eps.shape[0]), i], mean=mu[i],
+                               std=nu_t * sigma[i], nu=nu_t,
+                               duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
     return i, info
 
 
@@ -962,7 +963,6 @@ def build(
             dup = optimize.near_observed(cand, jnp.where(m[:, None], z, jnp.nan), unit)
             i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n),
                                       dup)
-            info = NeuralBOSuggestInfo(**info)
             zs = cand[i]
         return from_unit(zs, state.bounds), info
 

@@ -94,9 +94,34 @@ PRESETS = {
 }
 
 __all__ = [
-    "GreedyState", "PRESETS", "neural_greedy", "paper_num_explore", "posterior_smb", "simple_smb",
-    "smb_network", "train_smb",
+    "GreedySuggestInfo", "GreedyState", "PRESETS", "neural_greedy", "paper_num_explore",
+    "posterior_smb", "simple_smb", "smb_network", "train_smb",
 ]
+
+
+class GreedySuggestInfo(NamedTuple):
+    """The ``info`` of the Neural Greedy family's ``suggest`` (``neural_greedy``, ``simple_smb``,
+    ``posterior_smb``; standardised units, minimisation: the acquisition is ``-f~``, the negated
+    trained network).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition ``-f~_j`` at each chosen point (0 while
+        exploring).
+      train_loss: ``(q, 2)`` each network's training loss at the start and of the returned
+        parameters (``train_smb``; 0 while exploring).
+      train_ok: ``(q,)`` bool, the training loss is finite and no worse than at the start, and
+        ``acq_value`` is finite (True while exploring).
+      explore: ``()`` bool, the points are uniform random draws (fewer than ``num_explore``
+        observations).
+      duplicates_replaced: ``()`` int32, minimisers that were observed points and were replaced
+        (``ntkbo.optimize``).
+    """
+
+    acq_value: Array
+    train_loss: Array
+    train_ok: Array
+    explore: Array
+    duplicates_replaced: Array
 
 
 class GreedyState(NamedTuple):
@@ -335,9 +360,11 @@ def neural_greedy(
       jitter: relative Cholesky jitter (Levenberg-Marquardt and GD step size).
 
     Returns:
-      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
-      ``acq_value`` ``(q,)`` (``-f~`` at ``x``, standardised units; 0 while exploring),
-      ``loss_start``, ``loss``, ``train_ok`` ``(q,)`` and ``explore`` ``()`` (bool: a random point).
+      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a
+      :class:`GreedySuggestInfo`: ``acq_value`` ``(q,)`` (``-f~`` at ``x``, standardised units; 0
+      while exploring), ``train_loss`` ``(q, 2)``, ``train_ok`` ``(q,)``, ``explore`` ``()``
+      (bool: random points) and ``duplicates_replaced``; ``update`` only appends the
+      observations (``NoInfo``).
 
     Raises:
       ValueError: an invalid argument, naming it.
@@ -413,9 +440,9 @@ def neural_greedy(
 
         exploring = data.count < num_explore
         zs, values, l0, l1, ok, replaced = jax.lax.cond(exploring, explore, greedy, None)
-        info = {"acq_value": values, "loss_start": l0, "loss": l1, "train_ok": ok,
-                "explore": exploring,
-                "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
+        info = GreedySuggestInfo(acq_value=values, train_loss=jnp.stack([l0, l1], axis=-1),
+                                 train_ok=ok, explore=exploring,
+                                 duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
         return from_unit(zs, state.bounds), info
 
     return Algorithm(init, suggest, update)

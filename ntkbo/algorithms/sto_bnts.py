@@ -27,7 +27,7 @@ over the box) included, are one ``jax.vmap``; ``suggest`` returns ``x`` ``(q, d)
 **Sign convention.** The paper maximises ``f``; ntkbo minimises. The network models the
 standardised observations of the objective itself and the query is the *minimiser* of the
 sample, i.e. the maximiser of the acquisition ``-f~``: the paper's algorithm run on ``-f`` (the
-zero-mean prior is symmetric). ``info["acq_value"]`` is ``-f~`` at the query, standardised.
+zero-mean prior is symmetric). ``info.acq_value`` is ``-f~`` at the query, standardised.
 
 **Defaults and the paper.** The defaults are the paper's experiments (``depth=2``, ReLU, NTK
 parameterisation without biases, ``beta_t = 1``, no target perturbation, fresh networks every
@@ -121,6 +121,30 @@ PRESETS_BY_NAME = {
     },
     "sto_bnts_linear": {"paper": dict(**_PAPER_NET, **_PAPER_QUERY)},
 }
+
+
+class StoBntsSuggestInfo(NamedTuple):
+    """The ``info`` of STO-BNTS's and STO-BNTS-Linear's ``suggest`` (standardised units,
+    minimisation: the acquisition is ``-f~``, the negated trained member).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition ``-f~_j`` at each member's query.
+      train_loss: ``(q, 2)`` loss (1) of each member at ``theta_0`` and after training.
+      train_grad_norm: ``(q,)`` the norm of the gradient of (1) after training (STO-BNTS-Linear's
+        closed form: zero up to rounding).
+      train_ok: ``(q,)`` bool, the loss is finite and no worse than at the start, GD's last
+        iterate did not diverge, and ``acq_value`` is finite.
+      beta: ``()`` the output scale ``beta_t`` of this round.
+      duplicates_replaced: ``()`` int32, queries that were observed points and were replaced
+        (``ntkbo.optimize``).
+    """
+
+    acq_value: Array
+    train_loss: Array
+    train_grad_norm: Array
+    train_ok: Array
+    beta: Array
+    duplicates_replaced: Array
 
 
 class StoBntsState(NamedTuple):
@@ -318,9 +342,9 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
 
         zs, values, l0, l1, gn, ok, replaced = jax.vmap(one)(
             *member_keys(key, state.seed, q, fixed_key))
-        info = {"acq_value": values, "loss_start": l0, "loss": l1, "grad_norm": gn,
-                "train_ok": ok, "beta": beta_t,
-                "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
+        info = StoBntsSuggestInfo(acq_value=values, train_loss=jnp.stack([l0, l1], axis=-1),
+                                  train_grad_norm=gn, train_ok=ok, beta=beta_t,
+                                  duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
         return from_unit(zs, state.bounds), info
 
     return Algorithm(init, suggest, update)
@@ -419,11 +443,12 @@ def sto_bnts(
 
     Returns:
       An ``ntkbo.Algorithm``. ``suggest(key, state)`` trains ``q`` fresh networks (``vmap``) and
-      returns ``(x (q, d), info)``, ``info`` a dict of ``acq_value`` ``(q,)`` (``-f~`` at ``x``,
-      standardised units), ``loss_start``, ``loss`` (loss (1) at ``theta_0`` and after training),
-      ``grad_norm`` (its gradient norm after training), ``train_ok`` (bool: the loss is finite and
-      no worse than at the start, GD's last iterate did not diverge, and ``acq_value`` is finite)
-      ``(q,)``, and ``beta`` ``()``. ``update`` only appends the observations.
+      returns ``(x (q, d), info)``, ``info`` a :class:`StoBntsSuggestInfo`: ``acq_value``
+      ``(q,)`` (``-f~`` at ``x``, standardised units), ``train_loss`` ``(q, 2)`` (loss (1) at
+      ``theta_0`` and after training), ``train_grad_norm`` ``(q,)`` (its gradient norm after
+      training), ``train_ok`` ``(q,)`` (bool: the loss is finite and no worse than at the start,
+      GD's last iterate did not diverge, and ``acq_value`` is finite), ``beta`` ``()`` and
+      ``duplicates_replaced``. ``update`` only appends the observations (``NoInfo``).
 
     Raises:
       ValueError: an invalid argument, naming it.
@@ -461,8 +486,9 @@ def sto_bnts_linear(
     from ``theta_0`` on loss (1), solved in closed form (:func:`linear_solve`); an exact posterior
     sample under the empirical NTK at ``theta_0'`` with ``perturb_targets`` (:func:`target_noise`).
 
-    Args: as :func:`sto_bnts` without the training options. ``info`` has the same keys;
-    ``loss``/``grad_norm`` check the closed form (the gradient vanishes to rounding).
+    Args: as :func:`sto_bnts` without the training options. ``info`` is the same
+    :class:`StoBntsSuggestInfo`; ``train_loss``/``train_grad_norm`` check the closed form (the
+    gradient vanishes to rounding).
     """
     return _make(True, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
                  beta=beta,
