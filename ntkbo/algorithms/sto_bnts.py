@@ -60,12 +60,23 @@ from ntkbo.algorithms.observations import best_points, embed_inputs, from_unit, 
 from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import mlp, mlp_spec
 # The members' numerics live in the networks layer; their names stay importable from here.
-from ntkbo.nets import (LM_DAMPING, MEMBER_OPTIMIZERS, ApplyFn, Params,  # noqa: F401
-                        draw_params, jvp_term, linear_member_fn, linear_solve,
-                        linearized_member_fn, member_fn, prior_variances, sto_loss, target_noise,
-                        train_member, trained_member_fn, zero_last_layer)
+from ntkbo.nets import (LM_DAMPING, MEMBER_OPTIMIZERS, Params, draw_params, jvp_term,
+                        linear_member_fn, linear_solve, linearized_member_fn, member_fn,
+                        prior_variances, sto_loss, target_noise, train_member, trained_member_fn,
+                        zero_last_layer)
 
 Array = jax.Array
+
+__all__ = [
+    "ACQ_METHODS", "BetaSpec", "INPUT_MAPS", "LM_DAMPING", "LOSS_REDUCTIONS", "NUM_BEST",
+    "OPTIMIZERS", "PRESETS_BY_NAME", "StoBntsState", "StoBntsSuggestInfo", "default_num_steps",
+    "member_keys", "sample_linear_member", "sample_member", "sto_bnts", "sto_bnts_linear",
+    "theorem1_beta",
+    # defined in ntkbo.nets and ntkbo.algorithms.observations
+    "draw_params", "embed_inputs", "jvp_term", "linear_member_fn", "linear_solve",
+    "linearized_member_fn", "member_fn", "prior_variances", "sto_loss", "target_noise",
+    "train_member", "trained_member_fn", "zero_last_layer",
+]
 
 OPTIMIZERS = MEMBER_OPTIMIZERS
 INPUT_MAPS = ("ball", "sphere")
