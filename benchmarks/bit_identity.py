@@ -23,7 +23,8 @@ a preset) was made; a refactoring that moves code must leave every case identica
 ``compare --retyped`` is for a change of the ``info`` types (a dict becoming a NamedTuple with
 renamed, stacked or reshaped fields, a diagnostic moved from the state to an ``info``): each base
 leaf must be found with the same bits in the new record (``MOVES`` lists the renames), and the
-table lists the leaves without a counterpart (``-``: only in the base, ``+``: only in the new).
+table lists the leaves without a counterpart (``-``: only in the base, ``+``: only in the new)
+and those matched under another name or shape (``~``).
 
     nice -n 5 python benchmarks/bit_identity.py record --out benchmarks/results/bit_identity/new.npz
     python benchmarks/bit_identity.py compare BASE.npz NEW.npz
@@ -279,11 +280,13 @@ MOVES = {
 }
 
 
-def _retyped(lb: dict, ln: dict, zb, zn) -> tuple[list[str], list[str], list[str]]:
-    """``(differ, removed, added)`` leaf names of one case, matching a base leaf with the new
+def _retyped(lb: dict, ln: dict, zb, zn) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``(differ, removed, added, retyped)`` leaf names of one case (``retyped``: the base leaves
+    matched other than by name and digest), matching a base leaf with the new
     leaf of the same name (equal digests, or equal values under another shape of the same size
-    and dtype) or through :data:`MOVES`."""
-    matched_new, differ, removed = set(), [], []
+    and dtype), through :data:`MOVES`, or with the one field of a NamedTuple that took its
+    place (``state.u`` and ``state.u.chol``)."""
+    matched_new, differ, removed, retyped = set(), [], [], []
     moved_from = {}
     for leaf in ln:
         prefix, _, field = leaf.rpartition(".")
@@ -298,12 +301,14 @@ def _retyped(lb: dict, ln: dict, zb, zn) -> tuple[list[str], list[str], list[str
             if ln[leaf][1] == digest_b:
                 continue
             a, b = zb[key], zn[ln[leaf][0]]
+            retyped.append(leaf)
             if not (a.dtype == b.dtype and a.size == b.size
                     and np.array_equal(a.reshape(-1), b.reshape(-1), equal_nan=a.dtype.kind in "fc")):
                 differ.append(leaf)
         elif leaf in moved_from:
             new_leaf = moved_from[leaf]
             matched_new.add(new_leaf)
+            retyped.append(leaf)
             prefix = new_leaf.rpartition(".")[0]
             olds, fn = MOVES[new_leaf.rpartition(".")[2]]
             rebuilt = fn(*(zb[lb[f"{prefix}.{o}"][0]] for o in olds))
@@ -311,8 +316,17 @@ def _retyped(lb: dict, ln: dict, zb, zn) -> tuple[list[str], list[str], list[str
                 differ.append(leaf)
         else:
             removed.append(leaf)
+    # a leaf wrapped into a NamedTuple of one field (``state.u`` -> ``state.u.chol``)
+    for leaf in list(removed):
+        inner = [x for x in ln if x.startswith(leaf + ".") and x not in matched_new]
+        if len(inner) == 1:
+            removed.remove(leaf)
+            matched_new.add(inner[0])
+            retyped.append(leaf)
+            if ln[inner[0]][1] != lb[leaf][1]:
+                differ.append(leaf)
     added = [leaf for leaf in ln if leaf not in matched_new]
-    return sorted(set(differ)), removed, added
+    return sorted(set(differ)), removed, added, retyped
 
 
 def compare(base: str, new: str, retyped: bool = False) -> tuple[list[dict], dict, dict]:
@@ -321,8 +335,10 @@ def compare(base: str, new: str, retyped: bool = False) -> tuple[list[dict], dic
 
     ``retyped``: for a change of the ``info`` types, a case whose every base leaf is in the new
     record with the same bits (under its name, another shape of the same size, or a
-    :data:`MOVES` rename) is ``identical (re-typed)``, its ``leaves`` listing the base leaves
-    with no counterpart (``-name``) and the new leaves (``+name``); the reader judges those."""
+    :data:`MOVES` rename, or as the one field of a NamedTuple in its place) is
+    ``identical (re-typed)``, its ``leaves`` listing the base leaves
+    with no counterpart (``-name``), the new leaves (``+name``) and the base leaves matched under
+    another name or shape (``~name``); the reader judges those."""
     (mb, zb), (mn, zn) = load(base), load(new)
     by_b = {(c["algorithm"], c["preset"]): c for c in mb["cases"]}
     by_n = {(c["algorithm"], c["preset"]): c for c in mn["cases"]}
@@ -342,11 +358,12 @@ def compare(base: str, new: str, retyped: bool = False) -> tuple[list[dict], dic
         else:
             lb, ln = _by_field(b["leaves"]), _by_field(n["leaves"])
             if retyped:
-                differ, removed, added = _retyped(lb, ln, zb, zn)
+                differ, removed, added, moved = _retyped(lb, ln, zb, zn)
                 if not differ:
-                    same = not removed and not added
+                    same = not removed and not added and not moved
                     row["status"] = "identical" if same else "identical (re-typed)"
-                    row["leaves"] = [f"-{x}" for x in removed] + [f"+{x}" for x in added]
+                    row["leaves"] = ([f"-{x}" for x in removed] + [f"+{x}" for x in added]
+                                     + [f"~{x}" for x in moved])
                     row["max_abs"] = 0.0
                     rows.append(row)
                     continue
