@@ -22,9 +22,8 @@ discussion of Prop. 1 says). The two model builders (Algorithms 2, 3)::
 
 This is exactly STO-BNTS's member (``ntkbo.algorithms.sto_bnts``) with ``beta = nu``,
 ``lam = nu^2 sigma^2`` and target perturbation on; SimpleSMB is the same with ``theta~_0 = 0``
-(no ``delta``). The implementation shares STO-BNTS's building blocks: ``draw_params``,
-``zero_last_layer``, ``jvp_term``, ``target_noise``, ``train_member`` (``ntkbo.nets``) and
-``embed_inputs`` (``ntkbo.algorithms.observations``).
+(no ``delta``). Both share STO-BNTS's member draws and training (``ntkbo.nets``: ``draw_params``,
+``jvp_term``, ``train_member``, ...) and input map (``observations.embed_inputs``).
 
 At infinite width PosteriorSMB's network is a draw from the NTK-GP posterior (Prop. 2), GP-Thompson
 sampling with the NTK; SimpleSMB's has the same mean but a covariance that is no GP posterior's
