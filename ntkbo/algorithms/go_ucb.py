@@ -95,6 +95,7 @@ __all__ = [
     "GOUCBState",
     "GOUCBSuggestInfo",
     "GOUCBUpdateInfo",
+    "OptimisticInfo",
     "PRESETS",
     "go_ucb",
     "sigmoid_network",
@@ -150,6 +151,18 @@ class GOUCBState(NamedTuple):
     y_std: Array
     fitted: Array
     t: Array
+
+
+class OptimisticInfo(NamedTuple):
+    """The per-point diagnostics of ``optimistic_points`` (the first five fields of
+    :class:`GOUCBSuggestInfo`, which documents them): ``acq_value``, ``mean``, ``bonus``,
+    ``ball_max`` ``(q,)`` and ``duplicates_replaced`` ``()``."""
+
+    acq_value: Array
+    mean: Array
+    bonus: Array
+    ball_max: Array
+    duplicates_replaced: Array
 
 
 class GOUCBSuggestInfo(NamedTuple):
@@ -700,8 +713,9 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
     are then taken at ``w_t``, as they should be (eq. 3: ``g_i`` at the round's estimate).
 
     Returns:
-      ``(x (q, d), info)``: the points in the box and per point ``acq_value``, ``mean``
-      (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma^-1}``) and ``ball_max``, ``(q,)`` each.
+      ``(x (q, d), info)``: the points in the box and an :class:`OptimisticInfo`: per point
+      ``acq_value``, ``mean`` (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma^-1}``) and
+      ``ball_max``, ``(q,)`` each, and ``duplicates_replaced`` ``()``.
     """
     d = state.bounds.shape[-1]
     dtype = state.bounds.dtype
@@ -748,9 +762,9 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
         observed = jnp.concatenate([observed, z[None]])  # the batch's own points: none twice
         if j + 1 < q:  # believer: Sigma grows along g, w_t is unchanged (optimistic_points)
             sigma = sigma + jnp.outer(g, g)
-    info = {"acq_value": jnp.stack(vals), "mean": jnp.stack(means),
-            "bonus": jnp.stack(bonuses), "ball_max": jnp.stack(balls),
-            "duplicates_replaced": jnp.sum(jnp.stack(replaced)).astype(jnp.int32)}
+    info = OptimisticInfo(acq_value=jnp.stack(vals), mean=jnp.stack(means),
+                          bonus=jnp.stack(bonuses), ball_max=jnp.stack(balls),
+                          duplicates_replaced=jnp.sum(jnp.stack(replaced)).astype(jnp.int32))
     return from_unit(jnp.stack(zs), state.bounds), info
 
 
@@ -976,8 +990,8 @@ def go_ucb(
         def phase1(_):
             x = qmc.uniform(key, q, state.bounds)
             nan = jnp.full((q,), jnp.nan, dtype)
-            info = {"acq_value": nan, "mean": nan, "bonus": nan, "ball_max": nan,
-                    "duplicates_replaced": jnp.zeros((), jnp.int32)}
+            info = OptimisticInfo(acq_value=nan, mean=nan, bonus=nan, ball_max=nan,
+                                  duplicates_replaced=jnp.zeros((), jnp.int32))
             return x, info, jnp.full((), jnp.nan, dtype)
 
         def phase2(_):
@@ -987,7 +1001,7 @@ def go_ucb(
             return x, info, beta_t
 
         x, info, beta_t = jax.lax.cond(state.fitted, phase2, phase1, None)
-        info = GOUCBSuggestInfo(**info, phase=jnp.where(state.fitted, 2, 1).astype(jnp.int32),
+        info = GOUCBSuggestInfo(*info, phase=jnp.where(state.fitted, 2, 1).astype(jnp.int32),
                                 t=state.t + 1, beta=beta_t, lam=jnp.asarray(lam_value, dtype))
         return x.reshape(q, d), info
 
