@@ -20,9 +20,15 @@ and with each of its presets (``ntkbo.algorithms.presets(name)``, run as they ar
 absolute difference and the leaves that differ / ``missing`` / ``error``) and exits 1 if any case
 is not identical. A difference is expected only where a change meant to change numbers (a default,
 a preset) was made; a refactoring that moves code must leave every case identical.
+``compare --retyped`` is for a change of the ``info`` types (a dict becoming a NamedTuple with
+renamed, stacked or reshaped fields, a diagnostic moved from the state to an ``info``): each base
+leaf must be found with the same bits in the new record (``MOVES`` lists the renames), and the
+table lists the leaves without a counterpart (``-``: only in the base, ``+``: only in the new)
+and those matched under another name or shape (``~``).
 
     nice -n 5 python benchmarks/bit_identity.py record --out benchmarks/results/bit_identity/new.npz
     python benchmarks/bit_identity.py compare BASE.npz NEW.npz
+    python benchmarks/bit_identity.py compare --retyped BASE.npz NEW.npz  # info types changed
     python benchmarks/bit_identity.py record --out /tmp/x.npz --algos gp_ei,random_search
     python benchmarks/bit_identity.py merge --out all.npz part1.npz part2.npz  # parallel parts
 
@@ -265,9 +271,74 @@ def _by_field(leaves: dict) -> dict:
     return {re.sub(r"\['([A-Za-z_][A-Za-z0-9_]*)'\]", r".\1", k): v for k, v in leaves.items()}
 
 
-def compare(base: str, new: str) -> tuple[list[dict], dict, dict]:
+#: ``compare(..., retyped=True)``: info fields an info re-typing renamed or stacked, as ``new
+#: field: (old fields, function of the old arrays giving the new one)``; a leaf ``P.new`` is
+#: matched against the base leaves ``P.old...`` of the same prefix ``P``.
+MOVES = {
+    "train_loss": (("loss_start", "loss"), lambda a, b: np.stack([a, b], axis=-1)),
+    "train_grad_norm": (("grad_norm",), lambda a: a),
+}
+
+
+def _retyped(lb: dict, ln: dict, zb, zn) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``(differ, removed, added, retyped)`` leaf names of one case (``retyped``: the base leaves
+    matched other than by name and digest), matching a base leaf with the new
+    leaf of the same name (equal digests, or equal values under another shape of the same size
+    and dtype), through :data:`MOVES`, or with the one field of a NamedTuple that took its
+    place (``state.u`` and ``state.u.chol``)."""
+    matched_new, differ, removed, retyped = set(), [], [], []
+    moved_from = {}
+    for leaf in ln:
+        prefix, _, field = leaf.rpartition(".")
+        if field in MOVES and leaf not in lb:
+            olds = [f"{prefix}.{o}" for o in MOVES[field][0]]
+            if all(o in lb for o in olds):
+                for o in olds:
+                    moved_from[o] = leaf
+    for leaf, (key, digest_b) in lb.items():
+        if leaf in ln:
+            matched_new.add(leaf)
+            if ln[leaf][1] == digest_b:
+                continue
+            a, b = zb[key], zn[ln[leaf][0]]
+            retyped.append(leaf)
+            if not (a.dtype == b.dtype and a.size == b.size
+                    and np.array_equal(a.reshape(-1), b.reshape(-1), equal_nan=a.dtype.kind in "fc")):
+                differ.append(leaf)
+        elif leaf in moved_from:
+            new_leaf = moved_from[leaf]
+            matched_new.add(new_leaf)
+            retyped.append(leaf)
+            prefix = new_leaf.rpartition(".")[0]
+            olds, fn = MOVES[new_leaf.rpartition(".")[2]]
+            rebuilt = fn(*(zb[lb[f"{prefix}.{o}"][0]] for o in olds))
+            if digest(rebuilt) != ln[new_leaf][1]:
+                differ.append(leaf)
+        else:
+            removed.append(leaf)
+    # a leaf wrapped into a NamedTuple of one field (``state.u`` -> ``state.u.chol``)
+    for leaf in list(removed):
+        inner = [x for x in ln if x.startswith(leaf + ".") and x not in matched_new]
+        if len(inner) == 1:
+            removed.remove(leaf)
+            matched_new.add(inner[0])
+            retyped.append(leaf)
+            if ln[inner[0]][1] != lb[leaf][1]:
+                differ.append(leaf)
+    added = [leaf for leaf in ln if leaf not in matched_new]
+    return sorted(set(differ)), removed, added, retyped
+
+
+def compare(base: str, new: str, retyped: bool = False) -> tuple[list[dict], dict, dict]:
     """One row per case of either file: ``{"algorithm", "preset", "status", "max_abs",
-    "leaves"}``, status ``identical`` / ``differs`` / ``missing in base|new`` / ``error``."""
+    "leaves"}``, status ``identical`` / ``differs`` / ``missing in base|new`` / ``error``.
+
+    ``retyped``: for a change of the ``info`` types, a case whose every base leaf is in the new
+    record with the same bits (under its name, another shape of the same size, or a
+    :data:`MOVES` rename, or as the one field of a NamedTuple in its place) is
+    ``identical (re-typed)``, its ``leaves`` listing the base leaves
+    with no counterpart (``-name``), the new leaves (``+name``) and the base leaves matched under
+    another name or shape (``~name``); the reader judges those."""
     (mb, zb), (mn, zn) = load(base), load(new)
     by_b = {(c["algorithm"], c["preset"]): c for c in mb["cases"]}
     by_n = {(c["algorithm"], c["preset"]): c for c in mn["cases"]}
@@ -286,8 +357,19 @@ def compare(base: str, new: str) -> tuple[list[dict], dict, dict]:
                              f"new: {n.get('error', 'ok')}"[:120]]
         else:
             lb, ln = _by_field(b["leaves"]), _by_field(n["leaves"])
-            differ = [leaf for leaf in lb if leaf not in ln or lb[leaf][1] != ln[leaf][1]]
-            differ += [leaf for leaf in ln if leaf not in lb]
+            if retyped:
+                differ, removed, added, moved = _retyped(lb, ln, zb, zn)
+                if not differ:
+                    same = not removed and not added and not moved
+                    row["status"] = "identical" if same else "identical (re-typed)"
+                    row["leaves"] = ([f"-{x}" for x in removed] + [f"+{x}" for x in added]
+                                     + [f"~{x}" for x in moved])
+                    row["max_abs"] = 0.0
+                    rows.append(row)
+                    continue
+            else:
+                differ = [leaf for leaf in lb if leaf not in ln or lb[leaf][1] != ln[leaf][1]]
+                differ += [leaf for leaf in ln if leaf not in lb]
             row["status"] = "differs" if differ else "identical"
             row["leaves"] = differ
             diffs = [_max_abs(zb[lb[leaf][0]], zn[ln[leaf][0]])
@@ -344,6 +426,9 @@ def main(argv=None) -> int:
     c.add_argument("base")
     c.add_argument("new")
     c.add_argument("--md", help="also write the table here")
+    c.add_argument("--retyped", action="store_true",
+                   help="match info leaves renamed, reshaped or stacked by a change of the info "
+                        "types (compare's docstring); such cases are 'identical (re-typed)'")
     args = p.parse_args(argv)
     if args.command == "record":
         algos = None if args.algos == "all" else args.algos.split(",")
@@ -364,7 +449,7 @@ def main(argv=None) -> int:
             with open(args.md, "w") as f:
                 f.write(summary(manifest))
         return 0
-    rows, eb, en = compare(args.base, args.new)
+    rows, eb, en = compare(args.base, args.new, retyped=args.command == "compare" and args.retyped)
     text = table(rows)
     skip = {"commit", "parts"}
     if {k: v for k, v in eb.items() if k not in skip} != {k: v for k, v in en.items()

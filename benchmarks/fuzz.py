@@ -8,11 +8,11 @@ survive. A run passes when
 
 * no evaluated point ``x`` holds a NaN;
 * ``best_y`` is finite whenever at least one evaluation did not fail (``Result.failed``);
-* no round is *silently blind*: a round whose diagnostics (``info["acq_value"]``, ``"mean"``,
-  ``"std"``) are not finite must say so in ``info`` (a retry or fallback counter > 0, such as
+* no round is *silently blind*: a round whose diagnostics (``info.acq_value``, ``mean``,
+  ``std``) are not finite must say so in ``info`` (a retry or fallback counter > 0, such as
   ``ts_retries``, or a ``*_ok`` flag that is False, also in the ``update_info`` of the update
   that fitted the round's model, such as ``train_ok``). GO-UCB's exploration phase, whose
-  diagnostics are NaN by definition (``info["phase"] == 1``), is not a model round.
+  diagnostics are NaN by definition (``info.phase == 1``), is not a model round.
 
 Options are random but valid: the string options' choices are read from each factory's own
 error message (``ntkbo.validation.check_choice``), numbers are scaled by up to 10x around their

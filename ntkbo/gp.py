@@ -49,6 +49,7 @@ import jax
 import jax.numpy as jnp
 
 from ntkbo import linalg
+from ntkbo.linalg import default_jitter  # noqa: F401  (re-exported)
 from ntkbo.data import Data, mask as data_mask, register_growable
 
 Array = jax.Array
@@ -65,11 +66,6 @@ def exact_matmuls(fn):
         with jax.default_matmul_precision("highest"):
             return fn(*args, **kwargs)
     return wrapped
-
-
-def default_jitter(dtype) -> float:
-    """Relative diagonal jitter: 1e-10 in float64, 1e-6 in float32 (times the mean prior variance)."""
-    return 1e-10 if jnp.dtype(dtype) == jnp.float64 else 1e-6
 
 
 def solve_lower(chol: Array, b: Array, *, trans: bool = False) -> Array:

@@ -42,6 +42,12 @@ __all__ = ["cholesky", "solve_triangular", "cho_solve", "logdet_spd", "eigh", "e
 _HIGHEST = jax.lax.Precision.HIGHEST
 
 
+def default_jitter(dtype) -> float:
+    """Relative diagonal jitter: 1e-10 in float64, 1e-6 in float32 (times the mean prior variance)."""
+    return 1e-10 if jnp.dtype(dtype) == jnp.float64 else 1e-6
+
+
+
 def _on_cpu_one_at_a_time(one, batched):
     """``batched(*args)`` except on CPU, where ``jax.lax.map(one)`` runs a batch of one per call."""
     def run(*args):

@@ -41,8 +41,3 @@ def assert_distinct(x, bounds) -> None:
         assert gap[i, j] > ntkbo.optimize.MIN_DISTANCE, (
             f"evaluations {min(i, j)} and {max(i, j)} are one point: {run[i]} and {run[j]}")
 
-
-def info_field(info, name: str):
-    """Field ``name`` of an ``info``: a typed NamedTuple's attribute or an ``info`` dict's item
-    (for the tests that run algorithms of both kinds)."""
-    return getattr(info, name) if hasattr(info, "_fields") else info[name]

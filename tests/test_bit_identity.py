@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,3 +72,40 @@ def test_a_changed_option_is_reported(records):
     assert 0 < changed["max_abs"] < float("inf")
     assert any(leaf.startswith("round0.x") for leaf in changed["leaves"])
     assert any(leaf.startswith("state") for leaf in changed["leaves"])
+
+
+def test_retyped_matches_renamed_stacked_and_wrapped_leaves(tmp_path):
+    """``compare(..., retyped=True)`` on two hand-written records: a dict key become a field, two
+    fields stacked into ``train_loss`` (``MOVES``), a scalar become ``(1,)``, a state leaf wrapped
+    into a one-field NamedTuple, a leaf removed and one added: identical (re-typed), each listed.
+    Mutation caught: one stacked value changed in the new record (the case then differs)."""
+    m = _module()
+
+    def write(path, leaves):
+        arrays, entry = {}, {}
+        for i, (leaf, a) in enumerate(leaves.items()):
+            arrays[f"a{i}"] = a
+            entry[leaf] = [f"a{i}", m.digest(a)]
+        m._write(str(path), {"environment": {"commit": ""},
+                             "cases": [{"algorithm": "x", "preset": None, "leaves": entry}]},
+                 arrays)
+
+    base = {"round0.x": np.arange(4.0).reshape(2, 2), "round0.info['loss_start']": np.ones(2),
+            "round0.info['loss']": np.zeros(2), "round0.info['mean']": np.float64(2.5),
+            "state.u": np.eye(2), "state.oracle_loss": np.float64(np.nan)}
+    new = {"round0.x": base["round0.x"], "round0.info.train_loss": np.stack([np.ones(2),
+                                                                              np.zeros(2)], -1),
+           "round0.info.mean": np.array([2.5]), "state.u.chol": np.eye(2),
+           "round0.update_info.oracle_ran": np.bool_(False)}
+    write(tmp_path / "b.npz", base)
+    write(tmp_path / "n.npz", new)
+    rows, _, _ = m.compare(str(tmp_path / "b.npz"), str(tmp_path / "n.npz"), retyped=True)
+    assert rows[0]["status"] == "identical (re-typed)", rows
+    assert set(rows[0]["leaves"]) == {
+        "-state.oracle_loss", "+round0.update_info.oracle_ran", "~round0.info.loss_start",
+        "~round0.info.loss", "~state.u"}
+    assert m.compare(str(tmp_path / "b.npz"), str(tmp_path / "n.npz"))[0][0]["status"] == "differs"
+    new["round0.info.train_loss"] = new["round0.info.train_loss"] + np.array([0.0, 1e-16 + 1.0])
+    write(tmp_path / "n.npz", new)
+    rows, _, _ = m.compare(str(tmp_path / "b.npz"), str(tmp_path / "n.npz"), retyped=True)
+    assert rows[0]["status"] == "differs"

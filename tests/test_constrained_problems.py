@@ -233,7 +233,7 @@ def test_gp_cei_runs_and_keeps_every_functions_data():
     algo = ntkbo.algorithms.get("gp_cei", n_constraints=1, fit=False, num_candidates=128,
                                 num_restarts=2, num_steps=5)
     r = ntkbo.minimize(algo, p, 9, jax.random.PRNGKey(2), n_init=5)
-    assert r.x.shape == (9, 2) and np.all(np.isfinite(r.info["acq_value"]))
+    assert r.x.shape == (9, 2) and np.all(np.isfinite(r.info.acq_value))
     s = r.state
     assert int(s.objective.data.count) == 9 and int(s.constraints[0].data.count) == 9
     np.testing.assert_allclose(s.constraints[0].data.y[:9], r.c_obs[:, 0], rtol=0)

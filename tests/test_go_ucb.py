@@ -93,17 +93,23 @@ def test_phases_and_frozen_standardisation(linearized, replay):
     _, r = linearized
     assert_distinct(r.x, PROBLEM.bounds)
     # Sobol design of 3 < n_explore = 4: one uniform Phase-I suggest, then Phase II.
-    np.testing.assert_array_equal(r.info["phase"], [1] + [2] * (BUDGET - N_INIT - 1))
-    np.testing.assert_array_equal(r.info["t"][1:], np.arange(1, BUDGET - N_INIT))
+    np.testing.assert_array_equal(r.info.phase, [1] + [2] * (BUDGET - N_INIT - 1))
+    np.testing.assert_array_equal(r.info.t[1:], np.arange(1, BUDGET - N_INIT))
     assert bool(r.state.fitted) and int(r.state.t) == BUDGET - replay["n1"]
-    assert np.isnan(r.info["acq_value"][0]).all() and np.isfinite(r.info["acq_value"][1:]).all()
+    assert np.isnan(r.info.acq_value[0]).all() and np.isfinite(r.info.acq_value[1:]).all()
     y1 = np.asarray(r.y[: replay["n1"]])
     np.testing.assert_allclose(r.state.y_mean, y1.mean(), rtol=1e-12)
     np.testing.assert_allclose(r.state.y_std, y1.std(ddof=1), rtol=1e-12)
     # The oracle's reported loss is the Phase-I mean squared error at w0 (numpy network).
     mse = np.mean([(np_net(replay["w0"], replay["z"][i])[0] - replay["u"][i]) ** 2
                    for i in range(replay["n1"])])
-    np.testing.assert_allclose(r.state.oracle_loss, mse, rtol=1e-8, atol=1e-12)
+    # the update that ran it (and no other) reports it (Result.update_info: the design's first)
+    ran = np.asarray(r.update_info.oracle_ran)
+    assert ran.sum() == 1
+    np.testing.assert_allclose(np.asarray(r.update_info.oracle_loss)[ran][0], mse, rtol=1e-8,
+                               atol=1e-12)
+    assert np.isnan(np.asarray(r.update_info.oracle_loss)[~ran]).all()
+    assert "oracle_loss" not in G.GOUCBState._fields  # diagnostics are info, not state
     # 33 parameters, 4 points, 1000 Adam steps: far below the variance 1 of the standardised data.
     assert mse < 0.05
     assert in_box(r.x)
@@ -146,10 +152,10 @@ def test_suggestions_maximise_the_closed_form_bonus(linearized, replay):
         j = replay["n1"] - N_INIT + k  # index into the per-round info
         beta = G.beta_theory(k + 1, HORIZON, rd["g"].size)
         bonus = np.sqrt(beta * rd["g"] @ np.linalg.solve(rd["sigma"], rd["g"]))
-        np.testing.assert_allclose(r.info["beta"][j], beta, rtol=1e-12)
-        np.testing.assert_allclose(r.info["mean"][j, 0], rd["f"], rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(r.info["bonus"][j, 0], bonus, rtol=1e-9)
-        np.testing.assert_allclose(r.info["acq_value"][j, 0], rd["f"] + bonus, rtol=1e-9)
+        np.testing.assert_allclose(r.info.beta[j], beta, rtol=1e-12)
+        np.testing.assert_allclose(r.info.mean[j, 0], rd["f"], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(r.info.bonus[j, 0], bonus, rtol=1e-9)
+        np.testing.assert_allclose(r.info.acq_value[j, 0], rd["f"] + bonus, rtol=1e-9)
 
 
 def test_bonus_is_the_max_of_the_linearisation_over_the_ellipsoid(linearized):
@@ -226,16 +232,16 @@ def test_projection_equals_scipy():
 def test_joint_variant_runs_and_never_leaves_the_ball():
     algo = G.go_ucb(optimistic="joint", joint_steps=30, joint_learning_rate=0.05, **SMALL)
     r = ntkbo.minimize(algo, PROBLEM, BUDGET, KEY, n_init=N_INIT)
-    ph2 = np.asarray(r.info["phase"]) == 2
+    ph2 = np.asarray(r.info.phase) == 2
     assert ph2.sum() == BUDGET - N_INIT - 1
-    ball = np.asarray(r.info["ball_max"])[ph2]
+    ball = np.asarray(r.info.ball_max)[ph2]
     # Every iterate of every start is projected: |w - w_t|^2_Sigma / beta <= 1 up to rounding (the
     # projection ends with a radial rescaling, exact to a few ulps). The starts lie on the boundary
     # (the linearised maximiser) and the w-gradient there points outward, so the projection is
     # active: the largest ratio is 1, not below it.
     assert np.all(ball <= 1 + 1e-9), ball.max()
     assert np.max(ball) > 0.999
-    assert np.isfinite(r.info["acq_value"][ph2]).all() and np.isfinite(r.y).all()
+    assert np.isfinite(r.info.acq_value[ph2]).all() and np.isfinite(r.y).all()
     assert in_box(r.x)
 
 
@@ -332,11 +338,15 @@ def test_refit_rebuilds_w0_sigma_and_b(linearized):
     update = jax.jit(algo.update)
     lo, hi = np.asarray(PROBLEM.bounds)
     s = algo.init(KEY, PROBLEM.bounds, 16)
-    s, _ = update(s, r.x[:4], r.y[:4])  # the oracle: Phase II starts, t = 0
-    s1, _ = update(s, r.x[4:5], r.y[4:5])  # t = 1: a plain Phase-II update, no refit
+    s, info = update(s, r.x[:4], r.y[:4])  # the oracle: Phase II starts, t = 0
+    assert type(info) is G.GOUCBUpdateInfo and bool(info.oracle_ran)
+    assert np.isfinite(info.oracle_loss)
+    s1, info1 = update(s, r.x[4:5], r.y[4:5])  # t = 1: a plain Phase-II update, no refit
+    assert not bool(info1.oracle_ran) and np.isnan(info1.oracle_loss)
     np.testing.assert_array_equal(s1.w0, s.w0)
     assert int(s1.t) == 1
-    s2, _ = update(s1, r.x[5:6], r.y[5:6])  # t = 2: a multiple of refit_every, refit
+    s2, info2 = update(s1, r.x[5:6], r.y[5:6])  # t = 2: a multiple of refit_every, refit
+    assert bool(info2.oracle_ran)
     assert int(s2.t) == 2 and bool(s2.fitted)
     # The round's own update first (numpy replay of eqs. 3-5 at w_1), then the refit from there.
     z = (np.asarray(r.x[:6]) - lo) / (hi - lo)
@@ -351,7 +361,7 @@ def test_refit_rebuilds_w0_sigma_and_b(linearized):
                             learning_rate=1e-2)
     # Same float64 Adam steps from starting points equal up to solve rounding (~1e-12): 1e-7.
     np.testing.assert_allclose(s2.w0, w0, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(s2.oracle_loss, loss, rtol=1e-7)
+    np.testing.assert_allclose(info2.oracle_loss, loss, rtol=1e-7)
     assert not np.allclose(s2.w0, s.w0)  # the refit moved w0
     # Sigma and b: every observation linearised at the new w0 (numpy network), lam I + G^T G.
     sigma, b = np_sums_at(np.asarray(s2.w0), z, u, G.lam_paper(HORIZON))
@@ -367,7 +377,7 @@ def test_refit_runs_through_minimize():
     algo = G.go_ucb(**{**SMALL, "refit_every": 3, "refit_steps": 20})
     r = ntkbo.minimize(algo, PROBLEM, BUDGET, KEY, n_init=N_INIT)
     assert int(r.state.t) == BUDGET - G.n_explore_paper(HORIZON)
-    assert np.isfinite(r.info["acq_value"][1:]).all() and np.isfinite(r.state.w_hat).all()
+    assert np.isfinite(r.info.acq_value[1:]).all() and np.isfinite(r.state.w_hat).all()
     assert in_box(r.x)
 
 

@@ -260,31 +260,12 @@ def _algorithm_cross_imports() -> set[tuple[str, str]]:
     return {(m, t) for m in algos for t, _, _ in graph()[m] if t in algos and t != m}
 
 
-#: The algorithm modules that import another one today, importer -> imported: STO-BNTS's
-#: parameter draws, member functions and input map, which NeuralUCB/TS and the Neural Greedy family
-#: share. They belong in the layers below, as NeuralBO's training (``ntkbo.nets``) and dual-form
-#: posterior (``ntkbo.feature_gp``) and the input maps (``algorithms.observations``) went; until
-#: they move, this list is exact, so a new cross-import fails
-#: ``test_no_new_algorithm_cross_imports``.
-KNOWN_CROSS_IMPORTS = {
-    ("ntkbo.algorithms.neural_greedy", "ntkbo.algorithms.sto_bnts"),
-    ("ntkbo.algorithms.neural_ucb", "ntkbo.algorithms.sto_bnts"),
-}
-
-
-def test_no_new_algorithm_cross_imports():
-    """The cross-imports are exactly ``KNOWN_CROSS_IMPORTS``: none added (mutation caught,
-    checked: ``from ntkbo.algorithms.neural_bo import embed`` in ``go_ucb.py``), and one removed
-    is taken off the list (so the list stays the exact debt)."""
-    assert _algorithm_cross_imports() == KNOWN_CROSS_IMPORTS
-
-
-@pytest.mark.xfail(strict=True, reason="algorithm modules still import each other: " + "; ".join(
-    f"{a.rsplit('.', 1)[1]} -> {b.rsplit('.', 1)[1]}" for a, b in sorted(KNOWN_CROSS_IMPORTS)))
 def test_no_algorithm_module_imports_another():
-    """The design's rule: shared numerics live in their layer, algorithm modules never import
-    each other. Expected to fail until ``KNOWN_CROSS_IMPORTS`` is empty (strict: it must then be
-    unmarked). Mutation caught: any entry of ``KNOWN_CROSS_IMPORTS``."""
+    """The design's rule: shared numerics live in their layer (networks and their training in
+    ``ntkbo.nets``, factor algebra in ``ntkbo.gp`` / ``ntkbo.linalg``, candidates in
+    ``ntkbo.optimize``, input maps in ``ntkbo.algorithms.observations``), and algorithm modules
+    never import each other. Mutation caught (checked): ``from ntkbo.algorithms.sto_bnts import
+    embed_inputs`` back in ``neural_ucb.py``."""
     assert not _algorithm_cross_imports()
 
 

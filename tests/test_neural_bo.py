@@ -19,8 +19,10 @@ from algo_checks import assert_distinct
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.algorithms.neural_bo import (
+    DiagU,
     NeuralBOSuggestInfo,
     NeuralBOUpdateInfo,
+    PrimalU,
     cholesky_update,
     dual_factor,
     init_u,
@@ -125,17 +127,19 @@ def test_primal_and_diag_state_follow_the_updates(setup):
             var = variance_dual(jnp.asarray(s["gc"]), g_buf, s["mask"], state.u.chol)
             np.testing.assert_allclose(var, s["primal"], rtol=RTOL, atol=ATOL)
         elif mode == "primal":
-            r = np.asarray(state.u)
+            assert type(state.u) is PrimalU
+            r = np.asarray(state.u.chol)
             np.testing.assert_allclose(np.triu(r), r)  # upper triangular
             np.testing.assert_allclose(r.T @ r, s["u"], rtol=1e-10, atol=1e-12)
-            var = variance_primal(jnp.asarray(s["gc"]), state.u, LAM)
+            var = variance_primal(jnp.asarray(s["gc"]), state.u.chol, LAM)
             np.testing.assert_allclose(var, s["primal"], rtol=RTOL, atol=ATOL)
         else:
             diag_u = LAM + np.sum(s["g_data"] ** 2, axis=0)
-            np.testing.assert_allclose(state.u, diag_u, rtol=1e-12)
+            assert type(state.u) is DiagU
+            np.testing.assert_allclose(state.u.diag, diag_u, rtol=1e-12)
             expect = LAM * np.sum(s["gc"] ** 2 / diag_u, axis=1)
-            np.testing.assert_allclose(variance_diag(jnp.asarray(s["gc"]), state.u, LAM), expect,
-                                       rtol=1e-12)
+            np.testing.assert_allclose(variance_diag(jnp.asarray(s["gc"]), state.u.diag, LAM),
+                                       expect, rtol=1e-12)
             # diag(U) >= the eigen-weights the full U gives along each axis, so the diagonal
             # approximation is not the exact variance: it differs from the primal somewhere
             assert np.max(np.abs(expect - s["primal"])) > 1e-6
@@ -155,7 +159,7 @@ def test_sphere_input_map():
     init_fn, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d + 1, 1))
     _, params0 = init_fn(jax.random.PRNGKey(0), (-1, d + 1))
     g = np.asarray(grad_features(apply_fn)(jnp.asarray(u), params0))
-    np.testing.assert_allclose(state.u, lam + np.sum(g**2, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(state.u.diag, lam + np.sum(g**2, axis=0), rtol=1e-12)
     with pytest.raises(ValueError, match="input_map"):
         neural_bo(input_map="ball")
 
@@ -573,12 +577,12 @@ def test_thompson_select_is_each_draws_argmin():
     expect = np.argmin(draw, axis=1)
     assert np.all(expect >= 5) and len(set(expect)) > 1  # distinct draws, clipped rows not chosen
     np.testing.assert_array_equal(i, expect)
-    np.testing.assert_allclose(info["acq_value"], -draw[np.arange(q), expect], rtol=1e-15)
-    np.testing.assert_allclose(info["mean"], mu[expect], rtol=1e-15)
-    np.testing.assert_allclose(info["std"], nu * np.sqrt(np.maximum(var[expect], 0.0)),
+    np.testing.assert_allclose(info.acq_value, -draw[np.arange(q), expect], rtol=1e-15)
+    np.testing.assert_allclose(info.mean, mu[expect], rtol=1e-15)
+    np.testing.assert_allclose(info.std, nu * np.sqrt(np.maximum(var[expect], 0.0)),
                                rtol=1e-15)
-    assert float(info["nu"]) == nu
-    assert int(info["duplicates_replaced"]) == 0
+    assert float(info.nu) == nu
+    assert int(info.duplicates_replaced) == 0
     # Observed candidates: draw 0's minimiser marked as one, it takes its best other candidate;
     # the other draws keep theirs. Mutation checked: ignoring ``duplicate`` fails here.
     dup = np.zeros(n, bool)
@@ -588,7 +592,7 @@ def test_thompson_select_is_each_draws_argmin():
     want = [second] + [e if e != expect[0] else np.argmin(np.where(dup, np.inf, draw[j]))
                        for j, e in enumerate(expect[1:], 1)]
     np.testing.assert_array_equal(i, want)
-    assert int(info["duplicates_replaced"]) == sum(e == expect[0] for e in expect)
+    assert int(info.duplicates_replaced) == sum(e == expect[0] for e in expect)
 
 
 # ---- training options of the authors' recipe, presets (issue 15 items 4-5) ------------------------

@@ -150,12 +150,12 @@ def test_neural_cbo_state_holds_every_function_and_info(runs):
     np.testing.assert_array_equal(s.data.y[:8], one.y)
     np.testing.assert_array_equal(s.constraint_data[0].y[:8], one.c_obs[:, 0])
     info = one.info
-    assert info["lcb"].shape == (4, 1, 1) and info["beta"].shape == (4, 1)
+    assert info.lcb.shape == (4, 1, 1) and info.beta.shape == (4, 1)
     # beta = B + R sqrt(gamma + 2 + 2 log 10) with gamma >= 0: at least the gamma = 0 value
-    assert np.all(np.asarray(info["beta"]) >= 1.0 + 0.1 * math.sqrt(2 + 2 * math.log(10)) - 1e-12)
+    assert np.all(np.asarray(info.beta) >= 1.0 + 0.1 * math.sqrt(2 + 2 * math.log(10)) - 1e-12)
     # the reported LCB is the rule's: a chosen point is estimated feasible whenever any was
-    lcb = np.asarray(info["lcb"])[:, 0, 0]
-    est = np.asarray(info["estimated_feasible"])
+    lcb = np.asarray(info.lcb)[:, 0, 0]
+    est = np.asarray(info.estimated_feasible)
     assert np.all(lcb[est] <= 0)
     assert np.all(np.asarray(one.update_info.train_ok))
 

@@ -156,8 +156,8 @@ def test_runs_vmapped_and_deterministic(vmapped, branin):
     res, again = vmapped
     assert_in_box_and_deterministic(res, again, branin.bounds, 8)
     # Rounds while count < num_explore = 5 (counts 3, 4) explore; the rest are greedy.
-    np.testing.assert_array_equal(np.asarray(res.info["explore"][0]), [1, 1, 0, 0, 0])
-    assert bool(np.all(res.info["train_ok"][:, 2:]))
+    np.testing.assert_array_equal(np.asarray(res.info.explore[0]), [1, 1, 0, 0, 0])
+    assert bool(np.all(res.info.train_ok[:, 2:]))
 
 
 def test_batch_suggestions_distinct_and_inside(branin):
@@ -169,7 +169,7 @@ def test_batch_suggestions_distinct_and_inside(branin):
     b = np.asarray(branin.bounds)
     assert x.shape == (3, 2) and np.all((np.asarray(x) >= b[0]) & (np.asarray(x) <= b[1]))
     assert len({tuple(np.round(np.asarray(r), 12)) for r in x}) == 3
-    assert not bool(info["explore"]) and info["acq_value"].shape == (3,)
+    assert not bool(info.explore) and info.acq_value.shape == (3,)
 
 
 @pytest.mark.parametrize("kwargs, match", [

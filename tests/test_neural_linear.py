@@ -126,8 +126,8 @@ def test_ei_batch_is_kriging_believer(branin):
     # First query: the posterior itself; second: A + beta phi_1 phi_1^T (mean unchanged).
     sd1 = np.sqrt(phi[0] @ np.linalg.inv(a) @ phi[0])
     sd2 = np.sqrt(phi[1] @ np.linalg.inv(a + 50.0 * np.outer(phi[0], phi[0])) @ phi[1])
-    np.testing.assert_allclose(np.asarray(info["std"]), [sd1, sd2], rtol=1e-8)
-    np.testing.assert_allclose(np.asarray(info["mean"]), phi @ np.asarray(state.blr.mean),
+    np.testing.assert_allclose(np.asarray(info.std), [sd1, sd2], rtol=1e-8)
+    np.testing.assert_allclose(np.asarray(info.mean), phi @ np.asarray(state.blr.mean),
                                rtol=1e-9, atol=1e-12)
 
 

@@ -11,7 +11,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import ntkbo
-from algo_checks import assert_in_box_and_deterministic, info_field, vmapped_twice
+from algo_checks import assert_in_box_and_deterministic, vmapped_twice
 from ntkbo.kernels import mlp
 
 NU_MOD = importlib.import_module("ntkbo.algorithms.neural_ucb")
@@ -74,14 +74,14 @@ def test_ucb_bonus_matches_dense_inverse(u, branin):
         b2 = NU * np.sqrt(np.sum(g[1] ** 2 / (u_diag + g[0] ** 2)))
     # float64 dual (Woodbury) form with a 1e-10 relative jitter against a dense inverse: agreement
     # to ~1e-8 relative; 1e-6 leaves room for the conditioning of U (lam = 0.1).
-    np.testing.assert_allclose(np.asarray(info["bonus"]), [b1, b2], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(info.bonus), [b1, b2], rtol=1e-6)
     _, apply_fn, _ = mlp(1, WIDTH, "relu", W_std=math.sqrt(2.0))
-    np.testing.assert_allclose(np.asarray(info["mean"]),
+    np.testing.assert_allclose(np.asarray(info.mean),
                                np.asarray(apply_fn(state.params, jnp.asarray(xe))[:, 0]),
                                rtol=1e-10, atol=1e-12)
     # The acquisition maximised is -(h - bonus).
-    np.testing.assert_allclose(np.asarray(info["acq_value"]),
-                               np.asarray(info["bonus"]) - np.asarray(info["mean"]), rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(info.acq_value),
+                               np.asarray(info.bonus) - np.asarray(info.mean), rtol=1e-9)
     # Building block: ucb_bonus on the stored features equals the first query's bonus.
     mask = ntkbo.data.mask(state.g_obs)
     direct = NU_MOD.ucb_bonus(jnp.asarray(g[:1]), NU, LAM, u=u, g_obs=state.g_obs.x, mask=mask,
@@ -113,7 +113,7 @@ def test_ts_std_matches_dense_inverse(u, branin):
     else:
         quad = np.sum(g**2 / (LAM + np.sum(g_obs**2, axis=0)), axis=1)
     # NeuralTS: nu sigma, sigma^2 = lam g^T U^-1 g (no believer step: independent draws).
-    np.testing.assert_allclose(np.asarray(info["std"]), NU * np.sqrt(LAM * quad), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(info.std), NU * np.sqrt(LAM * quad), rtol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ def test_default_nu_follows_the_dimension(factory, style, low):
         x = jax.random.uniform(jax.random.PRNGKey(1), (3, d))
         state, _ = algo.update(state, x, jnp.sum(x**2, axis=1))
         _, info = jax.jit(algo.suggest)(jax.random.PRNGKey(2), state)
-        assert float(info_field(info, "nu")) == want
+        assert float(info.nu) == want
 
 
 @pytest.mark.parametrize("factory", ["neural_ucb", "neural_ts"])

@@ -43,4 +43,4 @@ def test_neural_ts_stalled_at_a_corner_does_not_repeat_a_point():
     r = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, 16, k)))(keys)
     assert_distinct(r.x, problem.bounds)
     # The guard did fire: without it the stall would have repeated a point.
-    assert int(np.sum(np.asarray(r.info["duplicates_replaced"]))) > 0
+    assert int(np.sum(np.asarray(r.info.duplicates_replaced))) > 0

@@ -263,7 +263,7 @@ def test_suggestion_is_the_argmin_of_the_trained_network(small_runs):
     factory's architecture (``mlp(1, 8, "erf", W_std=1, b_std=0.1)``) and the box map.
 
     Mutations caught (each checked by hand): the argmax (``acq = +h``: the suggestion sits at the
-    grid's maximum); the mean reported with the wrong sign (``info["mean"] = value``); the box map
+    grid's maximum); the mean reported with the wrong sign (``info.mean = value``); the box map
     dropped (``h`` evaluated on raw ``x``: another function, whose argmin is elsewhere)."""
     prob, algo, keys, res, _ = small_runs
     state = jax.tree_util.tree_map(lambda a: a[0], res.state)
@@ -278,7 +278,7 @@ def test_suggestion_is_the_argmin_of_the_trained_network(small_runs):
     grid = lo + (hi - lo) * np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
     hg = h(grid)
     hx = h(np.asarray(x))[0]
-    np.testing.assert_allclose(np.asarray(info["mean"]), hx, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(info.mean), hx, rtol=1e-10)
     # within 1% of h's range of the grid minimum (a grid cell is 0.5% of the box per side and h
     # varies by much less than its range across one cell); the argmax would be ~100% away
     assert hx <= hg.min() + 0.01 * (hg.max() - hg.min()), (hx, hg.min(), hg.max())
@@ -289,10 +289,10 @@ def test_pinn_ntk_gp_minimize():
     algo = PB.pinn_ntk_gp(prob.pde, depth=1, num_residuals=6, num_candidates=64, nu="thesis")
     res = ntkbo.minimize(algo, prob, 7, jax.random.PRNGKey(1), n_init=4)
     assert np.asarray(res.x).shape == (7, 2)
-    gain = np.asarray(res.info["interaction_gain"])
+    gain = np.asarray(res.info.interaction_gain)
     # I(f; Y_t | U_r) >= 0 and grows with t (conditioning on more data: an exact inequality)
     assert np.all(gain >= -1e-9) and np.all(np.diff(gain) >= -1e-9)
-    assert np.all(np.asarray(res.info["nu"]) >= 1.0)  # nu_t >= B = 1
+    assert np.all(np.asarray(res.info.nu) >= 1.0)  # nu_t >= B = 1
 
 
 @pytest.mark.parametrize(

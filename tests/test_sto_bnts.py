@@ -347,8 +347,8 @@ def test_linearized_training_reaches_the_linearised_posterior_sample(tiny_member
     # float64; K_XX + lam I has condition number ~25 here, so both sides agree to ~1e-14 (measured
     # 6e-15 sd). 1e-6 posterior sd (and 1e-8 relative on the loss) leaves that room many times
     # over, while the network trained on (1) is 0.8 sd and 43% of the loss away.
-    np.testing.assert_allclose(info["loss"][0], m["loss_star"], rtol=1e-8)
-    assert info["grad_norm"][0] < 1e-8 * info["loss_start"][0]  # a stationary point
+    np.testing.assert_allclose(info.train_loss[0, 1], m["loss_star"], rtol=1e-8)
+    assert info.train_grad_norm[0] < 1e-8 * info.train_loss[0, 0]  # a stationary point
     dist = np.abs(np.asarray(trained()) - m["f_star"]) / m["sd"]
     assert np.all(dist < 1e-6), dist
 
@@ -390,8 +390,8 @@ def test_default_trains_the_network_on_loss_1(tiny_member):
     moved = float(jnp.linalg.norm(flat - flat0) / jnp.linalg.norm(flat0))
     assert moved > 1e-3, moved
     l_start, l_end = net_loss(flat0), net_loss(flat)
-    np.testing.assert_allclose(info["loss_start"][0], l_start, rtol=1e-10)
-    np.testing.assert_allclose(info["loss"][0], l_end, rtol=1e-10)
+    np.testing.assert_allclose(info.train_loss[0, 0], l_start, rtol=1e-10)
+    np.testing.assert_allclose(info.train_loss[0, 1], l_end, rtol=1e-10)
     assert l_end < 0.5 * l_start, (l_start, l_end)
     rel = abs(l_end - m["loss_star"]) / m["loss_star"]
     assert rel > 0.05, rel  # the network's minimum of (1), not its linearisation's
@@ -422,15 +422,16 @@ def test_sto_bnts_runs_on_branin(branin_runs):
     assert r.x.shape == (15, 2) and np.all(r.x >= lo) and np.all(r.x <= hi)
     assert np.all(np.isfinite(r.y))
     rounds = (15 - 3) // 2
-    assert set(r.info) == {"acq_value", "loss_start", "loss", "grad_norm", "train_ok", "beta",
-                           "duplicates_replaced"}
+    assert type(r.info) is S.StoBntsSuggestInfo
     assert_distinct(r.x, BRANIN.bounds)
-    for name in ("acq_value", "loss_start", "loss", "grad_norm", "train_ok"):
-        assert r.info[name].shape == (rounds, 2), name
-    assert r.info["beta"].shape == (rounds,)
-    assert np.all(r.info["train_ok"]) and np.all(r.info["loss"] <= r.info["loss_start"])
+    for name in ("acq_value", "train_grad_norm", "train_ok"):
+        assert getattr(r.info, name).shape == (rounds, 2), name
+    assert r.info.train_loss.shape == (rounds, 2, 2)
+    assert r.info.beta.shape == (rounds,)
+    assert np.all(r.info.train_ok)
+    assert np.all(r.info.train_loss[..., 1] <= r.info.train_loss[..., 0])
     # The two members of a round are different networks: different starting losses.
-    assert np.all(r.info["loss_start"][:, 0] != r.info["loss_start"][:, 1])
+    assert np.all(r.info.train_loss[:, 0, 0] != r.info.train_loss[:, 1, 0])
 
 
 def test_vmap_over_keys_equals_separate_runs(branin_runs):
@@ -449,10 +450,10 @@ def test_sto_bnts_linear_runs_on_branin():
     r = ntkbo.minimize(algo, BRANIN, 15, jax.random.PRNGKey(1))
     lo, hi = np.asarray(BRANIN.bounds)
     assert r.x.shape == (15, 2) and np.all(r.x >= lo) and np.all(r.x <= hi)
-    assert np.all(r.info["train_ok"])
+    assert np.all(r.info.train_ok)
     # The closed form is the minimiser: the gradient of (1) vanishes up to rounding (the loss is
     # O(1-10) and the features O(1), so float64 rounding gives ~1e-12..1e-9).
-    assert np.all(r.info["grad_norm"] < 1e-6 * (1.0 + r.info["loss_start"]))
+    assert np.all(r.info.train_grad_norm < 1e-6 * (1.0 + r.info.train_loss[..., 0]))
 
 
 def test_member_keys_fresh_every_round_or_fixed():

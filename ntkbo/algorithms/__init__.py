@@ -13,6 +13,20 @@ factories are wrapped here, once, by :func:`recorded`; the functions in the algo
 ``same_algorithm`` tells whether two records describe the same algorithm (``gp_ucb`` is
 ``gp(acquisition="ucb")``).
 
+Infos: every ``suggest`` and ``update`` returns a typed ``info`` (``ntkbo.base``), a NamedTuple
+with documented fields, exported here: ``NeuralBOSuggestInfo`` / ``NeuralBOUpdateInfo``,
+``GPSuggestInfo`` / ``GPThompsonInfo`` (``gp``, ``ntk_gp``), ``ConstrainedEIInfo`` (``*_cei``),
+``NeuralUCBSuggestInfo``, ``NeuralTSSuggestInfo``, ``NeuralLinearSuggestInfo`` (EI) /
+``NeuralLinearThompsonInfo`` (TS), ``GreedySuggestInfo`` (the Neural Greedy family),
+``StoBntsSuggestInfo``, ``GOUCBSuggestInfo`` / ``GOUCBUpdateInfo``, ``NeuralCBOSuggestInfo``,
+``PinnBOSuggestInfo``, ``PinnGPSuggestInfo``; ``ntkbo.nets.TrainInfo`` for the updates that
+retrain networks, ``NoInfo`` where nothing is reported. One name, one meaning: ``acq_value`` is
+the maximised acquisition at the chosen points (every algorithm minimises; each docstring says
+how the acquisition's sign maps onto that), ``mean``/``std`` the surrogate's prediction there
+(standardised units), ``bonus`` an exploration bonus, ``train_loss``/``train_ok`` a training's
+start and end loss and its success flag, ``duplicates_replaced`` the points that were observed
+points and were replaced (``ntkbo.optimize``).
+
 Presets: an algorithm module may define ``PRESETS`` (name -> options), e.g.
 ``ntkbo.algorithms.neural_bo.PRESETS["paper"]``, or, when the names it serves have different
 settings, ``PRESETS_BY_NAME`` (registry name -> presets; :func:`presets`). ``get(name, preset=P,
@@ -42,7 +56,19 @@ from ntkbo.algorithms.neural_linear import neural_linear
 from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
-from ntkbo.base import Algorithm, Config, describe
+from ntkbo.base import Algorithm, Config, NoInfo, describe
+# The typed ``info`` of each algorithm's ``suggest`` and ``update`` (``ntkbo.base``).
+from ntkbo.algorithms.constrained_ei import ConstrainedEIInfo
+from ntkbo.algorithms.go_ucb import GOUCBSuggestInfo, GOUCBUpdateInfo
+from ntkbo.algorithms.gp_bo import GPSuggestInfo, GPThompsonInfo
+from ntkbo.algorithms.neural_bo import NeuralBOSuggestInfo, NeuralBOUpdateInfo
+from ntkbo.algorithms.neural_cbo import NeuralCBOSuggestInfo
+from ntkbo.algorithms.neural_greedy import GreedySuggestInfo
+from ntkbo.algorithms.neural_linear import NeuralLinearSuggestInfo, NeuralLinearThompsonInfo
+from ntkbo.algorithms.neural_ucb import NeuralTSSuggestInfo, NeuralUCBSuggestInfo
+from ntkbo.algorithms.pinn_bo import PinnBOSuggestInfo, PinnGPSuggestInfo
+from ntkbo.algorithms.sto_bnts import StoBntsSuggestInfo
+from ntkbo.nets import TrainInfo
 
 _FACTORIES = {
     "neural_bo": neural_bo,
@@ -351,6 +377,11 @@ def get(name: str, **options) -> Algorithm:
 
 
 __all__ = [
+    "ConstrainedEIInfo", "GOUCBSuggestInfo", "GOUCBUpdateInfo", "GPSuggestInfo", "GPThompsonInfo",
+    "GreedySuggestInfo", "NeuralBOSuggestInfo", "NeuralBOUpdateInfo", "NeuralCBOSuggestInfo",
+    "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo", "NeuralTSSuggestInfo",
+    "NeuralUCBSuggestInfo", "NoInfo", "PinnBOSuggestInfo", "PinnGPSuggestInfo",
+    "StoBntsSuggestInfo", "TrainInfo",
     "base_name", "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
     "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",

@@ -35,7 +35,24 @@ from ntkbo.base import Algorithm, NoInfo
 
 Array = jax.Array
 
-__all__ = ["ConstrainedKernelBOState", "constrained_kernel_bo"]
+__all__ = ["ConstrainedEIInfo", "ConstrainedKernelBOState", "constrained_kernel_bo"]
+
+
+class ConstrainedEIInfo(NamedTuple):
+    """The ``info`` of constrained EI's ``suggest`` (``gp_cei``, ``ntk_gp_cei``; one point per
+    round, minimisation, ``c_k <= 0`` feasible).
+
+    Attributes:
+      acq_value: ``(1,)`` the maximised acquisition at the point: ``log cEI`` when some point has
+        been observed feasible, else the log probability of feasibility ``sum_k log P[c_k <= 0]``.
+      any_feasible: ``()`` bool, some evaluated point was observed feasible (an incumbent exists).
+      duplicates_replaced: ``()`` int32, 1 when the maximiser was an observed point and was
+        replaced (``ntkbo.optimize``).
+    """
+
+    acq_value: Array
+    any_feasible: Array
+    duplicates_replaced: Array
 
 
 class ConstrainedKernelBOState(NamedTuple):
@@ -114,8 +131,8 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
             key, log_acq, unit, num_candidates=num_candidates, num_restarts=num_restarts,
             x_best=starts, num_steps=num_steps,
             observed=jnp.where(D.mask(data)[:, None], data.x, jnp.nan))
-        info = {"acq_value": val[None], "any_feasible": any_feasible,
-                "duplicates_replaced": opt_info.replaced.astype(jnp.int32)}
+        info = ConstrainedEIInfo(acq_value=val[None], any_feasible=any_feasible,
+                                 duplicates_replaced=opt_info.replaced.astype(jnp.int32))
         return from_unit(z[None], obj.bounds), info
 
     return Algorithm(init, suggest, update, K)

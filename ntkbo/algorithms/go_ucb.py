@@ -55,7 +55,7 @@ from ntkbo.validation import check_positive as _check_positive
 from ntkbo import data as D
 from ntkbo import optimize, qmc
 from ntkbo.algorithms.observations import best_points, from_unit, standardize, to_unit
-from ntkbo.base import Algorithm, NoInfo
+from ntkbo.base import Algorithm
 
 Array = jax.Array
 Params = Any
@@ -93,6 +93,9 @@ PRESETS = {
 
 __all__ = [
     "GOUCBState",
+    "GOUCBSuggestInfo",
+    "GOUCBUpdateInfo",
+    "OptimisticInfo",
     "PRESETS",
     "go_ucb",
     "sigmoid_network",
@@ -133,7 +136,8 @@ class GOUCBState(NamedTuple):
         ``u = -(y - y_mean) / y_std``.
       fitted: ``()`` bool, the oracle has run (Phase II).
       t: ``()`` int32, the number of Phase-II observations.
-      oracle_loss: ``()`` the oracle's final mean squared error (standardised units; NaN before).
+
+    The oracle's fit is reported by the ``update`` that ran it (:class:`GOUCBUpdateInfo`).
     """
 
     data: D.Data
@@ -147,6 +151,63 @@ class GOUCBState(NamedTuple):
     y_std: Array
     fitted: Array
     t: Array
+
+
+class OptimisticInfo(NamedTuple):
+    """The per-point diagnostics of ``optimistic_points`` (the first five fields of
+    :class:`GOUCBSuggestInfo`, which documents them): ``acq_value``, ``mean``, ``bonus``,
+    ``ball_max`` ``(q,)`` and ``duplicates_replaced`` ``()``."""
+
+    acq_value: Array
+    mean: Array
+    bonus: Array
+    ball_max: Array
+    duplicates_replaced: Array
+
+
+class GOUCBSuggestInfo(NamedTuple):
+    """The ``info`` of GO-UCB's ``suggest`` (the model's units: it fits ``u = -(y - y_mean) /
+    y_std``, so the acquisition, an optimistic value of ``u``, is maximised; NaN per point in
+    Phase I, where the points are uniform draws).
+
+    Attributes:
+      acq_value: ``(q,)`` the optimistic value of ``u`` at each chosen point: ``linearized_ucb``,
+        or ``f_x(w)`` at the joint ascent's ``w``.
+      mean: ``(q,)`` the network's value ``f_x(w_t)`` there.
+      bonus: ``(q,)`` the exploration bonus ``sqrt(beta_t) |g|_{Sigma_t^-1}`` there (``>= 0``),
+        with the batch's earlier points believed into ``Sigma_t``.
+      ball_max: ``(q,)`` the largest ``|w - w_t|^2_{Sigma_t} / beta_t`` over the ascent's
+        iterates: 1 at the linearised maximiser, at most 1 for the joint ascent.
+      duplicates_replaced: ``()`` int32, maximisers that were observed points and were replaced
+        (``ntkbo.optimize``).
+      phase: ``()`` int32, 1 (exploration) or 2 (optimism).
+      t: ``()`` int32, the Phase-II index of the first point.
+      beta: ``()`` the confidence radius ``beta_t`` (NaN in Phase I).
+      lam: ``()`` the ridge regulariser ``lam``.
+    """
+
+    acq_value: Array
+    mean: Array
+    bonus: Array
+    ball_max: Array
+    duplicates_replaced: Array
+    phase: Array
+    t: Array
+    beta: Array
+    lam: Array
+
+
+class GOUCBUpdateInfo(NamedTuple):
+    """The ``info`` of GO-UCB's ``update``.
+
+    Attributes:
+      oracle_ran: ``()`` bool, this update ran the regression oracle (eq. 2): the end of Phase I
+        (``oracle_start``) or a Phase-II refit (``oracle_refit``).
+      oracle_loss: ``()`` the oracle's final mean squared error on the fitted observations
+        (standardised units, ``u = -(y - y_mean) / y_std``); NaN where it did not run.
+    """
+
+    oracle_ran: Array
     oracle_loss: Array
 
 
@@ -452,12 +513,13 @@ def beta_schedule(beta, horizon: int, F: float, beta_scale: float) -> Callable[[
 
 
 def oracle_start(state: GOUCBState, apply_w, lam, *, sigma_phase1: bool, num_steps: int,
-                 learning_rate, optimizer: str) -> GOUCBState:
+                 learning_rate, optimizer: str) -> tuple[GOUCBState, Array]:
     """The end of Phase I: the Phase-I standardisation frozen, the regression oracle (eq. 2,
     ``fit_oracle`` from ``state.w_init``) on every valid observation of ``state.data``, and
     ``Sigma_1 = lam I``, ``b_1 = lam w0`` (reading (a) of the ``i = 0`` term of eqs. 3-5; with
     ``sigma_phase1`` the Phase-I points linearised at ``w0`` are added, reading (b));
-    ``w_1 = Sigma_1^-1 b_1``."""
+    ``w_1 = Sigma_1^-1 b_1``. Returns ``(state, loss)``, ``loss`` ``()`` the oracle's final mean
+    squared error (``fit_oracle``)."""
     data = state.data
     dtype = state.bounds.dtype
     m = D.mask(data)
@@ -473,7 +535,7 @@ def oracle_start(state: GOUCBState, apply_w, lam, *, sigma_phase1: bool, num_ste
         sigma, b = ridge_update(sigma, b, w0, g, f, u, m)
     w_hat, _ = ridge_estimate(sigma, b)
     return state._replace(w0=w0, w_hat=w_hat, sigma=sigma, b=b, y_mean=y_mean, y_std=y_std,
-                          fitted=jnp.ones((), bool), oracle_loss=loss)
+                          fitted=jnp.ones((), bool)), loss
 
 
 def phase2_observe(state: GOUCBState, x: Array, y: Array, apply_w) -> GOUCBState:
@@ -489,7 +551,7 @@ def phase2_observe(state: GOUCBState, x: Array, y: Array, apply_w) -> GOUCBState
 
 
 def oracle_refit(state: GOUCBState, apply_w, lam, *, num_steps: int, learning_rate,
-                 optimizer: str) -> GOUCBState:
+                 optimizer: str) -> tuple[GOUCBState, Array]:
     """Not in the paper (details below): the oracle on every valid observation,
     warm-started from ``w_t``, in the frozen Phase-I units; then ``Sigma``, ``b`` restart around the
     new ``w0`` with every point linearised there.
@@ -511,6 +573,8 @@ def oracle_refit(state: GOUCBState, apply_w, lam, *, num_steps: int, learning_ra
     refitted weights. A refit is chosen by ``lax.cond`` inside the Phase-II branch of ``update``
     (under ``vmap`` it is computed every round and selected) and costs ``refit_steps`` full-batch
     optimiser steps on all stored observations.
+
+    Returns ``(state, loss)``, ``loss`` ``()`` the oracle's final mean squared error.
     """
     data = state.data
     dtype = state.bounds.dtype
@@ -522,7 +586,7 @@ def oracle_refit(state: GOUCBState, apply_w, lam, *, num_steps: int, learning_ra
     f, g = values_and_gradients(apply_w, w0, z)
     sigma, b = ridge_update(lam * jnp.eye(w0.shape[0], dtype=dtype), lam * w0, w0, g, f, u, m)
     w_hat, _ = ridge_estimate(sigma, b)
-    return state._replace(w0=w0, w_hat=w_hat, sigma=sigma, b=b, oracle_loss=loss)
+    return state._replace(w0=w0, w_hat=w_hat, sigma=sigma, b=b), loss
 
 
 def joint_ascent(key: Array, apply_w, w_hat: Array, sigma: Array, chol: Array, beta_t,
@@ -649,8 +713,9 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
     are then taken at ``w_t``, as they should be (eq. 3: ``g_i`` at the round's estimate).
 
     Returns:
-      ``(x (q, d), info)``: the points in the box and per point ``acq_value``, ``mean``
-      (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma^-1}``) and ``ball_max``, ``(q,)`` each.
+      ``(x (q, d), info)``: the points in the box and an :class:`OptimisticInfo`: per point
+      ``acq_value``, ``mean`` (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma^-1}``) and
+      ``ball_max``, ``(q,)`` each, and ``duplicates_replaced`` ``()``.
     """
     d = state.bounds.shape[-1]
     dtype = state.bounds.dtype
@@ -697,9 +762,9 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
         observed = jnp.concatenate([observed, z[None]])  # the batch's own points: none twice
         if j + 1 < q:  # believer: Sigma grows along g, w_t is unchanged (optimistic_points)
             sigma = sigma + jnp.outer(g, g)
-    info = {"acq_value": jnp.stack(vals), "mean": jnp.stack(means),
-            "bonus": jnp.stack(bonuses), "ball_max": jnp.stack(balls),
-            "duplicates_replaced": jnp.sum(jnp.stack(replaced)).astype(jnp.int32)}
+    info = OptimisticInfo(acq_value=jnp.stack(vals), mean=jnp.stack(means),
+                          bonus=jnp.stack(bonuses), ball_max=jnp.stack(balls),
+                          duplicates_replaced=jnp.sum(jnp.stack(replaced)).astype(jnp.int32))
     return from_unit(jnp.stack(zs), state.bounds), info
 
 
@@ -795,14 +860,15 @@ def go_ucb(
         ``oracle_steps``.
 
     Returns:
-      An ``ntkbo.Algorithm``. ``suggest`` returns ``(x (q, d), info)`` with ``info`` a dict of
+      An ``ntkbo.Algorithm``. ``suggest`` returns ``(x (q, d), info)`` with ``info`` a NamedTuple of
       arrays of fixed structure: ``phase`` ``()`` int32 (1 or 2), ``t`` ``()`` int32 (Phase-II index
       of the first point), ``beta`` ``()``, ``lam`` ``()``, and per point ``(q,)``: ``acq_value``
       (the optimistic value of ``u``: ``linearized_ucb``, or ``f_x(w)`` at the joint ascent's
       ``w``), ``mean`` (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma_t^-1}``) and
       ``ball_max`` (the largest ``|w - w_t|^2_{Sigma_t} / beta_t`` over the ascent's iterates: 1 at
-      the linearised maximiser, at most 1 for the joint ascent); in Phase I these are NaN. Also
-      ``oracle_loss`` ``()``.
+      the linearised maximiser, at most 1 for the joint ascent); in Phase I these are NaN
+      (:class:`GOUCBSuggestInfo`). ``update`` returns ``(state, GOUCBUpdateInfo)``: whether it ran
+      the oracle and the oracle's final loss.
 
     Raises:
       ValueError: an invalid argument, naming it.
@@ -878,7 +944,7 @@ def go_ucb(
             data=D.empty(capacity, d, dtype), bounds=bounds, w_init=w_init, w0=w_init[0],
             w_hat=w_init[0], sigma=lam_ * jnp.eye(p, dtype=dtype), b=lam_ * w_init[0],
             y_mean=jnp.zeros((), dtype), y_std=jnp.ones((), dtype), fitted=jnp.zeros((), bool),
-            t=jnp.zeros((), jnp.int32), oracle_loss=jnp.full((), jnp.nan, dtype))
+            t=jnp.zeros((), jnp.int32))
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
@@ -889,24 +955,33 @@ def go_ucb(
         data = D.append(state.data, x, y)
         appended = data.count > state.data.count
         lam_ = jnp.asarray(lam_value, dtype)
+        no_fit = (jnp.zeros((), bool), jnp.full((), jnp.nan, dtype))
+
+        def unchanged(s):
+            return s, no_fit
 
         def start_phase2(s):
-            return oracle_start(s, apply_w, lam_, sigma_phase1=sigma_phase1,
-                                num_steps=oracle_steps, **oracle)
+            s, loss = oracle_start(s, apply_w, lam_, sigma_phase1=sigma_phase1,
+                                   num_steps=oracle_steps, **oracle)
+            return s, (jnp.ones((), bool), loss)
 
         def phase2(s):
             new = phase2_observe(s, x, y, apply_w)
             if refit_every == 0:  # the paper: no retraining in Phase II
-                return new
+                return new, no_fit
             due = new.t // refit_every > s.t // refit_every  # a multiple of k was reached
-            refit = lambda s_: oracle_refit(s_, apply_w, lam_, num_steps=refit_steps,  # noqa: E731
-                                            **oracle)
-            return jax.lax.cond(due, refit, lambda s_: s_, new)
+
+            def refit(s_):
+                s_, loss = oracle_refit(s_, apply_w, lam_, num_steps=refit_steps, **oracle)
+                return s_, (jnp.ones((), bool), loss)
+
+            return jax.lax.cond(due, refit, unchanged, new)
 
         branch = jnp.where(~appended, 0,
                            jnp.where(state.fitted, 2, jnp.where(data.count >= n_explore, 1, 0)))
-        return jax.lax.switch(branch, [lambda s: s, start_phase2, phase2],
-                              state._replace(data=data)), NoInfo()
+        state, (ran, loss) = jax.lax.switch(branch, [unchanged, start_phase2, phase2],
+                                            state._replace(data=data))
+        return state, GOUCBUpdateInfo(oracle_ran=ran, oracle_loss=loss)
 
     def suggest(key, state):
         d = state.bounds.shape[-1]
@@ -916,8 +991,8 @@ def go_ucb(
         def phase1(_):
             x = qmc.uniform(key, q, state.bounds)
             nan = jnp.full((q,), jnp.nan, dtype)
-            info = {"acq_value": nan, "mean": nan, "bonus": nan, "ball_max": nan,
-                    "duplicates_replaced": jnp.zeros((), jnp.int32)}
+            info = OptimisticInfo(acq_value=nan, mean=nan, bonus=nan, ball_max=nan,
+                                  duplicates_replaced=jnp.zeros((), jnp.int32))
             return x, info, jnp.full((), jnp.nan, dtype)
 
         def phase2(_):
@@ -927,8 +1002,8 @@ def go_ucb(
             return x, info, beta_t
 
         x, info, beta_t = jax.lax.cond(state.fitted, phase2, phase1, None)
-        info = dict(info, phase=jnp.where(state.fitted, 2, 1).astype(jnp.int32), t=state.t + 1,
-                    beta=beta_t, lam=jnp.asarray(lam_value, dtype), oracle_loss=state.oracle_loss)
+        info = GOUCBSuggestInfo(*info, phase=jnp.where(state.fitted, 2, 1).astype(jnp.int32),
+                                t=state.t + 1, beta=beta_t, lam=jnp.asarray(lam_value, dtype))
         return x.reshape(q, d), info
 
     return Algorithm(init, suggest, update)

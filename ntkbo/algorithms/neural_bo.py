@@ -144,6 +144,12 @@ CHUNK_ENTRIES = 1 << 22
 
 __all__ = [
     "NeuralBOState",
+    "PrimalU",
+    "DiagU",
+    "NoU",
+    "UForm",
+    "wrap_u",
+    "unwrap_u",
     "NeuralBOSuggestInfo",
     "NeuralBOUpdateInfo",
     "NeuralBOFns",
@@ -183,6 +189,51 @@ __all__ = [
 ]
 
 
+class PrimalU(NamedTuple):
+    """``NeuralBOState.u`` for ``uncertainty="primal"``: ``chol`` ``(p, p)``, the upper Cholesky
+    factor ``R`` of ``U = R^T R``."""
+
+    chol: Array
+
+
+class DiagU(NamedTuple):
+    """``NeuralBOState.u`` for ``uncertainty="diag"``: ``diag`` ``(p,)``, the diagonal of ``U``."""
+
+    diag: Array
+
+
+class NoU(NamedTuple):
+    """``NeuralBOState.u`` for ``uncertainty="dual"`` with dynamic features: nothing is kept (the
+    Gram matrix is rebuilt from the buffer at each suggest)."""
+
+
+#: ``NeuralBOState.u``: one type per form of ``U``, each field of one shape.
+UForm = Union[PrimalU, DiagU, G.Factor, NoU]
+
+
+def wrap_u(u, uncertainty: str, features: str = "static") -> UForm:
+    """The state's ``u`` (:data:`UForm`) from the form ``init_u``/``update_u`` work on: ``R``
+    ``(p, p)`` as :class:`PrimalU`, ``diag U`` ``(p,)`` as :class:`DiagU`, the dual form's
+    ``ntkbo.gp.Factor`` as it is (static features) or :class:`NoU` (dynamic features)."""
+    if uncertainty == "primal":
+        return PrimalU(u)
+    if uncertainty == "diag":
+        return DiagU(u)
+    return u if features == "static" else NoU()
+
+
+def unwrap_u(u: UForm, dtype) -> Any:
+    """The inverse of :func:`wrap_u`: the array or ``ntkbo.gp.Factor`` that ``update_u``,
+    ``posterior`` and ``pathwise_direction`` take (``(0,)`` for :class:`NoU`)."""
+    if isinstance(u, PrimalU):
+        return u.chol
+    if isinstance(u, DiagU):
+        return u.diag
+    if isinstance(u, NoU):
+        return jnp.zeros((0,), dtype)
+    return u
+
+
 class NeuralBOState(NamedTuple):
     """The state of ``neural_bo`` (a pytree of arrays; the capacity-sized arrays are ``data`` and,
     for the dual form with static features, the factor ``u``).
@@ -192,10 +243,12 @@ class NeuralBOState(NamedTuple):
       bounds: ``(2, d)`` box.
       params0: ``theta_0``, the flax variables drawn in ``init`` (fixed for the run).
       params: ``theta_t``, the trained network.
-      u: ``uncertainty="primal"``: ``(p, p)`` upper Cholesky factor ``R`` of ``U = R^T R``;
-        ``"diag"``: ``(p,)`` the diagonal of ``U``; ``"dual"`` with static features: the
-        ``ntkbo.gp.Factor`` ``(C, C)`` of the buffer's empirical-NTK Gram matrix (it grows with
-        the buffer); ``"dual"`` with dynamic features: ``(0,)`` (unused).
+      u: ``U`` in the form ``uncertainty`` keeps, a type per form (:data:`UForm`):
+        ``"primal"``: :class:`PrimalU` (``chol`` ``(p, p)``, the upper Cholesky factor ``R`` of
+        ``U = R^T R``); ``"diag"``: :class:`DiagU` (``diag`` ``(p,)``, the diagonal of ``U``);
+        ``"dual"`` with static features: the ``ntkbo.gp.Factor`` ``(C, C)`` of the buffer's
+        empirical-NTK Gram matrix (it grows with the buffer); ``"dual"`` with dynamic features:
+        :class:`NoU` (nothing).
       opt_state: the optimiser's (optax) state after the last training, which the next one
         continues from when ``keep_optimizer_state`` (the authors' code keeps its
         ``torch.optim.Adam`` across rounds); its initial state otherwise, unused.
@@ -205,7 +258,7 @@ class NeuralBOState(NamedTuple):
     bounds: Array
     params0: Params
     params: Params
-    u: Union[Array, G.Factor]
+    u: UForm
     opt_state: Any = ()
 
 
@@ -551,18 +604,19 @@ def thompson_select(mu: Array, var: Array, nu_t: Array, eps: Array, duplicate=No
         minimiser is one takes its best candidate that is not (``ntkbo.optimize.argmax_distinct``).
 
     Returns:
-      ``(i, info)``: ``i`` ``(q,)`` the chosen candidates' indices and ``info`` the dict of
-      ``acq_value`` ``(q,)`` (``-f~_j`` at its maximiser), ``mean`` ``(q,)`` (``h`` there), ``std``
-      ``(q,)`` (``nu_t sigma`` there), ``nu`` ``()`` and ``duplicates_replaced`` ``()``.
+      ``(i, info)``: ``i`` ``(q,)`` the chosen candidates' indices and ``info`` a
+      :class:`NeuralBOSuggestInfo`: ``acq_value`` ``(q,)`` (``-f~_j`` at its maximiser), ``mean``
+      ``(q,)`` (``h`` there), ``std`` ``(q,)`` (``nu_t sigma`` there), ``nu`` ``()`` and
+      ``duplicates_replaced`` ``()``.
     """
     sigma = jnp.sqrt(jnp.maximum(var, 0.0))
     values = -(mu + nu_t * sigma * eps)
     if duplicate is None:
         duplicate = jnp.zeros(values.shape[-1], bool)
     i, replaced = jax.vmap(lambda v: optimize.argmax_distinct(v, duplicate))(values)
-    info = {"acq_value": values[jnp.arange(eps.shape[0]), i], "mean": mu[i],
-            "std": nu_t * sigma[i], "nu": nu_t,
-            "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
+    info = NeuralBOSuggestInfo(acq_value=values[jnp.arange(eps.shape[0]), i], mean=mu[i],
+                               std=nu_t * sigma[i], nu=nu_t,
+                               duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
     return i, info
 
 
@@ -900,7 +954,8 @@ def build(
         if carry_factor:
             u = G.empty_factor(capacity, bounds.dtype)
         else:
-            u = init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype)
+            u = wrap_u(init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype),
+                       uncertainty, features)
         opt_state = make_optimizer(optimizer, 1.0).init(params0)
         return NeuralBOState(D.empty(capacity, d, bounds.dtype), bounds, params0, params0, u,
                              opt_state)
@@ -919,8 +974,9 @@ def build(
             u = extend_dual_factor(state.u, apply_fn, theta_feat, z, data, state.data.count,
                                    x.shape[0], lam, jitter)
         else:
-            u = update_u(state.u, feats, theta_feat, embed(to_unit(x, state.bounds), input_map),
-                         add, uncertainty)
+            u = wrap_u(update_u(unwrap_u(state.u, state.bounds.dtype), feats, theta_feat,
+                                embed(to_unit(x, state.bounds), input_map), add, uncertainty),
+                       uncertainty, features)
         ys, m = targets(data, standardize_y)
         params, l0, l1, ok, opt_state = train_nn(
             apply_fn, feats, state.params0, state.params, z, ys, m, lam,
@@ -939,9 +995,10 @@ def build(
         ys, m = targets(data, standardize_y)
         n = num_candidate_rows(num_candidates, num_best, num_perturbations, data.capacity)
         theta_feat = state.params0 if features == "static" else state.params
-        post = functools.partial(posterior, apply_fn, feats, state.params, theta_feat, state.u,
-                                 z, m, lam=lam, uncertainty=uncertainty, input_map=input_map,
-                                 jitter=jitter, chunk_size=chunk_size)
+        post = functools.partial(posterior, apply_fn, feats, state.params, theta_feat,
+                                 unwrap_u(state.u, state.bounds.dtype), z, m, lam=lam,
+                                 uncertainty=uncertainty, input_map=input_map, jitter=jitter,
+                                 chunk_size=chunk_size)
         nu_t = jnp.asarray(nu, state.bounds.dtype)
         if thompson == "pathwise":
             noise = jax.random.normal(k_noise, (num_perturbations * d,), state.bounds.dtype)
@@ -962,7 +1019,6 @@ def build(
             dup = optimize.near_observed(cand, jnp.where(m[:, None], z, jnp.nan), unit)
             i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n),
                                       dup)
-            info = NeuralBOSuggestInfo(**info)
             zs = cand[i]
         return from_unit(zs, state.bounds), info
 
@@ -974,7 +1030,7 @@ def build(
         unit = unit_box(z.shape[-1], z.dtype)
         zs, values, replaced = [], [], []
         for k in jax.random.split(jax.random.fold_in(key, 1), q):
-            v = pathwise_direction(k, apply_fn, theta_feat, state.u, zb, m, lam,
+            v = pathwise_direction(k, apply_fn, theta_feat, unwrap_u(state.u, z.dtype), zb, m, lam,
                                    uncertainty=uncertainty, jitter=jitter)
             acq = lambda zc, v=v: -pathwise_draw(apply_fn, state.params, theta_feat, v,  # noqa: E731
                                                  zc, nu_t, input_map)

@@ -59,10 +59,38 @@ Params = Any
 OPTIMIZERS = ("gd", "adam")
 INPUT_MAPS = ("sphere", "cube")
 
-__all__ = ["NeuralCBOState", "neural_cbo", "beta_theory", "information_gain",
+__all__ = ["NeuralCBOState", "NeuralCBOSuggestInfo", "neural_cbo", "beta_theory", "information_gain",
            "lower_confidence_bound", "select", "incumbent_pool", "incumbent", "targets",
            "candidate_set", "posterior_moments"]
 
+
+
+class NeuralCBOSuggestInfo(NamedTuple):
+    """The ``info`` of Neural-CBO's ``suggest`` (one point per round; minimisation of the
+    objective, constraints ``c_k <= 0`` feasible).
+
+    Attributes:
+      acq_value: ``(1,)`` the chosen candidate's ``log EI`` of the objective (standardised units,
+        improvement below ``incumbent`` by more than ``epsilon``).
+      mean: ``(1,)`` the objective's posterior mean there (standardised units).
+      std: ``(1,)`` the objective's posterior standard deviation there (standardised units).
+      lcb: ``(1, K)`` each constraint's lower confidence bound there (original units; feasible
+        when ``<= 0``).
+      estimated_feasible: ``()`` bool, some candidate had every constraint's LCB ``<= 0``.
+      beta: ``(K,)`` the constraints' confidence multipliers ``beta_k`` of this round.
+      incumbent: ``()`` the objective's incumbent ``mu^+`` (standardised units).
+      duplicates_replaced: ``()`` int32, 1 when the chosen candidate replaced an observed point
+        (``ntkbo.optimize``).
+    """
+
+    acq_value: Array
+    mean: Array
+    std: Array
+    lcb: Array
+    estimated_feasible: Array
+    beta: Array
+    incumbent: Array
+    duplicates_replaced: Array
 
 class NeuralCBOState(NamedTuple):
     """The state of ``neural_cbo`` (a pytree of arrays).
@@ -371,7 +399,8 @@ def neural_cbo(
 
     Returns:
       An ``ntkbo.Algorithm`` with ``n_constraints = K``; ``update`` takes ``y`` ``(q, 1 + K)``.
-      ``suggest`` returns ``(x (1, d), info)`` with ``info``: ``acq_value`` ``(1,)`` (log EI),
+      ``suggest`` returns ``(x (1, d), info)`` with ``info`` a :class:`NeuralCBOSuggestInfo`:
+      ``acq_value`` ``(1,)`` (log EI),
       ``mean``/``std`` ``(1,)`` (objective, standardised), ``lcb`` ``(1, K)`` (original units),
       ``estimated_feasible`` (some candidate had every LCB <= 0), ``beta`` ``(K,)``,
       ``incumbent`` ``()``; ``update`` returns ``(state, ntkbo.nets.TrainInfo)`` with
@@ -496,16 +525,10 @@ def neural_cbo(
         dup = optimize.near_observed(cand, jnp.where(m[:, None], z, jnp.nan),
                                      unit_box(z.shape[-1], z.dtype))
         i, any_feasible, replaced = select(log_ei, lcb, std[1:], dup)
-        info = {
-            "duplicates_replaced": replaced.astype(jnp.int32),
-            "acq_value": log_ei[i][None],
-            "mean": mu[0, i][None],
-            "std": sigma[0, i][None],
-            "lcb": lcb[i][None],
-            "estimated_feasible": any_feasible,
-            "beta": beta_k,
-            "incumbent": mu_plus,
-        }
+        info = NeuralCBOSuggestInfo(
+            acq_value=log_ei[i][None], mean=mu[0, i][None], std=sigma[0, i][None],
+            lcb=lcb[i][None], estimated_feasible=any_feasible, beta=beta_k, incumbent=mu_plus,
+            duplicates_replaced=replaced.astype(jnp.int32))
         return from_unit(cand[i][None], state.bounds), info
 
     return Algorithm(init, suggest, update, K)

@@ -22,8 +22,8 @@ discussion of Prop. 1 says). The two model builders (Algorithms 2, 3)::
 
 This is exactly STO-BNTS's member (``ntkbo.algorithms.sto_bnts``) with ``beta = nu``,
 ``lam = nu^2 sigma^2`` and target perturbation on; SimpleSMB is the same with ``theta~_0 = 0``
-(no ``delta``). The implementation reuses STO-BNTS's building blocks (``draw_params``,
-``zero_last_layer``, ``jvp_term``, ``target_noise``, ``train_member``, ``embed_inputs``).
+(no ``delta``). Both share STO-BNTS's member draws and training (``ntkbo.nets``: ``draw_params``,
+``jvp_term``, ``train_member``, ...) and input map (``observations.embed_inputs``).
 
 At infinite width PosteriorSMB's network is a draw from the NTK-GP posterior (Prop. 2), GP-Thompson
 sampling with the NTK; SimpleSMB's has the same mean but a covariance that is no GP posterior's
@@ -51,12 +51,11 @@ import jax.numpy as jnp
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import best_points, from_unit, unit_view
-from ntkbo.algorithms.sto_bnts import (draw_params, embed_inputs, jvp_term, member_fn,
-                                       prior_variances, target_noise, train_member,
-                                       zero_last_layer)
+from ntkbo.algorithms.observations import best_points, embed_inputs, from_unit, unit_view
 from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import mlp, mlp_spec
+from ntkbo.nets import (draw_params, jvp_term, member_fn, prior_variances, target_noise,
+                        train_member, zero_last_layer)
 from ntkbo.nets import train as _nbo_train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
@@ -94,9 +93,34 @@ PRESETS = {
 }
 
 __all__ = [
-    "GreedyState", "PRESETS", "neural_greedy", "paper_num_explore", "posterior_smb", "simple_smb",
-    "smb_network", "train_smb",
+    "GreedySuggestInfo", "GreedyState", "PRESETS", "neural_greedy", "paper_num_explore",
+    "posterior_smb", "simple_smb", "smb_network", "train_smb",
 ]
+
+
+class GreedySuggestInfo(NamedTuple):
+    """The ``info`` of the Neural Greedy family's ``suggest`` (``neural_greedy``, ``simple_smb``,
+    ``posterior_smb``; standardised units, minimisation: the acquisition is ``-f~``, the negated
+    trained network).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition ``-f~_j`` at each chosen point (0 while
+        exploring).
+      train_loss: ``(q, 2)`` each network's training loss at the start and of the returned
+        parameters (``train_smb``; 0 while exploring).
+      train_ok: ``(q,)`` bool, the training loss is finite and no worse than at the start, and
+        ``acq_value`` is finite (True while exploring).
+      explore: ``()`` bool, the points are uniform random draws (fewer than ``num_explore``
+        observations).
+      duplicates_replaced: ``()`` int32, minimisers that were observed points and were replaced
+        (``ntkbo.optimize``).
+    """
+
+    acq_value: Array
+    train_loss: Array
+    train_ok: Array
+    explore: Array
+    duplicates_replaced: Array
 
 
 class GreedyState(NamedTuple):
@@ -137,11 +161,11 @@ def smb_network(d_in: int, width: int = 5000, depth: int = 1, activation="erf", 
       (all parameters ``N(0, 1)``); :func:`train_smb` accepts any network (``apply_fn``,
       ``prior_var``), e.g. one built with ``ntkbo.kernels.mlp`` without a readout bias.
     * Inputs (the paper does not say): the box is mapped onto the unit sphere in ``d + 1``
-      dimensions (``input_map="sphere"``, default: ``sto_bnts.embed_inputs``, the centre of the box
-      at the pole) or to the unit cube ``z`` itself (``"cube"``). On Hartmann-6 the cube did no
-      better than random search (docs/decisions.md, 2026-11-22). Outputs are standardised (mean 0,
-      std 1) before training (the paper does not say; it fixes the scale on which ``sigma`` and
-      ``nu`` act; the argmin is unchanged).
+      dimensions (``input_map="sphere"``, default: ``ntkbo.algorithms.observations.embed_inputs``,
+      the centre of the box at the pole) or to the unit cube ``z`` itself (``"cube"``). On
+      Hartmann-6 the cube did no better than random search (docs/decisions.md, 2026-11-22).
+      Outputs are standardised (mean 0, std 1) before training (the paper does not say; it
+      fixes the scale on which ``sigma`` and ``nu`` act; the argmin is unchanged).
     """
     init_fn, apply_fn, kernel_fn = mlp(depth, width, activation, W_std=gamma, b_std=gamma)
     shapes = jax.eval_shape(lambda k: init_fn(k, (-1, d_in))[1], jax.random.PRNGKey(0))
@@ -154,7 +178,7 @@ def train_smb(key, apply_fn, prior_var: Params, depth: int, x: Array, y: Array, 
               num_steps: int | None = None, learning_rate=None, jitter=None):
     """Algorithm 2 (``posterior=False``) or 3 (``True``), lines 1-5: draw, perturb, train.
 
-    ``key`` gives ``(theta_0, theta~_0)`` (one :func:`ntkbo.algorithms.sto_bnts.draw_params` call;
+    ``key`` gives ``(theta_0, theta~_0)`` (one :func:`ntkbo.nets.draw_params` call;
     SimpleSMB draws ``theta~_0`` too and discards it, so both builders share ``theta_0`` and the
     target noise for the same key) and ``eps``.
 
@@ -335,9 +359,11 @@ def neural_greedy(
       jitter: relative Cholesky jitter (Levenberg-Marquardt and GD step size).
 
     Returns:
-      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
-      ``acq_value`` ``(q,)`` (``-f~`` at ``x``, standardised units; 0 while exploring),
-      ``loss_start``, ``loss``, ``train_ok`` ``(q,)`` and ``explore`` ``()`` (bool: a random point).
+      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a
+      :class:`GreedySuggestInfo`: ``acq_value`` ``(q,)`` (``-f~`` at ``x``, standardised units; 0
+      while exploring), ``train_loss`` ``(q, 2)``, ``train_ok`` ``(q,)``, ``explore`` ``()``
+      (bool: random points) and ``duplicates_replaced``; ``update`` only appends the
+      observations (``NoInfo``).
 
     Raises:
       ValueError: an invalid argument, naming it.
@@ -413,9 +439,9 @@ def neural_greedy(
 
         exploring = data.count < num_explore
         zs, values, l0, l1, ok, replaced = jax.lax.cond(exploring, explore, greedy, None)
-        info = {"acq_value": values, "loss_start": l0, "loss": l1, "train_ok": ok,
-                "explore": exploring,
-                "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
+        info = GreedySuggestInfo(acq_value=values, train_loss=jnp.stack([l0, l1], axis=-1),
+                                 train_ok=ok, explore=exploring,
+                                 duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
         return from_unit(zs, state.bounds), info
 
     return Algorithm(init, suggest, update)

@@ -106,9 +106,58 @@ PRESETS_BY_NAME = {
 }
 
 __all__ = [
-    "BLRPosterior", "NeuralLinearState", "PRESETS_BY_NAME", "blr_evidence", "blr_posterior",
-    "blr_predict", "last_layer_features", "neural_linear",
+    "BLRPosterior", "NeuralLinearState", "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo",
+    "PRESETS_BY_NAME", "blr_evidence", "blr_posterior", "blr_predict", "last_layer_features",
+    "neural_linear",
 ]
+
+
+class NeuralLinearSuggestInfo(NamedTuple):
+    """The ``info`` of Neural-Linear's ``suggest`` with ``acquisition="ei"`` (DNGO; standardised
+    units, minimisation: EI of an improvement below the incumbent).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition, ``log EI``, at each chosen point (after the
+        believed points of the batch before it).
+      mean: ``(q,)`` the latent posterior mean ``phi(x) . m_N`` there.
+      std: ``(q,)`` the latent posterior standard deviation there (after the believed points).
+      alpha: ``()`` the weights' prior precision of the Bayesian linear readout.
+      beta: ``()`` the observation noise precision of the Bayesian linear readout.
+      acq_fallback: ``()`` int32, 1 when no evaluation had succeeded, so EI took the prior mean
+        (0) as the incumbent.
+      duplicates_replaced: ``()`` int32, maximisers that were observed points and were replaced
+        (``ntkbo.optimize``).
+    """
+
+    acq_value: Array
+    mean: Array
+    std: Array
+    alpha: Array
+    beta: Array
+    acq_fallback: Array
+    duplicates_replaced: Array
+
+
+class NeuralLinearThompsonInfo(NamedTuple):
+    """The ``info`` of Neural-Linear's ``suggest`` with ``acquisition="ts"`` (standardised units,
+    minimisation: the acquisition is ``-phi(x) . w~``, ``w~`` a draw of the readout's posterior).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition ``-phi(x) . w~_j`` at each chosen point.
+      mean: ``(q,)`` the latent posterior mean ``phi(x) . m_N`` there.
+      std: ``(q,)`` the latent posterior standard deviation there.
+      alpha: ``()`` the weights' prior precision of the Bayesian linear readout.
+      beta: ``()`` the observation noise precision of the Bayesian linear readout.
+      duplicates_replaced: ``()`` int32, draws whose best candidate was an observed point and
+        that took their best other candidate.
+    """
+
+    acq_value: Array
+    mean: Array
+    std: Array
+    alpha: Array
+    beta: Array
+    duplicates_replaced: Array
 
 
 class BLRPosterior(NamedTuple):
@@ -311,7 +360,8 @@ def neural_linear(
         ``"log"`` or ``"rank"``.
 
     Returns:
-      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
+      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a
+      :class:`NeuralLinearSuggestInfo` for EI, a :class:`NeuralLinearThompsonInfo` for TS:
       ``acq_value``, ``mean``, ``std`` ``(q,)`` (the latent posterior at ``x``, standardised units;
       for EI with ``q > 1``, after the believed points before it), ``alpha``, ``beta``;
       ``update`` returns ``(state, ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``,
@@ -386,7 +436,7 @@ def neural_linear(
             mu, sd = moments(post, zq)
         else:
             # No successful evaluation yet: the prior mean (0, standardised) is the incumbent, so
-            # EI stays finite (counted in info["acq_fallback"]).
+            # EI stays finite (counted in info.acq_fallback).
             no_incumbent = ~jnp.any(mask)
             best0 = jnp.where(no_incumbent, 0.0, jnp.min(jnp.where(mask, ys, jnp.inf)))
 
@@ -408,11 +458,14 @@ def neural_linear(
 
             _, (zq, values, mu, sd, replaced) = jax.lax.scan(choose, (post.chol, best0),
                                                              jax.random.split(key, q))
-        info = {"acq_value": values, "mean": mu, "std": sd, "alpha": post.alpha,
-                "beta": post.beta,
-                "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
+        n_replaced = jnp.sum(replaced).astype(jnp.int32)
         if acquisition == "ei":
-            info["acq_fallback"] = no_incumbent.astype(jnp.int32)
+            info = NeuralLinearSuggestInfo(
+                acq_value=values, mean=mu, std=sd, alpha=post.alpha, beta=post.beta,
+                acq_fallback=no_incumbent.astype(jnp.int32), duplicates_replaced=n_replaced)
+        else:
+            info = NeuralLinearThompsonInfo(acq_value=values, mean=mu, std=sd, alpha=post.alpha,
+                                            beta=post.beta, duplicates_replaced=n_replaced)
         return from_unit(zq, state.bounds), info
 
     return Algorithm(init, suggest, update)

@@ -48,9 +48,8 @@ from jax.flatten_util import ravel_pytree
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, from_unit, to_unit,
-                                          unit_view)
-from ntkbo.algorithms.sto_bnts import embed_inputs
+from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, embed_inputs, from_unit,
+                                          to_unit, unit_view)
 from ntkbo.base import Algorithm
 from ntkbo.feature_gp import dual_factor, variance_diag, variance_dual
 from ntkbo.kernels import grad_features, mlp, mlp_spec
@@ -113,8 +112,49 @@ PRESETS_BY_NAME = {
     "neural_ts": {"paper": _STO_BNTS, "sto_bnts": _STO_BNTS},
 }
 
-__all__ = ["NeuralUCBState", "PRESETS_BY_NAME", "neural_ts", "neural_ucb", "nu_by_dimension",
-           "ts_std", "ucb_bonus"]
+__all__ = ["NeuralTSSuggestInfo", "NeuralUCBState", "NeuralUCBSuggestInfo", "PRESETS_BY_NAME",
+           "neural_ts", "neural_ucb", "nu_by_dimension", "ts_std", "ucb_bonus"]
+
+
+class NeuralUCBSuggestInfo(NamedTuple):
+    """The ``info`` of NeuralUCB's ``suggest`` (standardised units, minimisation: the acquisition
+    is the negated lower confidence bound ``-(h - bonus)``).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition ``bonus - h`` at each chosen point.
+      mean: ``(q,)`` the network mean ``h`` there.
+      bonus: ``(q,)`` the exploration bonus ``nu sqrt(g^T U^-1 g)`` there, with the pending
+        points of the batch before it in ``U`` (``>= 0``).
+      nu: ``()`` the exploration scale ``nu``.
+      duplicates_replaced: ``()`` int32, maximisers that were observed points and were replaced
+        (``ntkbo.optimize``).
+    """
+
+    acq_value: Array
+    mean: Array
+    bonus: Array
+    nu: Array
+    duplicates_replaced: Array
+
+
+class NeuralTSSuggestInfo(NamedTuple):
+    """The ``info`` of NeuralTS's ``suggest`` (standardised units, minimisation: the acquisition
+    is ``-f~``, the negated Thompson draw ``f~ ~ N(h, std^2)``).
+
+    Attributes:
+      acq_value: ``(q,)`` the maximised acquisition ``-f~_j`` at each chosen point.
+      mean: ``(q,)`` the network mean ``h`` there.
+      std: ``(q,)`` the draw's standard deviation ``nu sqrt(lam g^T U^-1 g)`` there.
+      nu: ``()`` the exploration scale ``nu``.
+      duplicates_replaced: ``()`` int32, draws whose best candidate was an observed point and
+        that took their best other candidate.
+    """
+
+    acq_value: Array
+    mean: Array
+    std: Array
+    nu: Array
+    duplicates_replaced: Array
 
 
 class NeuralUCBState(NamedTuple):
@@ -283,8 +323,9 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
 
             zq, values, opt_info = optimize.maximize_acquisition_batch(key, draw, unit, q, **opt)
             h, s = moments(zq)
-            info = {"acq_value": values, "mean": h, "std": s,
-                    "duplicates_replaced": jnp.sum(opt_info.replaced).astype(jnp.int32)}
+            info = NeuralTSSuggestInfo(
+                acq_value=values, mean=h, std=s, nu=nu_t,
+                duplicates_replaced=jnp.sum(opt_info.replaced).astype(jnp.int32))
         else:
             cap = state.g_obs.capacity
             g_ext = jnp.concatenate([state.g_obs.x, jnp.zeros((q,) + state.g_obs.x.shape[1:],
@@ -317,9 +358,9 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
 
             _, (zq, values, h, bonus, replaced) = jax.lax.scan(
                 choose, (g_ext, m_ext, state.u_diag, 0), jax.random.split(key, q))
-            info = {"acq_value": values, "mean": h, "bonus": bonus,
-                    "duplicates_replaced": jnp.sum(replaced).astype(jnp.int32)}
-        info.update(nu=nu_t)
+            info = NeuralUCBSuggestInfo(
+                acq_value=values, mean=h, bonus=bonus, nu=nu_t,
+                duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
         return from_unit(zq, state.bounds), info
 
     return Algorithm(init, suggest, update)
@@ -352,7 +393,7 @@ def neural_ucb(
     Sign convention. The papers maximise a reward. ntkbo minimises ``f``: the network models the
     standardised observations of ``f`` and the query minimises ``h - bonus`` (a lower confidence
     bound) or the Thompson draw, i.e. the papers' algorithms run on the reward ``-f``.
-    ``info["acq_value"]`` is the maximised ``-(h - bonus)`` or ``-f~`` in standardised units.
+    ``info.acq_value`` is the maximised ``-(h - bonus)`` or ``-f~`` in standardised units.
 
     Maximisation over the box (the papers have finite arm sets; the STO-BNTS paper ran both with its
     own continuous maximiser, App. F). The UCB is a smooth row-wise function of ``x``: it is
@@ -371,7 +412,7 @@ def neural_ucb(
     the same point is not chosen twice unless its bonus was zero.
 
     Inputs and outputs. Both papers assume unit-norm inputs (``|x| = 1``): the box is mapped onto
-    the unit sphere (``input_map="sphere"``, ``ntkbo.algorithms.sto_bnts.embed_inputs``: the centre
+    the unit sphere (``input_map="sphere"``, ``ntkbo.algorithms.observations.embed_inputs``: the centre
     of the box at the pole) or used as the unit cube (``"cube"``). Outputs are standardised (mean 0,
     std 1) before training (the papers' rewards are in ``[0, 1]``), after an optional warp
     (``y_transform``, none by default; ``ntkbo.algorithms.observations.transform_outputs``). On
@@ -397,9 +438,10 @@ def neural_ucb(
         papers), ``"log"`` or ``"rank"``.
 
     Returns:
-      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a dict of
-      ``acq_value``, ``mean`` (``h``), ``bonus`` (``nu sqrt(g^T U^-1 g)`` with the pending points
-      of the batch before it in ``U``) ``(q,)`` and ``nu``; ``update`` returns ``(state,
+      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a
+      :class:`NeuralUCBSuggestInfo` (``acq_value``, ``mean`` (``h``), ``bonus`` (``nu sqrt(g^T
+      U^-1 g)`` with the pending points of the batch before it in ``U``) ``(q,)``, ``nu``,
+      ``duplicates_replaced``); ``update`` returns ``(state,
       ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``, ``train_ok``).
 
     Raises:
@@ -435,8 +477,8 @@ def neural_ts(
     """NeuralTS (Zhang et al. 2021, Algorithm 1): the Thompson draw ``N(h, nu^2 lam g^T U^-1 g)``
     independently per candidate, minimised by candidate search; ``q`` independent draws per batch.
     Arguments as :func:`neural_ucb` (no gradient refinement: ``num_restarts`` only picks the best
-    candidate). ``info`` has ``acq_value``, ``mean``, ``std`` (``nu sigma``) ``(q,)`` and ``nu``;
-    ``update``'s is ``ntkbo.nets.TrainInfo``."""
+    candidate). ``info`` is a :class:`NeuralTSSuggestInfo` (``acq_value``, ``mean``, ``std``
+    (``nu sigma``) ``(q,)``, ``nu``, ``duplicates_replaced``); ``update``'s is ``ntkbo.nets.TrainInfo``."""
     return _make("ts", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
                  W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
                  learning_rate=learning_rate, q=q, input_map=input_map,

@@ -109,6 +109,33 @@ def embed(z: Array, input_map: str) -> Array:
     return 2.0 * z - 1.0 if input_map == "centered" else z
 
 
+def embed_inputs(z: Array, input_map: str = "sphere") -> Array:
+    """The network's input for unit-cube points ``z = (x - lower) / (upper - lower)`` ``(n, d)``.
+
+    The paper's network (Arora et al. 2019's construction, Section 2) is ``f(x) = W_{L+1} sqrt(2/m)
+    relu(... sqrt(2/m) relu(W_1 x))``, all ``W ~ N(0, 1)``, no biases, for ``x`` in the unit ball;
+    its NTK is ``Theta(x, x) = (L + 1) |x|^2``. It is ntkbo's MLP (``ntkbo.kernels.mlp``, NTK
+    parameterisation) with ``W_std = (1, sqrt2, ..., sqrt2)`` on ``sqrt(fan_in) x``
+    (``W_std="paper"``). The paper's analysis needs the unit *sphere* (footnote 3, for
+    ``gamma_T``), the main text the ball and Appendix E ``[0, 1]^d``, so the placement of the box
+    is open:
+
+    * ``"sphere"`` (default): ``sqrt(d + 1) u / |u|`` with ``u = (2 z - 1, 1)``, ``(n, d + 1)``:
+      the unit sphere in ``d + 1`` dimensions (times ``sqrt(fan_in)``, which the first layer's
+      ``W_std = 1`` divides out); the centre of the box is the pole, the corners at angle
+      ``atan(sqrt d)`` from it. The prior variance is ``L + 1`` everywhere.
+    * ``"ball"``: ``z`` itself, ``(n, d)``, which the first layer sees as ``z / sqrt(d)``, a point
+      of the unit ball (the authors' code: inputs in ``[0, 1]^d``). The bias-free network is then
+      positively homogeneous, ``f(c x) = c f(x)``: every sample is linear along rays from the
+      lower corner, where the prior variance ``(L + 1) |z|^2 / d`` vanishes and every sample
+      equals the data mean; it was worse than random search on Branin (docs/decisions.md,
+      2026-11-22).
+    """
+    if input_map == "ball":
+        return z
+    return jnp.sqrt(z.shape[-1] + 1.0) * to_sphere(z)
+
+
 def standardize(y: Array, mask: Array) -> tuple[Array, Array, Array]:
     """``(y - mean) / std`` over the valid rows (std 1 with fewer than 2 rows); padding set to 0.
 

@@ -122,7 +122,9 @@ PRESETS_BY_NAME = {
 __all__ = [
     "PRESETS_BY_NAME",
     "PinnBOState",
+    "PinnBOSuggestInfo",
     "PinnGPState",
+    "PinnGPSuggestInfo",
     "JointFactor",
     "joint_factor_init",
     "joint_factor_append",
@@ -429,6 +431,42 @@ def _check_common(pde, width, depth, activation, W_std, b_std, num_residuals, rh
 # PINN-BO: the network.
 
 
+
+class PinnBOSuggestInfo(NamedTuple):
+    """The ``info`` of PINN-BO's ``suggest`` (one point per round; minimisation: the point is the
+    trained network's minimiser, Algorithm 4 line 6).
+
+    Attributes:
+      mean: ``(1,)`` the network's prediction ``h`` at the point (standardised units).
+      duplicates_replaced: ``()`` int32, 1 when the minimiser was an observed point and was
+        replaced (``ntkbo.optimize``).
+    """
+
+    mean: Array
+    duplicates_replaced: Array
+
+
+class PinnGPSuggestInfo(NamedTuple):
+    """The ``info`` of the PINN NTK-GP's ``suggest`` (``pinn_ntk_gp``; one point per round,
+    standardised units).
+
+    Attributes:
+      mean: ``(1,)`` the joint posterior mean of ``f`` at the point, given the observations and
+        the PDE residuals.
+      std: ``(1,)`` ``nu_t`` times the joint posterior standard deviation there.
+      nu: ``()`` the exploration scale ``nu_t`` of this round.
+      interaction_gain: ``()`` the information gain ``I(f; Y_t | U_r)`` of the observations given
+        the residual points (nats).
+      duplicates_replaced: ``()`` int32, 1 when the maximiser was an observed point and was
+        replaced (``ntkbo.optimize``).
+    """
+
+    mean: Array
+    std: Array
+    nu: Array
+    interaction_gain: Array
+    duplicates_replaced: Array
+
 class PinnBOState(NamedTuple):
     """The state of ``pinn_bo`` (a pytree of arrays).
 
@@ -548,8 +586,9 @@ def pinn_bo(
         ``-h`` (``method="none"``: the code's pure candidate search).
 
     Returns:
-      ``Algorithm``; ``suggest`` returns ``(x (1, d), info)`` with ``info`` = ``{"mean": h at x
-      (standardised units), "duplicates_replaced": ()}``; ``update`` returns ``(state,
+      ``Algorithm``; ``suggest`` returns ``(x (1, d), info)`` with ``info`` a
+      :class:`PinnBOSuggestInfo` (``mean``: ``h`` at ``x``, standardised units, ``(1,)``;
+      ``duplicates_replaced``); ``update`` returns ``(state,
       ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``, ``train_ok`` ``()``).
 
     Raises:
@@ -627,7 +666,8 @@ def pinn_bo(
             key, acq, bounds, num_candidates=num_candidates, num_restarts=num_restarts,
             x_best=best_points(state.data.x, state.data.y, D.mask(state.data), num_restarts),
             num_steps=acq_steps, method=method, observed=_observed(state.data))
-        info = {"mean": -value, "duplicates_replaced": opt_info.replaced.astype(jnp.int32)}
+        info = PinnBOSuggestInfo(mean=-value[None],
+                                 duplicates_replaced=opt_info.replaced.astype(jnp.int32))
         return x[None, :], info
 
     return Algorithm(init, suggest, update)
@@ -708,8 +748,9 @@ def pinn_ntk_gp(
       jitter: relative Cholesky jitter (``None``: ``ntkbo.gp.default_jitter``).
 
     Returns:
-      ``Algorithm``; ``info`` = ``{"mean", "std"}`` at the query (standardised units, ``std``
-      includes ``nu``), ``"nu"`` and ``"interaction_gain"`` = ``I(f; Y_t | U_r)``.
+      ``Algorithm``; ``suggest``'s ``info`` is a :class:`PinnGPSuggestInfo`: ``mean``, ``std``
+      ``(1,)`` at the query (standardised units, ``std`` includes ``nu``), ``nu`` and
+      ``interaction_gain`` ``= I(f; Y_t | U_r)``; ``update``'s is ``NoInfo``.
     """
     method = method or ("none" if acquisition == "ts" else "pgd")
     pde = _check_common(pde, 1, depth, activation, W_std, b_std, num_residuals, rhs_noise_std,
@@ -794,8 +835,8 @@ def pinn_ntk_gp(
             x_best=best_points(data.x, data.y, D.mask(data), num_restarts), num_steps=acq_steps,
             method=method, observed=_observed(data))
         mu, s = moments(x[None, :])
-        info = {"mean": mu[0], "std": s[0], "nu": nu_t, "interaction_gain": gain,
-                "duplicates_replaced": opt_info.replaced.astype(jnp.int32)}
+        info = PinnGPSuggestInfo(mean=mu, std=s, nu=nu_t, interaction_gain=gain,
+                                 duplicates_replaced=opt_info.replaced.astype(jnp.int32))
         return x[None, :], info
 
     return Algorithm(init, suggest, update)

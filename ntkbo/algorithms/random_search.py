@@ -21,7 +21,7 @@ def random_search(q: int = 1) -> Algorithm:
     """Uniform random search, ``q`` i.i.d. points per round.
 
     The observations are kept in the state (so results and resumption work as for every algorithm),
-    but never used.
+    but never used. ``suggest`` and ``update`` report nothing (``NoInfo``).
     """
     check_int("q", q, 1)
 
@@ -32,7 +32,7 @@ def random_search(q: int = 1) -> Algorithm:
 
     def suggest(key, state):
         x = qmc.uniform(key, q, state.bounds)
-        return x, {}
+        return x, NoInfo()
 
     def update(state, x, y):
         return state._replace(data=D.append(state.data, x, y)), NoInfo()
