@@ -30,16 +30,17 @@ def test_gp_ei_does_not_repeat_the_incumbent():
 
 
 def test_neural_ts_stalled_at_a_corner_does_not_repeat_a_point():
-    """NeuralTS with its defaults stalls on Branin at a few points: its draws' minimisers pile up at
-    the box's corner ``(-5, 15)`` (about half of its steps on the low-budget panel land within 1%
-    of an earlier point). With the default design, budget 16, on the keys ``split(PRNGKey(0), 2)``
+    """NeuralTS at the papers' ``nu = 0.1`` (its default for d > 6; at d = 2 the default is now 1)
+    stalls on Branin at a few points: its draws' minimisers pile up at the box's corner
+    ``(-5, 15)`` (about half of its steps on the low-budget panel landed within 1% of an earlier
+    point). With the default design, budget 16, on the keys ``split(PRNGKey(0), 2)``
     the shared guard replaces 6 repeats in the second run (in float64, the tests' precision; 2 and
     7 in float32) and every evaluation stays a distinct point. Mutation checked: without stage 5
     of ``ntkbo.optimize`` (``observed`` ignored in ``_maximize_over``) ``assert_distinct`` fails
     here."""
     problem = ntkbo.benchmarks.get("branin")
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    algo = ntkbo.algorithms.get("neural_ts")
+    algo = ntkbo.algorithms.get("neural_ts", nu=0.1)
     r = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, 16, k)))(keys)
     assert_distinct(r.x, problem.bounds)
     # The guard did fire: without it the stall would have repeated a point.
