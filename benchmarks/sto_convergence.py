@@ -69,7 +69,7 @@ PROBLEMS = {2: "branin2", 4: "rosenbrock4", 6: "hartmann6", 8: "styblinski_tang8
 def configs(steps, tols):
     """label -> ``train_member`` keyword arguments: Levenberg-Marquardt for each of ``steps``
     (``sto_bnts``'s default: 10), with the stopping rule ``tol`` (at most 300 steps) for each of
-    ``tols``, and the closed-form ``"linearized"`` trainer (``preset="former"``), whose member is
+    ``tols``, and the closed-form ``"linearized"`` trainer (``preset="linearized"``), whose member is
     evaluated by ``linearized_member_fn``; the others by ``member_fn``."""
     grid = f"damping grid {S.LM_DAMPING[1]:g}..{S.LM_DAMPING[-1]:g}"
     out = {f"LM, {k} steps, {grid}": dict(optimizer="levenberg_marquardt", num_steps=k)
@@ -205,7 +205,7 @@ def suggest_seconds(case, options, key, reps=3):
 
 
 #: ``--suggest``'s configurations, each labelled by what it runs: the default, the same training
-#: at the paper's width, and the closed form of ``preset="former"`` (the default 2026-11-24 to
+#: at the paper's width, and the closed form of ``preset="linearized"`` (the default 2026-11-24 to
 #: 2026-11-27) at that width.
 SUGGEST = {"default: LM, 10 steps, width 128": {},
            "LM, 10 steps, width 256": dict(optimizer="levenberg_marquardt", num_steps=10,

@@ -295,10 +295,10 @@ def posterior_moments(apply_fn, params: Params, params0: Params, f_data, mask: A
 #:   4.3: learning rate 0.001), width 128 (the thesis: ``m = T``), a Gaussian initialisation with
 #:   a trained readout (the thesis: the symmetric one with a fixed Rademacher ``q``):
 #:   ``neural_cbo``, "Deviations".
-#: * ``"former"``: the defaults before any tuning (one hidden layer, ``lam = 0.01``).
+#: * ``"one_layer"``: the defaults before any tuning (one hidden layer, ``lam = 0.01``).
 PRESETS = {
     "paper": dict(depth=1, lam=1.0),
-    "former": dict(depth=1, lam=0.01),
+    "one_layer": dict(depth=1, lam=0.01),
 }
 
 
@@ -377,7 +377,7 @@ def neural_cbo(
     ``lam = 1``, which here also weights the training penalty ``lam / 2 |W - W_0|^2`` that the
     thesis's one-pass SGD, Eq. (4.2), does not have); ``neural_cbo(preset="paper", depth=2)`` is Eq.
     (4.1)'s reading. Everything else is the defaults, which depart from the thesis as listed above
-    (training, initialisation, width). ``PRESETS["former"]`` is the defaults before any tuning (one
+    (training, initialisation, width). ``PRESETS["one_layer"]`` is the defaults before any tuning (one
     hidden layer, ``lam = 0.01``).
 
     Args:

@@ -35,7 +35,7 @@ round, the network trained on (1)), with inputs on the unit sphere and ``sigma =
 paper leaves them open (:func:`embed_inputs`). They depart from it in the training, 10
 Levenberg-Marquardt steps of the nonlinear network at width 128 (the paper: gradient descent till
 convergence, width 256; :func:`train_member`), and a cheaper query search (:func:`sto_bnts`).
-``optimizer="linearized"`` (``preset="former"``) is STO-BNTS-Linear's member with the readout
+``optimizer="linearized"`` (``preset="linearized"``) is STO-BNTS-Linear's member with the readout
 anchor tied, not Algorithm 1. The posterior-sample property is exact only in the infinite-width
 limit for the trained network, and for its own kernel, the empirical NTK, for the linear members.
 """
@@ -107,7 +107,7 @@ NUM_BEST = 4
 #:   steps of ``1e-3`` on the mean loss, the same ``q`` networks every round, the paper's query
 #:   search (as ``"paper"``). Not expressible: its raw, unstandardised targets (ntkbo
 #:   standardises; ``sigma`` is then relative).
-#: * ``"former"`` (STO-BNTS): the defaults before 2026-11-27 (what the committed defaults table's
+#: * ``"linearized"`` (STO-BNTS): the defaults before 2026-11-27 (what the committed defaults table's
 #:   ``sto_bnts`` row ran; no source claimed): ``optimizer="linearized"``, the closed-form
 #:   minimiser of (1) for the network linearised at ``theta_0``, i.e. STO-BNTS-Linear's member
 #:   with the readout anchor tied, not Algorithm 1's trained network.
@@ -128,7 +128,7 @@ PRESETS_BY_NAME = {
                         b_std=0.05, input_map="ball", optimizer="gd", learning_rate=1e-3,
                         num_steps=10_000, loss_reduction="mean", tol=None, fixed_key=True,
                         **_PAPER_QUERY),
-        "former": dict(optimizer="linearized", width=256),
+        "linearized": dict(optimizer="linearized", width=256),
     },
     "sto_bnts_linear": {"paper": dict(**_PAPER_NET, **_PAPER_QUERY)},
 }
@@ -407,7 +407,7 @@ def sto_bnts(
     GD, a local minimiser of the non-convex (1) but not necessarily GD's), ``preset="authors"``
     the authors' code (``parameterization="standard", W_std=1.5, b_std=0.05, input_map="ball"``,
     ``optimizer="gd", learning_rate=1e-3, num_steps=10_000, loss_reduction="mean"`` and
-    ``fixed_key=True``, contrary to the paper's independent draws), ``preset="former"`` the
+    ``fixed_key=True``, contrary to the paper's independent draws), ``preset="linearized"`` the
     defaults before 2026-11-27 (``optimizer="linearized"``, width 256): :data:`PRESETS_BY_NAME`.
 
     Args:
@@ -433,7 +433,7 @@ def sto_bnts(
         ``num_steps=300, tol=1e-4``), ``"gd"`` (the paper's gradient descent; the authors' code,
         ``preset="authors"``) or ``"linearized"`` (not Algorithm 1: the closed-form minimiser of
         (1) for the network linearised at ``theta_0``, i.e. STO-BNTS-Linear's member with the
-        readout anchor tied; the default before 2026-11-27, ``preset="former"``).
+        readout anchor tied; the default before 2026-11-27, ``preset="linearized"``).
       num_steps: training steps (``None``: 10 Levenberg-Marquardt or 10,000 GD
         steps; unused by ``"linearized"``).
       learning_rate: GD step (``None``: the stable default of :func:`train_member`; authors' code
