@@ -64,8 +64,8 @@ from ntkbo.kernels import structured as S
 # The shared numerics live in their layers (the other neural algorithms use them too); they stay
 # importable from here. TrainNN (Algorithm 2) and the paper's scales: the networks layer.
 from ntkbo.feature_gp import (  # noqa: F401  (re-exported)
-    cholesky_update, dual_factor, empirical_gram, extend_dual_factor, gram_factor, gram_variance,
-    variance_diag, variance_dual, variance_primal)
+    DiagU, cholesky_update, dual_factor, empirical_gram, extend_dual_factor, gram_factor,
+    gram_variance, variance_diag, variance_dual, variance_primal)
 from ntkbo.nets import (  # noqa: F401  (re-exported)
     _loss_fn, _sqnorm_diff, gd_learning_rate, make_optimizer, paper_W_std, train)
 
@@ -194,12 +194,6 @@ class PrimalU(NamedTuple):
     factor ``R`` of ``U = R^T R``."""
 
     chol: Array
-
-
-class DiagU(NamedTuple):
-    """``NeuralBOState.u`` for ``uncertainty="diag"``: ``diag`` ``(p,)``, the diagonal of ``U``."""
-
-    diag: Array
 
 
 class NoU(NamedTuple):
