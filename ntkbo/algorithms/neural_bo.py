@@ -243,9 +243,9 @@ class NeuralBOState(NamedTuple):
         ``"dual"`` with static features: the ``ntkbo.gp.Factor`` ``(C, C)`` of the buffer's
         empirical-NTK Gram matrix (it grows with the buffer); ``"dual"`` with dynamic features:
         :class:`NoU` (nothing).
-      opt_state: the optimiser's (optax) state after the last training, which the next one
-        continues from when ``keep_optimizer_state`` (the authors' code keeps its
-        ``torch.optim.Adam`` across rounds); its initial state otherwise, unused.
+      opt_state: with ``keep_optimizer_state``, the optimiser's (optax) state after the last
+        training (its initial state before the first), which the next one continues from (the
+        authors' code keeps its ``torch.optim.Adam`` across rounds); ``()`` (nothing) otherwise.
     """
 
     data: D.Data
@@ -950,7 +950,7 @@ def build(
         else:
             u = wrap_u(init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype),
                        uncertainty, features)
-        opt_state = make_optimizer(optimizer, 1.0).init(params0)
+        opt_state = make_optimizer(optimizer, 1.0).init(params0) if keep_optimizer_state else ()
         return NeuralBOState(D.empty(capacity, d, bounds.dtype), bounds, params0, params0, u,
                              opt_state)
 
