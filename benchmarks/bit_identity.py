@@ -22,7 +22,8 @@ is not identical. A difference is expected only where a change meant to change n
 a preset) was made; a refactoring that moves code must leave every case identical.
 ``compare --retyped`` is for a change of the ``info`` types (a dict becoming a NamedTuple with
 renamed, stacked or reshaped fields, a diagnostic moved from the state to an ``info``): each base
-leaf must be found with the same bits in the new record (``MOVES`` lists the renames), and the
+leaf must be found with the same bits in the new record (``MOVES`` lists the renames of info
+leaves, ``FIELD_MOVES`` the state fields moved into a type per form), and the
 table lists the leaves without a counterpart (``-``: only in the base, ``+``: only in the new)
 and those matched under another name or shape (``~``).
 
@@ -279,6 +280,22 @@ MOVES = {
     "train_grad_norm": (("grad_norm",), lambda a: a),
 }
 
+#: State fields moved into a field of a type per form (base prefix -> new prefix): NeuralUCB/TS's
+#: features and diagonal of ``U`` into ``state.u``. A base leaf under such a prefix is matched with
+#: the new leaf under the new prefix, the same bits; a placeholder the other form kept has none.
+FIELD_MOVES = {
+    "state.g_obs": "state.u.g_obs",
+    "state.u_diag": "state.u.diag",
+}
+
+
+def _moved_field(leaf: str) -> str | None:
+    """``leaf``'s name under :data:`FIELD_MOVES`, or None."""
+    for old, new in FIELD_MOVES.items():
+        if leaf == old or leaf.startswith(old + "."):
+            return new + leaf[len(old):]
+    return None
+
 
 def _retyped(lb: dict, ln: dict, zb, zn) -> tuple[list[str], list[str], list[str], list[str]]:
     """``(differ, removed, added, retyped)`` leaf names of one case (``retyped``: the base leaves
@@ -314,6 +331,11 @@ def _retyped(lb: dict, ln: dict, zb, zn) -> tuple[list[str], list[str], list[str
             rebuilt = fn(*(zb[lb[f"{prefix}.{o}"][0]] for o in olds))
             if digest(rebuilt) != ln[new_leaf][1]:
                 differ.append(leaf)
+        elif (moved := _moved_field(leaf)) in ln and moved not in lb:
+            matched_new.add(moved)
+            retyped.append(leaf)
+            if ln[moved][1] != digest_b:
+                differ.append(leaf)
         else:
             removed.append(leaf)
     # a leaf wrapped into a NamedTuple of one field (``state.u`` -> ``state.u.chol``)
@@ -335,7 +357,8 @@ def compare(base: str, new: str, retyped: bool = False) -> tuple[list[dict], dic
 
     ``retyped``: for a change of the ``info`` types, a case whose every base leaf is in the new
     record with the same bits (under its name, another shape of the same size, or a
-    :data:`MOVES` rename, or as the one field of a NamedTuple in its place) is
+    :data:`MOVES` or :data:`FIELD_MOVES` rename, or as the one field of a NamedTuple in its
+    place) is
     ``identical (re-typed)``, its ``leaves`` listing the base leaves
     with no counterpart (``-name``), the new leaves (``+name``) and the base leaves matched under
     another name or shape (``~name``); the reader judges those."""

@@ -10,7 +10,7 @@ solves, factor appends) and the per-layer factors of ``ntkbo.kernels.structured`
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,11 +20,19 @@ from ntkbo import gp as G
 from ntkbo import linalg
 from ntkbo.kernels import structured as S
 
-__all__ = ["cholesky_update", "dual_factor", "empirical_gram", "extend_dual_factor", "gram_factor",
+__all__ = ["DiagU", "cholesky_update", "dual_factor", "empirical_gram", "extend_dual_factor", "gram_factor",
            "gram_variance", "variance_diag", "variance_dual", "variance_primal"]
 
 Array = jax.Array
 Params = Any
+
+
+class DiagU(NamedTuple):
+    """The diagonal approximation of ``U = lam I + sum_i g_i g_i^T``, as a state keeps it
+    (``NeuralBOState.u`` for ``uncertainty="diag"``, ``NeuralUCBState.u`` for ``u="diag"``):
+    ``diag`` ``(p,)``, ``lam + sum_i g_i^2`` (:func:`variance_diag` takes it)."""
+
+    diag: Array
 
 
 def cholesky_update(r: Array, v: Array) -> Array:

@@ -109,3 +109,32 @@ def test_retyped_matches_renamed_stacked_and_wrapped_leaves(tmp_path):
     write(tmp_path / "n.npz", new)
     rows, _, _ = m.compare(str(tmp_path / "b.npz"), str(tmp_path / "n.npz"), retyped=True)
     assert rows[0]["status"] == "differs"
+
+
+def test_retyped_matches_state_fields_moved_into_a_form(tmp_path):
+    """``FIELD_MOVES``: NeuralUCB's ``state.g_obs`` and ``state.u_diag`` moved into ``state.u``
+    are matched by their bits (``~``), a placeholder with no counterpart is listed (``-``).
+    Mutation caught: one moved feature changed (the case then differs)."""
+    m = _module()
+
+    def write(path, leaves):
+        arrays, entry = {}, {}
+        for i, (leaf, a) in enumerate(leaves.items()):
+            arrays[f"a{i}"] = a
+            entry[leaf] = [f"a{i}", m.digest(a)]
+        m._write(str(path), {"environment": {"commit": ""},
+                             "cases": [{"algorithm": "x", "preset": None, "leaves": entry}]},
+                 arrays)
+
+    base = {"state.g_obs.x": np.arange(6.0).reshape(3, 2), "state.g_obs.count": np.int32(2),
+            "state.u_diag": np.zeros(0)}
+    new = {"state.u.g_obs.x": base["state.g_obs.x"], "state.u.g_obs.count": np.int32(2)}
+    write(tmp_path / "b.npz", base)
+    write(tmp_path / "n.npz", new)
+    rows, _, _ = m.compare(str(tmp_path / "b.npz"), str(tmp_path / "n.npz"), retyped=True)
+    assert rows[0]["status"] == "identical (re-typed)", rows
+    assert set(rows[0]["leaves"]) == {"~state.g_obs.x", "~state.g_obs.count", "-state.u_diag"}
+    new["state.u.g_obs.x"] = new["state.u.g_obs.x"] + 1.0
+    write(tmp_path / "n.npz", new)
+    rows, _, _ = m.compare(str(tmp_path / "b.npz"), str(tmp_path / "n.npz"), retyped=True)
+    assert rows[0]["status"] == "differs"

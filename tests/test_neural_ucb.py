@@ -83,10 +83,32 @@ def test_ucb_bonus_matches_dense_inverse(u, branin):
     np.testing.assert_allclose(np.asarray(info.acq_value),
                                np.asarray(info.bonus) - np.asarray(info.mean), rtol=1e-9)
     # Building block: ucb_bonus on the stored features equals the first query's bonus.
-    mask = ntkbo.data.mask(state.g_obs)
-    direct = NU_MOD.ucb_bonus(jnp.asarray(g[:1]), NU, LAM, u=u, g_obs=state.g_obs.x, mask=mask,
-                              u_diag=state.u_diag)
+    if u == "full":
+        assert isinstance(state.u, NU_MOD.FeaturesU)
+        direct = NU_MOD.ucb_bonus(jnp.asarray(g[:1]), NU, LAM, u=u, g_obs=state.u.g_obs.x,
+                                  mask=ntkbo.data.mask(state.u.g_obs))
+    else:
+        assert isinstance(state.u, NU_MOD.DiagU)
+        direct = NU_MOD.ucb_bonus(jnp.asarray(g[:1]), NU, LAM, u=u, u_diag=state.u.diag)
     np.testing.assert_allclose(np.asarray(direct), [b1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("style", ["ucb", "ts"])
+def test_state_fields_have_one_shape_per_form(style, branin):
+    """Each form of ``U`` has its type and no field of the state is a placeholder: ``u="full"``
+    keeps ``FeaturesU`` (features ``(C, p)``), ``u="diag"`` ``DiagU`` (``(p,)``), and the other
+    fields have the same shapes in both. Mutation caught (checked): the ``(C, 1)`` zero features
+    kept beside ``DiagU``."""
+    factory = NU_MOD.neural_ucb if style == "ucb" else NU_MOD.neural_ts
+    states = {u: jax.eval_shape(lambda k, u=u: factory(u=u, **SMALL).init(k, branin.bounds, 8),
+                                jax.random.PRNGKey(0)) for u in ("full", "diag")}
+    full, diag = states["full"], states["diag"]
+    p = full.u.g_obs.x.shape[1]
+    assert isinstance(full.u, NU_MOD.FeaturesU) and full.u.g_obs.x.shape == (8, p)
+    assert isinstance(diag.u, NU_MOD.DiagU) and diag.u.diag.shape == (p,)
+    assert full._fields == diag._fields == ("data", "bounds", "params0", "params", "u")
+    rest = [jax.tree.map(lambda a: a.shape, s._replace(u=None)) for s in (full, diag)]
+    assert rest[0] == rest[1]
 
 
 def test_ucb_bonus_names_a_missing_argument():

@@ -472,6 +472,16 @@ def test_member_keys_fresh_every_round_or_fixed():
                               S.member_keys(k1, seed_a, 3, True)[1])
 
 
+def test_state_keeps_a_seed_only_with_fixed_key():
+    """``StoBntsState.seed``: the ``()`` int32 network seed with ``fixed_key=True``, nothing
+    (``()``) otherwise. Mutation caught (checked): the seed drawn whatever ``fixed_key``."""
+    bounds = jnp.asarray([[0.0, 0.0], [1.0, 1.0]])
+    seeds = {f: jax.eval_shape(lambda k, f=f: S.sto_bnts(8, fixed_key=f).init(k, bounds, 4),
+                               jax.random.PRNGKey(0)).seed for f in (True, False)}
+    assert seeds[True].shape == () and seeds[True].dtype == jnp.int32
+    assert seeds[False] == ()
+
+
 def test_bad_arguments_raise_naming_the_argument():
     cases = [
         (S.sto_bnts, dict(q=0), "q"),

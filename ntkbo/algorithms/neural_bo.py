@@ -64,8 +64,8 @@ from ntkbo.kernels import structured as S
 # The shared numerics live in their layers (the other neural algorithms use them too); they stay
 # importable from here. TrainNN (Algorithm 2) and the paper's scales: the networks layer.
 from ntkbo.feature_gp import (  # noqa: F401  (re-exported)
-    cholesky_update, dual_factor, empirical_gram, extend_dual_factor, gram_factor, gram_variance,
-    variance_diag, variance_dual, variance_primal)
+    DiagU, cholesky_update, dual_factor, empirical_gram, extend_dual_factor, gram_factor,
+    gram_variance, variance_diag, variance_dual, variance_primal)
 from ntkbo.nets import (  # noqa: F401  (re-exported)
     _loss_fn, _sqnorm_diff, gd_learning_rate, make_optimizer, paper_W_std, train)
 
@@ -196,12 +196,6 @@ class PrimalU(NamedTuple):
     chol: Array
 
 
-class DiagU(NamedTuple):
-    """``NeuralBOState.u`` for ``uncertainty="diag"``: ``diag`` ``(p,)``, the diagonal of ``U``."""
-
-    diag: Array
-
-
 class NoU(NamedTuple):
     """``NeuralBOState.u`` for ``uncertainty="dual"`` with dynamic features: nothing is kept (the
     Gram matrix is rebuilt from the buffer at each suggest)."""
@@ -249,9 +243,9 @@ class NeuralBOState(NamedTuple):
         ``"dual"`` with static features: the ``ntkbo.gp.Factor`` ``(C, C)`` of the buffer's
         empirical-NTK Gram matrix (it grows with the buffer); ``"dual"`` with dynamic features:
         :class:`NoU` (nothing).
-      opt_state: the optimiser's (optax) state after the last training, which the next one
-        continues from when ``keep_optimizer_state`` (the authors' code keeps its
-        ``torch.optim.Adam`` across rounds); its initial state otherwise, unused.
+      opt_state: with ``keep_optimizer_state``, the optimiser's (optax) state after the last
+        training (its initial state before the first), which the next one continues from (the
+        authors' code keeps its ``torch.optim.Adam`` across rounds); ``()`` (nothing) otherwise.
     """
 
     data: D.Data
@@ -956,7 +950,7 @@ def build(
         else:
             u = wrap_u(init_u(uncertainty, ravel_pytree(params0)[0].shape[0], lam, bounds.dtype),
                        uncertainty, features)
-        opt_state = make_optimizer(optimizer, 1.0).init(params0)
+        opt_state = make_optimizer(optimizer, 1.0).init(params0) if keep_optimizer_state else ()
         return NeuralBOState(D.empty(capacity, d, bounds.dtype), bounds, params0, params0, u,
                              opt_state)
 

@@ -39,7 +39,7 @@ training and the variance forms are ``ntkbo.algorithms.neural_bo``'s.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -51,7 +51,7 @@ from ntkbo import optimize
 from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, embed_inputs, from_unit,
                                           to_unit, unit_view)
 from ntkbo.base import Algorithm
-from ntkbo.feature_gp import dual_factor, variance_diag, variance_dual
+from ntkbo.feature_gp import DiagU, dual_factor, variance_diag, variance_dual
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, gd_learning_rate, train
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
@@ -112,8 +112,9 @@ PRESETS_BY_NAME = {
     "neural_ts": {"paper": _STO_BNTS, "sto_bnts": _STO_BNTS},
 }
 
-__all__ = ["NeuralTSSuggestInfo", "NeuralUCBState", "NeuralUCBSuggestInfo", "PRESETS_BY_NAME",
-           "neural_ts", "neural_ucb", "nu_by_dimension", "ts_std", "ucb_bonus"]
+__all__ = ["DiagU", "FeaturesU", "NeuralTSSuggestInfo", "NeuralUCBState", "NeuralUCBSuggestInfo",
+           "PRESETS_BY_NAME", "UForm", "neural_ts", "neural_ucb", "nu_by_dimension", "ts_std",
+           "ucb_bonus"]
 
 
 class NeuralUCBSuggestInfo(NamedTuple):
@@ -157,19 +158,42 @@ class NeuralTSSuggestInfo(NamedTuple):
     duplicates_replaced: Array
 
 
+class FeaturesU(NamedTuple):
+    """``NeuralUCBState.u`` for ``u="full"``: the exact ``U = lam I + G^T G``, kept as its features
+    (never formed, :func:`ucb_bonus`).
+
+    Attributes:
+      g_obs: the features ``g_i = g(x_i; theta_{i-1})``, one row of ``g_obs.x`` ``(C, p)`` per
+        row of the observations' buffer (``ntkbo.data.Data``); ``g_obs.y`` is 0, or NaN for a
+        failed evaluation, whose features are zeros and not in ``U``.
+    """
+
+    g_obs: D.Data
+
+
+#: ``NeuralUCBState.u``: one type per form of ``U``, each field of one shape.
+UForm = Union[FeaturesU, DiagU]
+
+
 class NeuralUCBState(NamedTuple):
-    """``data``: raw observations; ``bounds`` ``(2, d)``; ``params0``/``params``: ``theta_0`` and
-    the trained ``theta_t``; ``g_obs``: the features ``g_i`` (rows of ``g_obs.x``, ``(C, p)``) for
-    ``u="full"`` (``(C, 1)`` zeros for ``"diag"``); ``u_diag``: ``(p,)`` diagonal of ``U`` for
-    ``"diag"`` (``(0,)`` for ``"full"``). TrainNN's losses are ``update``'s ``info``
-    (``ntkbo.nets.TrainInfo``)."""
+    """The state of ``neural_ucb`` and ``neural_ts`` (a pytree of arrays).
+
+    Attributes:
+      data: raw observations (``ntkbo.data.Data``).
+      bounds: ``(2, d)`` box.
+      params0: ``theta_0``, drawn in ``init`` (TrainNN's start and centre).
+      params: ``theta_t``, the trained network (TrainNN's losses are ``update``'s ``info``,
+        ``ntkbo.nets.TrainInfo``).
+      u: ``U`` in the form ``u`` keeps, a type per form (:data:`UForm`): ``"full"``:
+        :class:`FeaturesU` (``g_obs``, the features ``(C, p)``); ``"diag"``:
+        ``ntkbo.feature_gp.DiagU`` (``diag`` ``(p,)``, ``lam + sum_i g_i^2``).
+    """
 
     data: D.Data
     bounds: Array
     params0: Params
     params: Params
-    g_obs: D.Data
-    u_diag: Array
+    u: UForm
 
 
 def _quad(g: Array, u: str, lam, g_obs: Array, mask: Array, chol, u_diag: Array) -> Array:
@@ -177,6 +201,16 @@ def _quad(g: Array, u: str, lam, g_obs: Array, mask: Array, chol, u_diag: Array)
     if u == "full":
         return variance_dual(g, g_obs, mask, chol) / lam
     return variance_diag(g, u_diag, 1.0)
+
+
+def _u_parts(u: UForm, dtype) -> tuple[Array, Array, Array]:
+    """``(features, mask, diag)`` of a state's ``u`` for :func:`_quad` and the believer steps of a
+    batch: the features ``(C, p)`` and their mask ``(C,)`` of :class:`FeaturesU`, the diagonal
+    ``(p,)`` of :class:`DiagU`; the other form's parts are empty (``(0, 1)``, ``(0,)``, ``(0,)``)
+    and unused."""
+    if isinstance(u, FeaturesU):
+        return u.g_obs.x, D.mask(u.g_obs), jnp.zeros((0,), dtype)
+    return jnp.zeros((0, 1), dtype), jnp.zeros((0,), bool), u.diag
 
 
 def ucb_bonus(g: Array, nu, lam, *, u: str = "full", g_obs=None, mask=None, u_diag=None,
@@ -266,10 +300,9 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         dtype = bounds.dtype
         _, params0 = init_fn(key, (-1, d + 1 if input_map == "sphere" else d))
         p = ravel_pytree(params0)[0].shape[0]
-        g_obs = D.empty(capacity, p if u == "full" else 1, dtype)
-        u_diag = jnp.full((p,), lam, dtype) if u == "diag" else jnp.zeros((0,), dtype)
-        return NeuralUCBState(D.empty(capacity, d, dtype), bounds, params0, params0, g_obs,
-                              u_diag)
+        u0 = (FeaturesU(D.empty(capacity, p, dtype)) if u == "full"
+              else DiagU(jnp.full((p,), lam, dtype)))
+        return NeuralUCBState(D.empty(capacity, d, dtype), bounds, params0, params0, u0)
 
     def update(state, x, y):
         d = state.bounds.shape[-1]
@@ -282,19 +315,18 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         # A failed evaluation (non-finite y) adds nothing to U: its row of g_obs is failed too.
         ok = jnp.isfinite(y)
         g = jnp.where(fits & ok[:, None], h_and_g(state.params, to_unit(x, state.bounds))[1], 0.0)
-        if u == "full":
-            g_obs = D.append(state.g_obs, g, jnp.where(ok, 0.0, jnp.nan).astype(dtype))
-            u_diag = state.u_diag
+        if isinstance(state.u, FeaturesU):
+            u_new = FeaturesU(D.append(state.u.g_obs, g,
+                                       jnp.where(ok, 0.0, jnp.nan).astype(dtype)))
         else:
-            g_obs = D.append(state.g_obs, jnp.zeros((x.shape[0], 1), dtype), jnp.zeros_like(y))
-            u_diag = state.u_diag + jnp.sum(g * g, axis=0)
+            u_new = DiagU(state.u.diag + jnp.sum(g * g, axis=0))
         mask, z, ys, _ = unit_view(data, state.bounds, y_transform)
         xs = embed(z)
         lr = (gd_learning_rate(feats(xs, state.params0), mask, lam)
               if learning_rate is None else learning_rate)
         params, l0, l1, ok = train(apply_fn, state.params0, state.params0, xs, ys, mask, lam, lr,
                                    num_steps, optimizer="gd")
-        return (state._replace(data=data, params=params, g_obs=g_obs, u_diag=u_diag),
+        return (state._replace(data=data, params=params, u=u_new),
                 TrainInfo(jnp.stack([l0, l1]), ok))
 
     def suggest(key, state):
@@ -308,13 +340,13 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         d = state.bounds.shape[-1]
         nu_t = jnp.asarray(nu_by_dimension(style, d) if isinstance(nu, str) else nu, dtype)
 
+        g_x, g_mask, u_diag = _u_parts(state.u, dtype)
         if style == "ts":
-            chol = dual_factor(state.g_obs.x, D.mask(state.g_obs), lam, jitter) \
-                if u == "full" else None
+            chol = dual_factor(g_x, g_mask, lam, jitter) if u == "full" else None
 
             def moments(zc):
                 h, g = h_and_g(state.params, zc)
-                quad = _quad(g, u, lam, state.g_obs.x, D.mask(state.g_obs), chol, state.u_diag)
+                quad = _quad(g, u, lam, g_x, g_mask, chol, u_diag)
                 return h, nu_t * jnp.sqrt(jnp.maximum(lam * quad, 0.0))
 
             def draw(k, zc):  # -f~, f~ ~ N(h, nu^2 sigma^2) independently per row
@@ -327,10 +359,9 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
                 acq_value=values, mean=h, std=s, nu=nu_t,
                 duplicates_replaced=jnp.sum(opt_info.replaced).astype(jnp.int32))
         else:
-            cap = state.g_obs.capacity
-            g_ext = jnp.concatenate([state.g_obs.x, jnp.zeros((q,) + state.g_obs.x.shape[1:],
-                                                               dtype)])
-            m_ext = jnp.concatenate([D.mask(state.g_obs), jnp.zeros((q,), bool)])
+            cap = g_x.shape[0]
+            g_ext = jnp.concatenate([g_x, jnp.zeros((q,) + g_x.shape[1:], dtype)])
+            m_ext = jnp.concatenate([g_mask, jnp.zeros((q,), bool)])
 
             def choose(carry, k):
                 g_ext, m_ext, u_diag, j = carry
@@ -357,7 +388,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
                                                       opt_info.replaced)
 
             _, (zq, values, h, bonus, replaced) = jax.lax.scan(
-                choose, (g_ext, m_ext, state.u_diag, 0), jax.random.split(key, q))
+                choose, (g_ext, m_ext, u_diag, 0), jax.random.split(key, q))
             info = NeuralUCBSuggestInfo(
                 acq_value=values, mean=h, bonus=bonus, nu=nu_t,
                 duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))

@@ -159,12 +159,18 @@ class StoBntsSuggestInfo(NamedTuple):
 
 
 class StoBntsState(NamedTuple):
-    """``data``: raw observations; ``bounds`` ``(2, d)``; ``seed``: int32 scalar, the run's fixed
-    network seed (used only with ``fixed_key=True``)."""
+    """The state of ``sto_bnts`` and ``sto_bnts_linear``.
+
+    Attributes:
+      data: raw observations (``ntkbo.data.Data``).
+      bounds: ``(2, d)`` box.
+      seed: with ``fixed_key=True``, ``()`` int32, the run's fixed network seed drawn in ``init``
+        (:func:`member_keys`); ``()`` (nothing) otherwise.
+    """
 
     data: D.Data
     bounds: Array
-    seed: Array
+    seed: Union[Array, tuple]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,7 +314,8 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
 
     def init(key, bounds, capacity):
         bounds = check_bounds(bounds)
-        seed = jax.random.randint(key, (), 0, np.iinfo(np.int32).max, dtype=jnp.int32)
+        seed = (jax.random.randint(key, (), 0, np.iinfo(np.int32).max, dtype=jnp.int32)
+                if fixed_key else ())
         return StoBntsState(D.empty(capacity, bounds.shape[-1], bounds.dtype), bounds, seed)
 
     def update(state, x, y):
