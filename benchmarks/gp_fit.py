@@ -8,11 +8,13 @@
 as ``gp`` sees them (``observations.standardized_data``, capacity ``next_capacity(n)`` as in
 ``ntkbo.ask_tell``).
 
-* ntkbo: ``gp()``'s default fit (``select_by_bic``: ARD and shared lengthscale, warm start and the
-  prior modes, ``num_fit_steps=20``), jitted once per capacity, warm-started from the fit of the
-  first ``n - 1`` points (what ``tell`` does in an ask/tell loop); median of ``--reps`` calls.
-  ``--baseline REV`` also times the fit of ``ntkbo/algorithms/gp_bo.py`` at git revision ``REV``
-  (read with ``git show``) on the same data.
+* ntkbo: ``gp()``'s default fit (``select_by_bic``: ARD from the warm start, the shared
+  lengthscale from ARD's mean and the prior modes, ARD from the prior modes too unless its warm
+  fit settled the choice; ``num_fit_steps=20``), jitted once per capacity, warm-started from the
+  fit of the first ``n - 1`` points (what ``tell`` does in an ask/tell loop); median of
+  ``--reps`` calls. ``--baseline REV`` also times the fit of ``ntkbo/algorithms/gp_bo.py`` at git
+  revision ``REV`` (read with ``git show``) on the same data; only that file is the old one, the
+  rest of ntkbo (``ntkbo.gp``'s likelihood and its gradient included) is the working tree's.
 * BoTorch (``--botorch-python``, a venv with botorch; run in a subprocess with one thread, as
   ``benchmarks/botorch_reference.py``): ``SingleTaskGP(X, Y)`` (its defaults) and
   ``fit_gpytorch_mll(ExactMarginalLogLikelihood)`` on the same ``X`` and standardised ``Y`` in

@@ -382,19 +382,46 @@ def sample(key, kernel: Kernel, post: Posterior, xs: Array, num_samples: int | N
 
 
 @exact_matmuls
+@exact_matmuls
 def log_marginal_likelihood(kernel: Kernel, data: Data, lam, *, prior_mean=0.0,
                             jitter=None) -> Array:
     """``log p(y | X) = -1/2 r^T (K + lam I)^-1 r - 1/2 log|K + lam I| - n/2 log(2 pi)``.
 
     ``r = y - prior_mean`` on the ``n = count`` valid rows (Rasmussen and Williams 2006, eq. 2.30).
-    Differentiable in the kernel's hyper-parameters and ``lam`` (use it through ``jax.grad``).
+    Differentiable in the kernel's hyper-parameters and ``lam`` (use it through ``jax.grad``): the
+    derivative in the Gram matrix is R&W eq. 5.9's ``(alpha alpha^T - (K + lam I)^-1) / 2``
+    (``_gaussian_log_density``), one triangular solve and one product after the factorisation,
+    instead of reverse mode through the Cholesky factor and the solves.
     """
-    post = fit(kernel, data, lam, prior_mean=prior_mean, jitter=jitter)
-    r = jnp.where(post.mask, data.y - prior_mean, 0.0)
-    n = jnp.sum(post.mask)
+    m = data_mask(data)
+    gram = _masked_gram(kernel, data.x, m, _noise(kernel, data, m, lam, jitter))
+    r = jnp.where(m, data.y - prior_mean, 0.0)
     # Padding contributes log(1) = 0 to the log-determinant and 0 to the quadratic form.
-    logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(post.chol)))
-    return -0.5 * r @ post.alpha - 0.5 * logdet - 0.5 * n * jnp.log(2.0 * jnp.pi)
+    return _gaussian_log_density(gram, r) - 0.5 * jnp.sum(m) * jnp.log(2.0 * jnp.pi)
+
+
+@jax.custom_vjp
+def _gaussian_log_density(gram: Array, r: Array) -> Array:
+    """``-1/2 r^T A^-1 r - 1/2 log|A|`` of a symmetric positive definite ``A = gram`` (``C, C``)."""
+    return _gaussian_log_density_fwd(gram, r)[0]
+
+
+def _gaussian_log_density_fwd(gram, r):
+    chol = linalg.cholesky(gram)
+    alpha = cholesky_solve(chol, r)
+    value = -0.5 * r @ alpha - jnp.sum(jnp.log(jnp.diag(chol)))
+    return value, (chol, alpha)
+
+
+def _gaussian_log_density_bwd(res, g):
+    # d/dA = (alpha alpha^T - A^-1) / 2 (symmetric), A^-1 = L^-T L^-1; d/dr = -alpha.
+    chol, alpha = res
+    inv_chol = solve_lower(chol, jnp.eye(chol.shape[-1], dtype=chol.dtype))
+    a_inv = jnp.matmul(inv_chol.T, inv_chol, precision=jax.lax.Precision.HIGHEST)
+    return g * 0.5 * (jnp.outer(alpha, alpha) - a_inv), -g * alpha
+
+
+_gaussian_log_density.defvjp(_gaussian_log_density_fwd, _gaussian_log_density_bwd)
 
 
 # ---------------------------------------------------------------------------------------------

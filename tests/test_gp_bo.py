@@ -450,7 +450,7 @@ def numpy_bic(log_ell, log_signal, log_noise, z, y, k):
 
 
 @pytest.mark.parametrize("case", ["one_relevant_dim", "isotropic_6d"])
-def test_ard_auto_keeps_the_fit_of_lower_bic(case):
+def test_ard_auto_keeps_the_fit_of_lower_bic(case, monkeypatch):
     """``gp(ard="auto")`` (``gp_bo.select_by_bic``) fits ARD and one shared lengthscale and keeps
     the one whose Bayesian information criterion, written out in numpy above (``k = d + 2``
     against 3), is lower. ``one_relevant_dim``: ``y = sin(9 z_1)`` in 2-D, where only ARD can
@@ -459,7 +459,18 @@ def test_ard_auto_keeps_the_fit_of_lower_bic(case):
     ARD fit's mean log lengthscale, as in ``select_by_bic``); each case asserts which model
     the reference picks, so both branches are exercised. Mutations caught (each checked): the
     comparison flipped (the higher criterion kept: fails both cases); ARD always kept (fails
-    ``isotropic_6d``); the shared fit always kept (fails ``one_relevant_dim``)."""
+    ``isotropic_6d``); the shared fit always kept (fails ``one_relevant_dim``).
+
+    The ARD restarts (``BIC_RESTART_MARGIN``'s rule): ``select_by_bic`` fits ARD from the warm
+    start, the shared model from its mean and its restarts, and ARD from its restarts only unless
+    the warm ARD fit's criterion lies between the shared fit's (plus the margin) and the shared
+    fit's plus ``(d - 1) log n``. The objective evaluations (``neg_log_posterior``, counted with
+    ``jax.debug.callback``) are those of the separate fits written out here: with the restart in
+    ``one_relevant_dim`` (the warm ARD fit from the prior medians ends far below a fit from the
+    prior modes: without the restart the shared model is kept), without it in ``isotropic_6d``.
+    Mutations caught (each checked): the restart never run (``settled`` always true: fails
+    ``one_relevant_dim``'s count; a draft rule that also skipped this restart kept the shared
+    model there); always run (``settled`` always false: fails ``isotropic_6d``'s count)."""
     d, n, expect_shared = {"one_relevant_dim": (2, 20, False), "isotropic_6d": (6, 14, True)}[case]
     z = np.asarray(ntkbo.qmc.sobol(jax.random.PRNGKey(3), n, jnp.array([[0.0] * d, [1.0] * d])))
     y_raw = np.sin(9.0 * z[:, 0]) if case == "one_relevant_dim" else np.sum((z - 0.5) ** 2, 1)
@@ -468,15 +479,42 @@ def test_ard_auto_keeps_the_fit_of_lower_bic(case):
     data = gp_bo.standardized_data(data, bounds)[0]
     ard, one = gp_bo.stationary_model(), gp_bo.stationary_model(shared=True)
     start = ard.init_params(d, jnp.float64)
-    fit = jax.jit(lambda m, p: gp_bo.fit_hyperparameters(m, p, data, num_steps=20)[0],
-                  static_argnums=0)
-    p_ard = fit(ard, start)
-    p_one = fit(one, {**p_ard, "log_ell": jnp.mean(p_ard["log_ell"], keepdims=True)})
+    calls = []
+    original = gp_bo.neg_log_posterior
+
+    def counted(*args, **kwargs):
+        jax.debug.callback(lambda: calls.append(1))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(gp_bo, "neg_log_posterior", counted)
+
+    def count(fn, *args):
+        calls.clear()
+        out = jax.block_until_ready(fn(*args))
+        return out, len(calls)
+
+    fit = jax.jit(lambda m, p, r: gp_bo.fit_hyperparameters(m, p, data, num_steps=20,
+                                                            restarts=r)[0],
+                  static_argnums=(0, 2))
+    p_warm, c_warm = count(fit, ard, start, False)
+    p_one, c_one = count(fit, one, {**p_warm, "log_ell": jnp.mean(p_warm["log_ell"],
+                                                                 keepdims=True)}, True)
+    p_ard, _ = count(fit, ard, start, True)  # the better of the warm start and the restarts
+    modes = jax.tree_util.tree_map(lambda a: a[0], ard.restarts(d, jnp.float64))
+    _, c_restart = count(fit, ard, modes, False)
     zs, ys = np.asarray(data.x)[:n], np.asarray(data.y)[:n]
     b_ard = numpy_bic(p_ard["log_ell"], p_ard["log_signal"], p_ard["log_noise"], zs, ys, d + 2)
     b_one = numpy_bic(p_one["log_ell"], p_one["log_signal"], p_one["log_noise"], zs, ys, 3)
+    b_warm = numpy_bic(p_warm["log_ell"], p_warm["log_signal"], p_warm["log_noise"], zs, ys,
+                       d + 2)
     assert (b_one <= b_ard) == expect_shared, (b_one, b_ard)
-    got = jax.jit(lambda p: gp_bo.select_by_bic(one)(ard, p, data, num_steps=20)[0])(start)
+    gap = b_warm - b_one
+    restarted = not (gp_bo.BIC_RESTART_MARGIN <= gap <= (d - 1) * np.log(n))
+    assert restarted == (not expect_shared), (gap, (d - 1) * np.log(n))
+    got, c_got = count(jax.jit(lambda p: gp_bo.select_by_bic(one)(ard, p, data,
+                                                                  num_steps=20)[0]), start)
+    assert c_got == c_warm + c_one + (c_restart if restarted else 0), (c_got, c_warm, c_one,
+                                                                      c_restart)
     want = p_one if expect_shared else p_ard
     assert got["log_ell"].shape == (d,)
     # the same fits run again inside select_by_bic: equal up to float64 rounding

@@ -165,8 +165,11 @@ def _masked(params, anchor, mask_tree):
 #: (docs/decisions.md, 2026-11-27).
 FIT_FTOL = 1e-6
 FIT_GTOL = 1e-4
-#: ``fit_hyperparameters``'s backtracking line search (``optax.scale_by_backtracking_linesearch``).
-FIT_LINESEARCH: dict[str, Any] = dict(max_backtracking_steps=15, decrease_factor=0.8)
+#: ``fit_hyperparameters``'s backtracking line search (``optax.scale_by_backtracking_linesearch``):
+#: at most 7 backtracking steps, each shrinking the step by 0.6 (down to 0.028 of L-BFGS's step,
+#: as 15 by 0.8 did, in half the evaluations when the search fails, as it does at a converged
+#: float32 iterate); chosen on tuning keys (docs/decisions.md, 2026-11-27).
+FIT_LINESEARCH: dict[str, Any] = dict(max_backtracking_steps=7, decrease_factor=0.6)
 
 
 def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, jitter=None,
@@ -197,8 +200,29 @@ def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, 
       iteration (the warm start itself included, so a fit never makes the objective worse), and
       that loss. Leaves that ``model.fitted`` marks ``False`` keep their values.
     """
-    mask_tree = model.fitted(params)
-    anchor = params
+    starts = jax.tree_util.tree_map(lambda a: a[None], params)
+    if restarts and model.restarts is not None:
+        starts = jax.tree_util.tree_map(lambda w, e: jnp.concatenate([w, e]), starts,
+                                        _restart_starts(model, params, data))
+    return _lbfgs_from(model, params, starts, data, num_steps, jitter)
+
+
+def _restart_starts(model: _Model, params, data: D.Data):
+    """``model.restarts`` (a leading axis of starts), ``params``' values on the leaves that
+    ``model.fitted`` marks ``False``."""
+    if model.restarts is None:
+        raise ValueError("the model has no restarts")
+    extra = model.restarts(data.dim, data.y.dtype)
+    return jax.tree_util.tree_map(lambda w, e, f: e if f else jnp.broadcast_to(w, e.shape),
+                                  params, extra, model.fitted(params))
+
+
+def _lbfgs_from(model: _Model, anchor, starts, data: D.Data, num_steps: int, jitter
+                ) -> tuple[Any, Array]:
+    """``fit_hyperparameters``'s L-BFGS from each of ``starts`` (a leading axis), one after
+    another; the best iterate over all of them and its loss. Leaves that ``model.fitted`` marks
+    ``False`` keep ``anchor``'s values."""
+    mask_tree = model.fitted(anchor)
 
     def loss(p):
         return neg_log_posterior(model, _masked(p, anchor, mask_tree), data, jitter)
@@ -239,12 +263,6 @@ def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, 
         out = jax.lax.while_loop(cond, body, start)
         return out[4], out[5]
 
-    starts = jax.tree_util.tree_map(lambda a: a[None], params)
-    if restarts and model.restarts is not None:
-        extra = model.restarts(data.dim, data.y.dtype)
-        starts = jax.tree_util.tree_map(
-            lambda w, e, f: jnp.concatenate([w, e if f else jnp.broadcast_to(w, e.shape)]),
-            starts, extra, mask_tree)
     ps, vs = jax.lax.map(run, starts)
     i = jnp.argmin(vs)
     best = jax.tree_util.tree_map(lambda a: a[i], ps)
@@ -271,29 +289,61 @@ def bic(model: _Model, params, data: D.Data, jitter=None, k=None) -> Array:
     return jnp.where(jnp.isfinite(v), v, jnp.inf)
 
 
+#: ``select_by_bic``'s ARD restarts are skipped when the warm-started ARD fit's criterion exceeds
+#: the shared fit's by at least this margin (``bic`` units) and at most the extra parameters'
+#: penalty ``(d - 1) log n``; chosen on tuning keys (docs/decisions.md, 2026-11-27).
+BIC_RESTART_MARGIN = 0.0
+
+
 def select_by_bic(shared: _Model):
     """A ``_Model.fit`` for ARD models that also fits ``shared``, the same model with one
     lengthscale for all dimensions (``log_ell`` of shape ``(1,)``), and keeps whichever has the
     lower ``bic`` (ties: the shared one, the simpler model). The result always has the ARD shape
     ``(d,)``: a shared lengthscale is stored repeated, which is the same kernel, so the factor,
-    the acquisition and the next warm start need no other code. The shared fit starts from the
-    ARD fit's mean ``log_ell`` (and the restarts); both fits use the same steps and restarts
-    (``fit_hyperparameters``).
+    the acquisition and the next warm start need no other code.
 
-    The steps run one after another: the shared fit depends on the ARD fit through its start,
-    and both criteria come from one batched evaluation."""
+    The fits run one after another: the ARD model from the warm start; the shared model from the
+    ARD fit's mean ``log_ell`` and, with ``restarts``, from its restarts (``fit_hyperparameters``);
+    both criteria from one batched evaluation. With ``restarts``, the ARD model is then fitted
+    from its own restarts too (the better of its two fits is kept) unless the warm ARD fit has
+    settled the choice: its criterion exceeds the shared fit's by at least ``BIC_RESTART_MARGIN``
+    and at most the extra parameters' penalty ``(d - 1) log n``, that is, ARD is at least as
+    likely as the model it contains (its warm start did not end in a worse optimum) and not
+    enough more likely to be kept, where a restart that only improves the ARD fit cannot change
+    the choice. It is a ``jax.lax.cond``: under ``jax.vmap`` a select that runs both branches."""
 
     def fit(model, params, data, *, num_steps, jitter=None, restarts=True):
         p_ard, v_ard = fit_hyperparameters(model, params, data, num_steps=num_steps,
-                                           jitter=jitter, restarts=restarts)
+                                           jitter=jitter, restarts=False)
         warm = {**p_ard, "log_ell": jnp.mean(p_ard["log_ell"], keepdims=True)}
         p_one, v_one = fit_hyperparameters(shared, warm, data, num_steps=num_steps,
                                            jitter=jitter, restarts=restarts)
-        k = jnp.asarray([num_hyperparameters(shared, p_one), num_hyperparameters(model, p_ard)])
+        k_one, k_ard = num_hyperparameters(shared, p_one), num_hyperparameters(model, p_ard)
         p_one = {**p_one, "log_ell": jnp.broadcast_to(p_one["log_ell"], p_ard["log_ell"].shape)}
         both = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), p_one, p_ard)
-        crit = jax.vmap(lambda p, kk: bic(model, p, data, jitter, kk))(both, k)
-        use_shared = crit[0] <= crit[1]
+        crit = jax.vmap(lambda p, kk: bic(model, p, data, jitter, kk))(
+            both, jnp.asarray([k_one, k_ard]))
+        crit_one, crit_ard = crit[0], crit[1]
+        if restarts and model.restarts is not None:
+            def restart(_):
+                p_r, v_r = _lbfgs_from(model, p_ard, _restart_starts(model, p_ard, data), data,
+                                       num_steps, jitter)
+                keep = v_r < v_ard
+                p = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), p_r, p_ard)
+                return (p, jnp.where(keep, v_r, v_ard),
+                        jnp.where(keep, bic(model, p_r, data, jitter, k_ard), crit_ard))
+
+            # -2 log-likelihood: ARD's below the shared fit's by less than the extra parameters'
+            # penalty (d - 1) log n (BIC keeps the shared model) but not above it (ARD, which
+            # contains the shared model, has found at least as likely a fit): the restart
+            # cannot change the choice. Otherwise, either ARD may be kept or its warm start
+            # ended worse than the simpler model, and it restarts.
+            gap = crit_ard - crit_one
+            penalty = (k_ard - k_one) * jnp.log(jnp.maximum(jnp.sum(D.mask(data)), 1.0))
+            settled = (gap >= BIC_RESTART_MARGIN) & (gap <= penalty)
+            p_ard, v_ard, crit_ard = jax.lax.cond(
+                settled, lambda _: (p_ard, v_ard, crit_ard), restart, None)
+        use_shared = crit_one <= crit_ard
         pick = lambda a, b: jnp.where(use_shared, a, b)  # noqa: E731
         return (jax.tree_util.tree_map(pick, p_one, p_ard), pick(v_one, v_ard))
 
@@ -735,7 +785,9 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
         order one either way); ``"auto"`` (default; L-BFGS fits only): at every fit both, keeping
         the one with the lower Bayesian information criterion ``-2 log p(y | X, theta) + k log n``
         (``select_by_bic``; ``k = d + 2`` against 3 hyper-parameters), so the shared lengthscale is
-        used while the data cannot support ``d`` of them. Two fits per refit.
+        used while the data cannot support ``d`` of them. Two models per refit: ARD from the
+        warm start, the shared lengthscale from ARD's mean and the prior modes, and ARD from
+        the prior modes too unless its warm fit already settled the choice.
       **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
         optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
         ``n_constraints`` (``K`` for ``acquisition="cei"``), ``posterior_inverse``
