@@ -5,6 +5,7 @@ Two cheap algorithms (random search and NTK-GP with mean acquisition), so the th
 fresh interpreters (the script turns float64 on, which must not leak into this session) in about
 a minute on two loaded cores."""
 
+import functools
 import importlib.util
 import os
 import subprocess
@@ -74,21 +75,23 @@ def test_a_changed_option_is_reported(records):
     assert any(leaf.startswith("state") for leaf in changed["leaves"])
 
 
+def _write_record(m, path, leaves):
+    """A one-case record of ``leaves`` (leaf name -> array) at ``path``, as ``record`` writes."""
+    arrays, entry = {}, {}
+    for i, (leaf, a) in enumerate(leaves.items()):
+        arrays[f"a{i}"] = a
+        entry[leaf] = [f"a{i}", m.digest(a)]
+    m._write(str(path), {"environment": {"commit": ""},
+                         "cases": [{"algorithm": "x", "preset": None, "leaves": entry}]}, arrays)
+
+
 def test_retyped_matches_renamed_stacked_and_wrapped_leaves(tmp_path):
     """``compare(..., retyped=True)`` on two hand-written records: a dict key become a field, two
     fields stacked into ``train_loss`` (``MOVES``), a scalar become ``(1,)``, a state leaf wrapped
     into a one-field NamedTuple, a leaf removed and one added: identical (re-typed), each listed.
     Mutation caught: one stacked value changed in the new record (the case then differs)."""
     m = _module()
-
-    def write(path, leaves):
-        arrays, entry = {}, {}
-        for i, (leaf, a) in enumerate(leaves.items()):
-            arrays[f"a{i}"] = a
-            entry[leaf] = [f"a{i}", m.digest(a)]
-        m._write(str(path), {"environment": {"commit": ""},
-                             "cases": [{"algorithm": "x", "preset": None, "leaves": entry}]},
-                 arrays)
+    write = functools.partial(_write_record, m)
 
     base = {"round0.x": np.arange(4.0).reshape(2, 2), "round0.info['loss_start']": np.ones(2),
             "round0.info['loss']": np.zeros(2), "round0.info['mean']": np.float64(2.5),
@@ -116,15 +119,7 @@ def test_retyped_matches_state_fields_moved_into_a_form(tmp_path):
     are matched by their bits (``~``), a placeholder with no counterpart is listed (``-``).
     Mutation caught: one moved feature changed (the case then differs)."""
     m = _module()
-
-    def write(path, leaves):
-        arrays, entry = {}, {}
-        for i, (leaf, a) in enumerate(leaves.items()):
-            arrays[f"a{i}"] = a
-            entry[leaf] = [f"a{i}", m.digest(a)]
-        m._write(str(path), {"environment": {"commit": ""},
-                             "cases": [{"algorithm": "x", "preset": None, "leaves": entry}]},
-                 arrays)
+    write = functools.partial(_write_record, m)
 
     base = {"state.g_obs.x": np.arange(6.0).reshape(3, 2), "state.g_obs.count": np.int32(2),
             "state.u_diag": np.zeros(0)}

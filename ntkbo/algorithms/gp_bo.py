@@ -305,12 +305,14 @@ def select_by_bic(shared: _Model):
     The fits run one after another: the ARD model from the warm start; the shared model from the
     ARD fit's mean ``log_ell`` and, with ``restarts``, from its restarts (``fit_hyperparameters``);
     both criteria from one batched evaluation. With ``restarts``, the ARD model is then fitted
-    from its own restarts too (the better of its two fits is kept) unless the warm ARD fit has
-    settled the choice: its criterion exceeds the shared fit's by at least ``BIC_RESTART_MARGIN``
-    and at most the extra parameters' penalty ``(d - 1) log n``, that is, ARD is at least as
-    likely as the model it contains (its warm start did not end in a worse optimum) and not
-    enough more likely to be kept, where a restart that only improves the ARD fit cannot change
-    the choice. It is a ``jax.lax.cond``: under ``jax.vmap`` a select that runs both branches."""
+    from its own restarts too (the better of its two fits is kept) unless its criterion exceeds
+    the shared fit's by at least ``BIC_RESTART_MARGIN`` and at most the extra parameters' penalty
+    ``(d - 1) log n``: the shared model is kept and the warm ARD fit is at least as likely as the
+    model it contains, so its warm start did not end in a worse optimum. A restart there could
+    still find an ARD optimum good enough to be kept, and skipping it gives that up (a heuristic
+    for speed, measured on tuning keys); it always runs where ARD is kept (its fit is the one
+    used) or where the warm ARD fit is less likely than the shared one (a worse local optimum).
+    The skip is a ``jax.lax.cond``: under ``jax.vmap`` a select that runs both branches."""
 
     def fit(model, params, data, *, num_steps, jitter=None, restarts=True):
         p_ard, v_ard = fit_hyperparameters(model, params, data, num_steps=num_steps,
