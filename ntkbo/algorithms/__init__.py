@@ -57,6 +57,7 @@ from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
 from ntkbo.base import Algorithm, Config, NoInfo, describe
+from ntkbo.parts import PARTS, Layout, merge
 # The typed ``info`` of each algorithm's ``suggest`` and ``update`` (``ntkbo.base``).
 from ntkbo.algorithms.constrained_ei import ConstrainedEIInfo
 from ntkbo.algorithms.go_ucb import GOUCBSuggestInfo, GOUCBUpdateInfo
@@ -130,6 +131,23 @@ def _function_of(factory):
     return getattr(factory, "func", factory)
 
 
+def _plain(factory):
+    """The function of plain keyword options behind ``factory`` (``ntkbo.parts.grouped``), with a
+    partial's arguments kept."""
+    if isinstance(factory, functools.partial):
+        return functools.partial(_plain(factory.func), *factory.args, **factory.keywords)
+    return getattr(factory, "plain", factory)
+
+
+def layout(factory) -> Layout:
+    """Where the plain options of ``factory`` (a registry factory or a partial of one) sit among
+    its parts (``ntkbo.parts.Layout``; an empty one for a factory without parts)."""
+    return getattr(_function_of(getattr(factory, "__wrapped__", factory)), "layout", _NO_PARTS)
+
+
+_NO_PARTS = Layout({})
+
+
 def _kwargs_options(factory):
     """The ``_KWARGS_OPTIONS`` entry of ``factory`` (a function or a partial of one), or None."""
     return _KWARGS_OPTIONS.get(_function_of(factory))
@@ -137,15 +155,27 @@ def _kwargs_options(factory):
 
 def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults: bool = False
              ) -> dict:
-    """Every option of ``factory(*args, **options)``: the signature's defaults merged with the
-    arguments; a ``**kwargs`` parameter's entries kept as given, or with ``kwargs_defaults`` and a
-    ``_KWARGS_OPTIONS`` entry, resolved by it (given values over defaults). ``ValueError`` naming
-    the option the factory does not take. A required option not given is left out."""
-    sig = inspect.signature(factory)
+    """Every plain option of ``factory(*args, **options)`` (its parts flattened to the plain
+    options they stand for, ``ntkbo.parts.Layout``): the plain function's signature defaults
+    merged with the arguments; a ``**kwargs`` parameter's entries kept as given, or with
+    ``kwargs_defaults`` and a ``_KWARGS_OPTIONS`` entry, resolved by it (given values over
+    defaults). ``ValueError`` naming the option the factory does not take. A required option not
+    given is left out."""
+    public = inspect.signature(factory)
+    unknown = sorted(set(options) - set(public.parameters)) if not any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in public.parameters.values()) else []
+    if unknown:
+        raise ValueError(f"algorithm {name!r}: unexpected option {', '.join(map(repr, unknown))}"
+                         f"{layout(factory).hint({k: None for k in unknown})}; it takes "
+                         f"{', '.join(public.parameters)}")
+    plain = _plain(factory)
+    options = layout(factory).flatten(options, f"algorithm {name!r}")
+    sig = inspect.signature(plain)
     try:
         bound = sig.bind_partial(*args, **options)
     except TypeError as err:
-        raise ValueError(f"algorithm {name!r}: {err}; it takes {', '.join(sig.parameters)}") from None
+        raise ValueError(f"algorithm {name!r}: {err}; it takes {', '.join(public.parameters)}"
+                         ) from None
     bound.apply_defaults()
     out = {}
     resolve_kwargs = _kwargs_options(factory) if kwargs_defaults else None
@@ -188,13 +218,14 @@ def with_preset(name: str, preset, options: dict) -> dict:
     if preset not in choices:
         have = f"one of {sorted(choices)}" if choices else "None (it has no presets)"
         raise ValueError(f"algorithm {name!r}: preset must be {have}, got {preset!r}")
-    return {**choices[preset], **options}
+    return merge(choices[preset], options)
 
 
 def preset_differences(name: str, preset: str) -> dict:
     """Where algorithm ``name``'s defaults differ from its preset ``preset``: option ->
     ``(default, preset value)``, each as ``ntkbo.base.describe`` writes it (so functions and
-    arrays compare by what they are), in the factory's option order. ``ValueError`` naming
+    arrays compare by what they are), in the factory's option order; an option of a part is named
+    ``"part.field"``. ``ValueError`` naming
     ``preset`` for one ``name`` does not have."""
     with_preset(name, preset, {})  # the error for an unknown preset
     # every option, not the hashed ones of resolved_options, which leave out an option at its
@@ -208,7 +239,7 @@ def preset_differences(name: str, preset: str) -> dict:
     for k in chosen:
         a, b = describe(default.get(k))[0], describe(chosen[k])[0]
         if a != b:
-            out[k] = (a, b)
+            out[layout(factory).public_name(k)] = (a, b)
     return out
 
 
@@ -230,7 +261,8 @@ def recorded(name: str, factory):
             options, args = {**named, **options}, ()
         options = with_preset(name, preset, options)
         algo = factory(*args, **options)  # its own errors first (it validates its options)
-        config = _resolve(factory, name, args, options, kwargs_defaults=True)
+        config = layout(factory).split(_resolve(factory, name, args, options,
+                                                kwargs_defaults=True))
         return algo._replace(name=name, config=Config(config))
 
     if isinstance(factory, functools.partial):
@@ -350,17 +382,23 @@ def record_differences(saved_name, saved_config: dict | None, algo: Algorithm) -
         return [f"algorithm: saved {saved_name!r}, given {given_name!r}{why}"]
     out = []
     saved_config, given = saved_config or {}, given or {}
-    # a record written before the **kwargs defaults were recorded lacks them: absent means default
-    resolve_kwargs = _kwargs_options(getattr(_FACTORIES.get(given_name), "__wrapped__", None))
-    kwargs_defaults = {} if resolve_kwargs is None else {
-        k: describe(v)[0] for k, v in resolve_kwargs({}).items()}
-    for k in list(saved_config) + [k for k in given if k not in saved_config]:
-        absent = "<not given: the factory's default>"  # a **kwargs option left out
-        a, b = saved_config.get(k, absent), given.get(k, absent)
-        if a is absent and k in kwargs_defaults:
-            a = kwargs_defaults[k]
+    saved, now = _dotted(saved_config), _dotted(given)
+    absent = "<not recorded>"
+    for k in list(saved) + [k for k in now if k not in saved]:
+        a, b = saved.get(k, absent), now.get(k, absent)
         if a != b:
             out.append(f"option {k}: saved {a!r}, given {b!r}")
+    return out
+
+
+def _dotted(config: dict) -> dict:
+    """A recorded config with each part's fields as ``"part.field"`` entries."""
+    out = {}
+    for k, v in config.items():
+        if k in PARTS and isinstance(v, dict):
+            out.update({f"{k}.{f}": x for f, x in v.items()})
+        else:
+            out[k] = v
     return out
 
 

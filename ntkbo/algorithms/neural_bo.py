@@ -59,6 +59,7 @@ from ntkbo import optimize, qmc
 from ntkbo.algorithms.observations import (  # noqa: F401  (embed, input_dim re-exported)
     embed, from_unit, input_dim, standardize, to_sphere, to_unit, unit_box)
 from ntkbo.base import Algorithm
+from ntkbo.parts import Layout, grouped
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
 # The shared numerics live in their layers (the other neural algorithms use them too); they stay
@@ -124,19 +125,38 @@ THOMPSON = ("independent", "pathwise")
 #:   (it matters only where a gradient is near 0). ``learning_rate`` and ``train_penalty`` are
 #:   for width 200: a ``width`` given with this preset rescales neither.
 PRESETS = {
-    "paper": dict(width=500, depth=1, lam=0.01, nu=1.0, activation="relu", W_std="paper",
-                  b_std=None, features="static", uncertainty="dual", optimizer="gd",
-                  learning_rate=None, num_steps=200, warm_start=False,
-                  keep_optimizer_state=False, reg_center="init", train_penalty=None,
-                  loss_reduction="sum", thompson="independent"),
-    "authors": dict(width=200, depth=1, lam=0.005, nu=3.0, activation="relu", W_std="paper",
-                    b_std=1.0, input_map="centered", features="dynamic", uncertainty="primal",
-                    optimizer="adam", learning_rate=1e-3 * math.sqrt(200), num_steps=100,
-                    warm_start=True, keep_optimizer_state=True, reg_center="zero",
-                    train_penalty=0.005 / (2 * 200), loss_reduction="mean",
-                    standardize_y=False, num_candidates=50_000, num_best=0,
-                    num_perturbations=0, sampler="sobol", thompson="independent"),
+    "paper": dict(network=dict(width=500, depth=1, activation="relu", W_std="paper", b_std=None),
+                  lam=0.01, nu=1.0, features="static", uncertainty="dual",
+                  training=dict(optimizer="gd", learning_rate=None, num_steps=200,
+                                warm_start=False, keep_optimizer_state=False, reg_center="init",
+                                penalty=None, loss_reduction="sum"),
+                  thompson="independent"),
+    "authors": dict(network=dict(width=200, depth=1, activation="relu", W_std="paper", b_std=1.0),
+                    lam=0.005, nu=3.0, input_map="centered", features="dynamic",
+                    uncertainty="primal",
+                    training=dict(optimizer="adam", learning_rate=1e-3 * math.sqrt(200),
+                                  num_steps=100, warm_start=True, keep_optimizer_state=True,
+                                  reg_center="zero", penalty=0.005 / (2 * 200),
+                                  loss_reduction="mean"),
+                    standardize_y=False,
+                    search=dict(num_candidates=50_000, num_best=0, num_perturbations=0,
+                                sampler="sobol"),
+                    thompson="independent"),
 }
+
+#: Where ``neural_bo``'s and ``build``'s plain options sit among their parts (``ntkbo.parts``).
+LAYOUT = Layout({
+    "network": dict(width="width", depth="depth", activation="activation", W_std="W_std",
+                    b_std="b_std"),
+    "training": dict(optimizer="optimizer", learning_rate="learning_rate", num_steps="num_steps",
+                     warm_start="warm_start", keep_optimizer_state="keep_optimizer_state",
+                     reg_center="reg_center", penalty="train_penalty",
+                     loss_reduction="loss_reduction"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="num_acq_steps", method="acq_method", num_best="num_best",
+                   num_perturbations="num_perturbations", perturb_scale="perturb_scale",
+                   sampler="sampler", chunk_size="chunk_size"),
+})
 
 #: Default number of entries (rows x parameters, or rows x (factor width + capacity) in the dual
 #: form) evaluated per candidate chunk (~32 MB).
@@ -719,10 +739,10 @@ def nu_schedule(nu: float | str | Callable[[Array], Array]) -> Callable[[Array, 
 # The algorithm.
 
 
-def neural_bo(
+def _neural_bo(
+    *,
     width: int = 500,
     depth: int = 1,
-    *,
     lam: float = 0.01,
     nu: Union[float, str, Callable[[Array], Array]] = "by_dimension",
     activation="relu",
@@ -763,51 +783,41 @@ def neural_bo(
     ``suggest``.
 
     Args:
-      width: hidden width ``m`` (paper: 500).
-      depth: hidden layers (paper: 1, its ``L = 2``).
+      network: the network (``ntkbo.parts.Network``): ``width`` ``m`` (default and paper 500),
+        ``depth`` hidden layers (1, the paper's ``L = 2``), ``activation`` (ReLU), ``W_std``
+        (``"paper"``: ``(sqrt(d), 1, ..., 1)``, ``paper_W_std``; or scales as in
+        ``ntkbo.kernels.mlp``), ``b_std`` (``None``, the paper's: no biases).
+      training: TrainNN (``ntkbo.parts.Training``, ``train_nn``): ``optimizer`` ``"gd"``
+        (default, paper) or ``"adam"``; ``learning_rate`` (``None``: GD's ``1 / (lam + s tr K)``,
+        Adam's ``1e-2``); ``num_steps`` ``J`` (200); ``warm_start`` (``True``: from
+        ``theta_{t-1}``; the paper's is ``False``, from ``theta_0``); ``keep_optimizer_state``
+        (``False``; Adam's moments across rounds, as the authors' code, needs ``warm_start``);
+        ``reg_center`` (``"init"``, the paper's penalty toward ``theta_0``, or ``"zero"``);
+        ``penalty`` (``None``: ``lam``, the paper's ``m lam / 2 |theta - theta_0|^2`` with its
+        ``m`` absorbed; the authors' Adam ``weight_decay = wd`` with their ``nn.MSELoss()`` is
+        ``wd / (2 width)`` with ``loss_reduction="mean"``, ``PRESETS["authors"]``);
+        ``loss_reduction`` (``"sum"``, paper, or ``"mean"``).
+      search: the candidate set ``D_t`` (``ntkbo.parts.Search``, ``candidates``):
+        ``num_candidates`` Sobol points (2048), ``num_best`` best observed points (4) and
+        ``num_perturbations`` Gaussian perturbations of them (512) of std ``perturb_scale``
+        (0.02 of the box), ``sampler`` (``"sobol"``, scrambled, Kronecker beyond 256
+        dimensions, or ``"kronecker"``), ``chunk_size`` (``None``: about ``2^22 / p`` rows per
+        chunk); with ``thompson="pathwise"`` also ``num_restarts`` (4) best candidates refined
+        by ``method`` (``"pgd"``) for ``num_steps`` (30).
       lam: ``lambda``: ``U_0 = lam I``, the variance prefactor, the training penalty (paper: 0.01).
       nu: exploration ``nu_t``: a number (paper grid ``{0.1, 1, 10}``), ``"by_dimension"`` (the
-        default: 1.0 when ``d <= 6``, else 0.3, ``nu_by_dimension``; chosen on the tuning keys,
-        docs/decisions.md), ``"repo"`` for the authors' increasing schedule ``nu_repo``, or a
-        function of the observation count ``t`` (int array).
-      activation: hidden activation (``ntkbo.kernels.ACTIVATIONS``), paper: ReLU.
-      W_std: ``"paper"`` for ``(sqrt(d), 1, ..., 1)`` (``paper_W_std``), or scales as in
-        ``ntkbo.kernels.mlp`` (e.g. the theory network's ``(sqrt(2 d), sqrt 2, ..., sqrt 2)`` has to
-        be given with ``d`` known).
-      b_std: bias scale(s); ``None`` (paper) means no biases.
+        default: 1.0 when ``d <= 6``, else 0.3, ``nu_by_dimension``), ``"repo"`` for the
+        authors' increasing schedule ``nu_repo``, or a function of the observation count ``t``
+        (int array).
       features: ``"static"`` (paper: ``g(x; theta_0)``) or ``"dynamic"`` (``g(x; theta_t)``).
       uncertainty: ``"dual"``, ``"primal"`` or ``"diag"`` (``posterior``).
-      optimizer: ``"gd"`` (paper) or ``"adam"``.
-      learning_rate: ``None`` for the default (GD: ``1 / (lam + s tr K)``; Adam: ``1e-2``).
-      num_steps: ``J``, training steps per update.
-      warm_start: start training from ``theta_{t-1}`` (default) instead of ``theta_0`` (paper;
-        ``train_nn``).
-      keep_optimizer_state: continue the optimiser's state (Adam's moments) from the last
-        round's training, as the authors' code does; needs ``warm_start``.
-      reg_center: ``"init"`` (penalty toward ``theta_0``, paper) or ``"zero"`` (weight decay).
-      train_penalty: the training penalty's coefficient in ntkbo's parameterisation (``None``:
-        ``lam``, the paper's ``m lam / 2 |theta - theta_0|^2`` with its ``m`` absorbed); the
-        authors' code's Adam ``weight_decay = wd`` with their ``nn.MSELoss()`` is
-        ``wd / (2 width)`` here with ``loss_reduction="mean"`` (``PRESETS["authors"]``).
-      loss_reduction: ``"sum"`` (paper) or ``"mean"`` of the squared errors.
       standardize_y: standardise the observations before training.
       q: points per suggest (``q`` independent draws).
       thompson: ``"independent"`` (the paper's per-point draws over the candidates, Lemma 2) or
         ``"pathwise"`` (one joint draw with the same marginals, a function of ``x`` whose
         minimiser is refined by gradients; ``pathwise_direction``).
-      num_restarts: ``"pathwise"``: the best candidates of the draw refined by ``acq_method``.
-      num_acq_steps: ``"pathwise"``: refinement steps per restart.
-      acq_method: ``"pathwise"``: ``ntkbo.optimize``'s refinement (``"pgd"``, ``"adam"``,
-        ``"lbfgs"`` or ``"none"``).
-      num_candidates: Sobol candidates per suggest.
-      num_best: best observed points included as candidates (and perturbed).
-      num_perturbations: Gaussian perturbations of the best points.
-      perturb_scale: their std, as a fraction of the box width.
-      sampler: ``"sobol"`` (scrambled, as the authors' code; Kronecker beyond 256 dimensions) or
-        ``"kronecker"`` (randomly shifted R_d sequence; compiles about 1 s faster).
-      input_map: ``"sphere"`` (default: unit-norm inputs, ``to_sphere``) or ``"cube"`` (the unit
-        cube itself); ``embed``.
-      chunk_size: candidates evaluated per chunk (``None``: about ``2^22 / p`` rows).
+      input_map: ``"sphere"`` (default: unit-norm inputs, ``to_sphere``), ``"cube"`` (the unit
+        cube itself) or ``"centered"`` (``[-1, 1]^d``); ``embed``.
       jitter: relative Cholesky jitter of the dual form (``None``: ``ntkbo.gp.default_jitter``).
 
     Returns:
@@ -821,7 +831,7 @@ def neural_bo(
     """
     _check_positive("lam", lam)
     nu_fn = nu_schedule(nu)
-    raw = build(width, depth, activation=activation, W_std=W_std, b_std=b_std, features=features,
+    raw = _build(width=width, depth=depth, activation=activation, W_std=W_std, b_std=b_std, features=features,
                 uncertainty=uncertainty, optimizer=optimizer, learning_rate=learning_rate,
                 num_steps=num_steps, warm_start=warm_start,
                 keep_optimizer_state=keep_optimizer_state, reg_center=reg_center,
@@ -844,10 +854,10 @@ def neural_bo(
     return Algorithm(init, suggest, update)
 
 
-def build(
+def _build(
+    *,
     width: int = 500,
     depth: int = 1,
-    *,
     activation="relu",
     W_std="paper",
     b_std=None,
@@ -877,7 +887,7 @@ def build(
     jitter: float | None = None,
 ) -> NeuralBOFns:
     """NeuralBO's raw ``init``, ``suggest`` and ``update`` (``NeuralBOFns``) for ``neural_bo``'s
-    structural options (the same arguments and defaults, validated here), with the continuous
+    structural options (the same arguments and defaults but ``nu`` and ``lam``, validated here), with the continuous
     hyper-parameters as arguments of the functions, blackjax's ``build_kernel`` pattern: ``nu``
     (the round's exploration scale ``nu_t`` of Alg. 1 line 4) and ``lam`` (``U_0 = lam I``, the
     variance prefactor and the training penalty). ``neural_bo(nu=..., lam=..., **options)`` is
@@ -1038,3 +1048,7 @@ def build(
         return jnp.stack(zs), jnp.stack(values), jnp.sum(jnp.stack(replaced)).astype(jnp.int32)
 
     return NeuralBOFns(init, suggest, update)
+
+
+neural_bo = grouped(_neural_bo, LAYOUT)
+build = grouped(_build, LAYOUT)

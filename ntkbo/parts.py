@@ -1,0 +1,387 @@
+"""The parts an algorithm is assembled from: its network, the network's training, the acquisition
+search and a kernel model's hyper-parameter fit, each a small typed value shared by every factory
+that needs it.
+
+    neural_bo(network=Network(width=64), training=Training(num_steps=100), nu=0.5)
+    neural_bo(network={"width": 64}, training={"num_steps": 100}, nu=0.5)   # the same
+
+A part lists only what it changes: a field left out keeps the algorithm's default (the factory's
+docstring lists them), so ``Network(width=64)`` is "this algorithm's network, 64 wide". A
+mapping of field names is the same as the part (experiment specs and the command line use it:
+``network.width = 64`` in TOML, ``--set network.width=64``). An algorithm's ``config`` records
+every field of every part it takes, defaults filled in.
+
+A field means the same thing in every algorithm that reads it; each factory reads the fields
+that exist in its method and refuses the others with a ``ValueError`` naming them (NeuralBO's
+network has no ``parameterization``: it is always the NTK one).
+
+:func:`grouped` turns a factory written with plain keyword options into one that takes these
+parts; the registry (``ntkbo.algorithms``) keeps each factory's plain options as its records'
+form, which is what experiment cells hash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+class _Unset:
+    """The value of a part's field that was not given: the algorithm's default applies."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self):
+        return "UNSET"
+
+    def __reduce__(self):
+        return (_Unset, ())
+
+
+#: A part's field left to the algorithm's default.
+UNSET: Any = _Unset()
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """A group of options; fields left ``UNSET`` take the algorithm's defaults."""
+
+    def given(self) -> dict[str, Any]:
+        """The fields that were set: ``{name: value}``."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not UNSET}
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.given().items())
+        return f"{type(self).__name__}({inner})"
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Network(Part):
+    """A fully-connected network: ``depth`` hidden layers of ``width`` units.
+
+    Attributes:
+      width: hidden width ``m``.
+      depth: number of hidden layers ``L - 1`` (a one-hidden-layer network has ``depth=1``).
+      activation: hidden activation (``ntkbo.kernels.ACTIVATIONS``).
+      W_std: weight scales (one, or one per Dense layer, readout last); the algorithm's docstring
+        lists the named rules it accepts (``"paper"``).
+      b_std: bias scales; ``None`` for a network without biases.
+      parameterization: ``"ntk"`` (``W_std / sqrt(fan_in)`` in the forward pass, parameters
+        ``N(0, 1)``) or ``"standard"`` (the scale in the initialisation).
+      input_scale: a factor on the inputs before the first layer (GO-UCB's network).
+    """
+
+    width: Any = UNSET
+    depth: Any = UNSET
+    activation: Any = UNSET
+    W_std: Any = UNSET
+    b_std: Any = UNSET
+    parameterization: Any = UNSET
+    input_scale: Any = UNSET
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Training(Part):
+    """How the network's parameters are fitted to the observations in each ``update``.
+
+    Attributes:
+      optimizer: ``"gd"``, ``"adam"``, ``"sgd"`` or ``"levenberg_marquardt"``, as the algorithm
+        allows.
+      learning_rate: the step size (``None``: the algorithm's rule, e.g. GD's stable step).
+      num_steps: optimiser steps per training.
+      warm_start: start from the last round's parameters instead of the initial ones.
+      keep_optimizer_state: carry the optimiser's state (Adam's moments) across rounds.
+      reg_center: the penalty's centre: ``"init"`` (the initial parameters) or ``"zero"``.
+      penalty: the penalty's coefficient (``None``: the algorithm's ``lam``).
+      loss_reduction: ``"sum"`` or ``"mean"`` of the squared errors.
+      tol: a stopping tolerance on the loss's decrease (``None``: run every step).
+      weight_decay: an L2 penalty on the parameters.
+      num_restarts: independent random initialisations, the best kept.
+      refit_every: re-run the training every this many observations (``0``: once).
+      refit_steps: steps of a refit (``None``: ``num_steps``).
+    """
+
+    optimizer: Any = UNSET
+    learning_rate: Any = UNSET
+    num_steps: Any = UNSET
+    warm_start: Any = UNSET
+    keep_optimizer_state: Any = UNSET
+    reg_center: Any = UNSET
+    penalty: Any = UNSET
+    loss_reduction: Any = UNSET
+    tol: Any = UNSET
+    weight_decay: Any = UNSET
+    num_restarts: Any = UNSET
+    refit_every: Any = UNSET
+    refit_steps: Any = UNSET
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Search(Part):
+    """How the acquisition is maximised over the box (``ntkbo.optimize``): a candidate set, the
+    best candidates refined by ascent.
+
+    Attributes:
+      num_candidates: quasi-random candidates per suggest.
+      num_restarts: best candidates refined by ascent.
+      num_steps: ascent steps per refined candidate.
+      method: the refinement: ``"pgd"``, ``"adam"``, ``"lbfgs"`` or ``"none"``.
+      num_best: best observed points added to the candidates.
+      num_perturbations: Gaussian perturbations of those points added to the candidates.
+      perturb_scale: their standard deviation, a fraction of the box's width.
+      sampler: the candidates' sequence (``"sobol"``, ``"kronecker"`` or ``"uniform"``).
+      chunk_size: candidates evaluated per chunk (``None``: by memory).
+      num_ts_candidates: the points of a Thompson draw (the GP models).
+      log_ei: ascend the logarithm of expected improvement.
+      posterior_inverse: keep the Gram factor's inverse for the ascent (``None``: by backend).
+      jitter: the posterior's relative Cholesky jitter (``None``: ``ntkbo.gp.default_jitter``).
+      joint_steps: GO-UCB's joint ascent over ``(x, w)``: its steps.
+      joint_learning_rate: its step size.
+    """
+
+    num_candidates: Any = UNSET
+    num_restarts: Any = UNSET
+    num_steps: Any = UNSET
+    method: Any = UNSET
+    num_best: Any = UNSET
+    num_perturbations: Any = UNSET
+    perturb_scale: Any = UNSET
+    sampler: Any = UNSET
+    chunk_size: Any = UNSET
+    num_ts_candidates: Any = UNSET
+    log_ei: Any = UNSET
+    posterior_inverse: Any = UNSET
+    jitter: Any = UNSET
+    joint_steps: Any = UNSET
+    joint_learning_rate: Any = UNSET
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Fit(Part):
+    """A kernel model's hyper-parameter fit (``ntkbo.gp``): the maximum a posteriori
+    lengthscales, signal and noise, refitted as observations arrive.
+
+    Attributes:
+      enabled: fit at all (``False``: the fixed hyper-parameters).
+      method: ``"lbfgs"`` or ``"adam"``.
+      num_steps: optimiser steps per fit.
+      learning_rate: Adam's step size.
+      refit_until: refit at every observation up to this count, then geometrically.
+      refit_ratio: the geometric ratio beyond ``refit_until``.
+      ard: a lengthscale per dimension (``True``), one shared (``False``) or the better of the
+        two by BIC (``"auto"``).
+    """
+
+    enabled: Any = UNSET
+    method: Any = UNSET
+    num_steps: Any = UNSET
+    learning_rate: Any = UNSET
+    refit_until: Any = UNSET
+    refit_ratio: Any = UNSET
+    ard: Any = UNSET
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Residuals(Part):
+    """The PDE's residual points of a physics-informed model (PINN-BO).
+
+    Attributes:
+      num_points: ``N_r``, the residual points drawn in the box.
+      noise_std: the standard deviation of the noise on the right-hand side ``g`` there.
+      weight: the residual loss's weight in the training loss.
+    """
+
+    num_points: Any = UNSET
+    noise_std: Any = UNSET
+    weight: Any = UNSET
+
+
+#: The part classes by argument name.
+PARTS: dict[str, type[Part]] = {"network": Network, "training": Training, "search": Search,
+                                "fit": Fit, "residuals": Residuals}
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a factory's plain options go among its parts.
+
+    ``parts`` maps a part's argument name (a key of ``PARTS``) to ``{field: plain option}``;
+    ``custom`` maps a part's argument name to the plain option that takes a value that is not a
+    part (GO-UCB's ``network=(init_fn, apply_fn)``, ``ntk_gp``'s kernel function).
+    """
+
+    parts: Mapping[str, Mapping[str, str]]
+    custom: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def plain_names(self) -> set[str]:
+        """Every plain option some part (or custom value) stands for."""
+        return {o for fields in self.parts.values() for o in fields.values()} | set(
+            self.custom.values())
+
+    def public_name(self, plain: str) -> str:
+        """The name a user gives for plain option ``plain``: ``"part.field"``, or ``plain`` itself
+        when no part stands for it."""
+        for name, fields in self.parts.items():
+            for f, o in fields.items():
+                if o == plain:
+                    return f"{name}.{f}"
+        return plain
+
+    def hint(self, options: Mapping[str, Any]) -> str:
+        """For the plain options in ``options`` that a part stands for, where they go now."""
+        moved = [f"{k} is {self.public_name(k)}" for k in options
+                 if k not in self.parts and self.public_name(k) != k]
+        return f" ({'; '.join(moved)})" if moved else ""
+
+    def fields(self, options: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
+        """``{part: {field: value}}`` of the parts in ``options`` (a part, a mapping or None; a
+        custom value is left out). ``ValueError`` naming the argument for a field this factory
+        does not read or a value of the wrong type."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, fields in self.parts.items():
+            value = options.get(name)
+            if value is None or name in self.custom and _is_custom(value):
+                continue
+            cls = PARTS[name]
+            if isinstance(value, Part):
+                if not isinstance(value, cls):
+                    raise ValueError(f"{where}: {name} must be a {cls.__name__} or a mapping of its "
+                                     f"fields, got a {type(value).__name__}")
+                given = value.given()
+            elif isinstance(value, Mapping):
+                given = dict(value)
+                unknown = sorted(set(given) - set(cls.field_names()))
+                if unknown:
+                    raise ValueError(f"{where}: {name} has no field {', '.join(map(repr, unknown))};"
+                                     f" {cls.__name__}'s fields are {', '.join(cls.field_names())}")
+            else:
+                extra = (f", or the custom value of {self.custom[name]!r}"
+                         if name in self.custom else "")
+                raise ValueError(f"{where}: {name} must be a {cls.__name__} or a mapping of its "
+                                 f"fields{extra}, got {value!r}")
+            unread = sorted(set(given) - set(fields))
+            if unread:
+                raise ValueError(
+                    f"{where}: {', '.join(f'{name}.{f}' for f in unread)} is not an option of this "
+                    f"algorithm; its {name} takes {', '.join(fields) or 'no fields'}")
+            out[name] = given
+        return out
+
+    def flatten(self, options: Mapping[str, Any], where: str) -> dict[str, Any]:
+        """``options`` with each part replaced by the plain options it stands for (fields not
+        given are left out, so the factory's defaults apply)."""
+        nested = self.fields(options, where)
+        out = {k: v for k, v in options.items() if k not in self.parts}
+        for name, value in options.items():
+            if name in self.custom and _is_custom(value):
+                out[self.custom[name]] = value
+        for name, given in nested.items():
+            for field, value in given.items():
+                out[self.parts[name][field]] = value
+        return out
+
+    def split(self, plain: Mapping[str, Any]) -> dict[str, Any]:
+        """The inverse of ``flatten`` on a complete set of plain options: each part as a dict of
+        all its fields (a custom value that is not ``None`` stands for its part instead)."""
+        out: dict[str, Any] = {}
+        placed: set[str] = set()
+        for name, fields in self.parts.items():
+            custom = self.custom.get(name)
+            if custom is not None and plain.get(custom) is not None:
+                out[name] = plain[custom]
+            else:
+                out[name] = {f: plain[o] for f, o in fields.items() if o in plain}
+            placed |= set(fields.values()) | ({custom} if custom else set())
+        for k, v in plain.items():
+            if k not in placed:
+                out[k] = v
+        return out
+
+
+def _is_custom(value) -> bool:
+    return value is not None and not isinstance(value, (Part, Mapping))
+
+
+def merge(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    """``second``'s options over ``first``'s; a part given in both is merged field by field
+    (``second``'s fields win), so ``preset`` options and a user's ``network={"width": 64}``
+    combine into the preset's network at width 64."""
+    out = dict(first)
+    for k, v in second.items():
+        a = out.get(k)
+        if k in PARTS and _as_fields(a) is not None and _as_fields(v) is not None:
+            out[k] = {**_as_fields(a), **_as_fields(v)}  # type: ignore[dict-item]
+        else:
+            out[k] = v
+    return out
+
+
+def _as_fields(value) -> dict | None:
+    if isinstance(value, Part):
+        return value.given()
+    if isinstance(value, Mapping):
+        return dict(value)
+    return None
+
+
+def grouped(plain: Callable, layout: Layout) -> Callable:
+    """The factory ``plain`` (plain keyword options) taking parts instead: its signature has each
+    part of ``layout`` (default ``None``, the algorithm's defaults) where the first option it
+    stands for was, and ``plain``'s other options as they were. ``plain`` and ``layout`` are its
+    attributes ``plain`` and ``layout``."""
+    sig = inspect.signature(plain)
+    taken = layout.plain_names()
+    params, placed = [], set()
+    owner = {o: p for p, fields in layout.parts.items() for o in fields.values()}
+    owner.update({o: p for p, o in layout.custom.items()})
+    missing = sorted(taken - set(sig.parameters))
+    if missing and not any(p.kind is inspect.Parameter.VAR_KEYWORD
+                           for p in sig.parameters.values()):
+        raise TypeError(f"{plain.__name__} has no options {missing}")
+    for p in sig.parameters.values():
+        if p.name in owner:
+            part = owner[p.name]
+            if part not in placed:
+                placed.add(part)
+                params.append(inspect.Parameter(part, inspect.Parameter.KEYWORD_ONLY,
+                                                default=None))
+            continue
+        kind = (inspect.Parameter.KEYWORD_ONLY
+                if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and params
+                and any(q.kind is inspect.Parameter.KEYWORD_ONLY for q in params) else p.kind)
+        params.append(p.replace(kind=kind))
+    params.sort(key=lambda q: q.kind)  # keep a valid order: positional, keyword-only, **kwargs
+    public_sig = sig.replace(parameters=params)
+    where = plain.__name__.lstrip("_")
+
+    @functools.wraps(plain)
+    def factory(*args, **options):
+        try:
+            public_sig.bind_partial(*args, **options)
+        except TypeError as err:
+            raise TypeError(f"{where}: {err}{layout.hint(options)}") from None
+        return plain(*args, **layout.flatten(options, where))
+
+    factory.__name__ = factory.__qualname__ = plain.__name__.lstrip("_")
+    factory.__signature__ = public_sig  # type: ignore[attr-defined]
+    del factory.__wrapped__  # type: ignore[attr-defined]  # inspect must read the public signature
+    factory.plain = plain  # type: ignore[attr-defined]
+    factory.layout = layout  # type: ignore[attr-defined]
+    return factory
+
+
+__all__ = ["UNSET", "Fit", "Layout", "Network", "PARTS", "Part", "Residuals", "Search",
+           "Training", "grouped", "merge"]
