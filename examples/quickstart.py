@@ -20,7 +20,7 @@ budget, n_init, n_seeds, width = (12, 6, 2, 16) if small else (40, 10, 4, 200)
 
 problem = ntkbo.benchmarks.get("hartmann6")
 keys = jax.random.split(jax.random.PRNGKey(0), n_seeds)
-for name, algo in [("neural_bo", ntkbo.algorithms.neural_bo(width=width)),
+for name, algo in [("neural_bo", ntkbo.algorithms.neural_bo(network=dict(width=width))),
                    ("ntk_gp_ucb", ntkbo.algorithms.ntk_gp(acquisition="ucb")),
                    ("gp_ei", ntkbo.algorithms.gp(acquisition="ei")),
                    ("random", ntkbo.algorithms.random_search())]:

@@ -3,18 +3,19 @@
 The public surface::
 
     problem = ntkbo.benchmarks.get("ackley", dim=10)
-    algo = ntkbo.algorithms.neural_bo(width=500, depth=1)
+    algo = ntkbo.algorithms.neural_bo(network=ntkbo.Network(width=64), nu=0.5)
     result = ntkbo.minimize(algo, problem, budget=200, key=key)
     results = jax.vmap(lambda k: ntkbo.minimize(algo, problem, 200, k))(keys)
 """
 
 from typing import TYPE_CHECKING
 
-from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize, qmc,
-                   space)
+from ntkbo import (acquisition, algorithms, ask_tell, benchmarks, data, gp, kernels, optimize,
+                   parts, qmc, space)
 from ntkbo.base import Algorithm, NoInfo
 from ntkbo.lapack_threads import configure_blas_threads
 from ntkbo.loop import Result, best_so_far, maximize, minimize
+from ntkbo.parts import Fit, Network, Residuals, Search, Training
 
 __version__ = "0.1.0"
 
@@ -34,8 +35,13 @@ def __getattr__(name):
 
 __all__ = [
     "Algorithm",
+    "Fit",
+    "Network",
     "NoInfo",
+    "Residuals",
     "Result",
+    "Search",
+    "Training",
     "acquisition",
     "algorithms",
     "ask_tell",
@@ -49,6 +55,7 @@ __all__ = [
     "maximize",
     "minimize",
     "optimize",
+    "parts",
     "qmc",
     "space",
 ]

@@ -49,6 +49,8 @@ from typing import Any, NamedTuple, Protocol, cast
 import jax
 import numpy as np
 
+from ntkbo.parts import Part
+
 Array = jax.Array
 PRNGKey = jax.Array
 State = Any
@@ -96,6 +98,8 @@ def describe(value) -> tuple[Any, bool]:
     if isinstance(value, (float, np.floating)):
         v = float(value)
         return (v, True) if math.isfinite(v) else (repr(v), False)
+    if isinstance(value, Part):  # a part as the mapping of the fields it sets
+        return describe(value.given())
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         fields = {k: describe(getattr(value, k)) for k in cast(Any, value)._fields}
         return {"type": f"{type(value).__module__}.{type(value).__qualname__}",

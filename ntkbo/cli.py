@@ -95,16 +95,36 @@ def read_config(path: str) -> dict:
 
 
 def _parse_options(items: list[str]) -> dict:
-    out = {}
+    """``--set`` items ``key=value`` (values as Python literals, else strings; a dotted key
+    ``network.width=64`` sets a field of a part, ``ntkbo.parts``)."""
+    from ntkbo.parts import set_option
+
+    out: dict = {}
     for item in items or []:
         if "=" not in item:
             raise SystemExit(f"--set expects key=value, got {item!r}")
         k, v = item.split("=", 1)
         try:
-            out[k] = ast.literal_eval(v)
+            value = ast.literal_eval(v)
         except (ValueError, SyntaxError):
-            out[k] = v
+            value = v
+        try:
+            set_option(out, k.strip(), value)
+        except ValueError as err:
+            raise SystemExit(f"--set {item}: {err}") from None
     return out
+
+
+class _Fields(tuple):
+    """A part's mapping of fields as sorted pairs: hashable, and told apart from a tuple value."""
+
+
+def _frozen(value):
+    return _Fields(sorted(value.items())) if isinstance(value, dict) else value
+
+
+def _thawed(value):
+    return dict(value) if isinstance(value, _Fields) else value
 
 
 def _algorithm(name: str, options: dict):
@@ -113,17 +133,19 @@ def _algorithm(name: str, options: dict):
     callers) reuses the compiled programs, which are cached per ``Algorithm``."""
     import ntkbo
 
+    key = tuple(sorted((k, _frozen(v)) for k, v in options.items()))
     try:
-        return _cached_algorithm(name, tuple(sorted(options.items())))
+        hash(key)
     except TypeError:  # an unhashable option (a list, an array): built afresh
         return ntkbo.algorithms.get(name, **options)
+    return _cached_algorithm(name, key)
 
 
 @functools.lru_cache(maxsize=16)
 def _cached_algorithm(name: str, options: tuple):
     import ntkbo
 
-    return ntkbo.algorithms.get(name, **dict(options))
+    return ntkbo.algorithms.get(name, **{k: _thawed(v) for k, v in options})
 
 
 #: ``ntkbo list``'s families of surrogate model.
@@ -818,7 +840,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None, help="output folder ('' for none; default "
                    "runs/latest)")
     r.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="algorithm options, e.g. --set width=200 lam=0.01")
+                   help="algorithm options, e.g. --set network.width=200 lam=0.01")
     r.add_argument("--no-plot", action="store_true")
     d = add("demo", "the README's main job: NeuralBO, GP-EI and random search "
                        "compared on Branin (progress bars, report.md, plot, Welch tests), in "

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -240,6 +241,19 @@ class Layout:
                     return f"{name}.{f}"
         return plain
 
+    def public_message(self, message: str) -> str:
+        """``message`` (a plain factory's validation error) with each plain option that a part
+        stands for, where it is named as the subject (``"num_acq_steps must be ..."``,
+        ``"num_restarts=5 exceeds ..."``), written as the caller gives it
+        (``"search.num_steps"``)."""
+        names = sorted((o for o in self.plain_names() if self.public_name(o) != o),
+                       key=len, reverse=True)
+        if not names:
+            return message
+        pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, names)) +
+                             r")(?=( must|=| exceeds| needs| has|:))")
+        return pattern.sub(lambda m: self.public_name(m.group(1)), message)
+
     def hint(self, options: Mapping[str, Any]) -> str:
         """For the plain options in ``options`` that a part stands for, where they go now."""
         moved = [f"{k} is {self.public_name(k)}" for k in options
@@ -329,6 +343,23 @@ def merge(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
+def set_option(options: dict[str, Any], key: str, value) -> None:
+    """Sets ``options[key] = value``, a dotted ``key`` (``"network.width"``) inside its part's
+    mapping (the command line's and the experiment specs' spelling of a part's field)."""
+    part, dot, field = key.partition(".")
+    if not dot:
+        options[key] = value
+        return
+    if part not in PARTS:
+        raise ValueError(f"option {key!r}: {part!r} is not a part (the parts are "
+                         f"{', '.join(PARTS)})")
+    current = options.get(part)
+    fields = _as_fields(current) if current is not None else {}
+    if fields is None:
+        raise ValueError(f"option {key!r}: {part} is already set to {current!r}")
+    options[part] = {**fields, field: value}
+
+
 def _as_fields(value) -> dict | None:
     if isinstance(value, Part):
         return value.given()
@@ -373,7 +404,10 @@ def grouped(plain: Callable, layout: Layout) -> Callable:
             public_sig.bind_partial(*args, **options)
         except TypeError as err:
             raise TypeError(f"{where}: {err}{layout.hint(options)}") from None
-        return plain(*args, **layout.flatten(options, where))
+        try:
+            return plain(*args, **layout.flatten(options, where))
+        except ValueError as err:  # name the option as the caller gave it
+            raise ValueError(layout.public_message(str(err))) from None
 
     factory.__name__ = factory.__qualname__ = plain.__name__.lstrip("_")
     factory.__signature__ = public_sig  # type: ignore[attr-defined]
@@ -384,4 +418,4 @@ def grouped(plain: Callable, layout: Layout) -> Callable:
 
 
 __all__ = ["UNSET", "Fit", "Layout", "Network", "PARTS", "Part", "Residuals", "Search",
-           "Training", "grouped", "merge"]
+           "Training", "grouped", "merge", "set_option"]

@@ -25,8 +25,8 @@ NB = importlib.import_module("ntkbo.algorithms.neural_bo")  # the module, not th
 BRANIN = ntkbo.benchmarks.get("branin")
 X0 = jnp.array([[-2.0, 3.0], [4.0, 11.0], [8.0, 1.0]])
 KEYS = jax.random.split(jax.random.PRNGKey(3), 2)  # one per round
-NEURAL = dict(width=16, num_steps=5, num_candidates=64, num_perturbations=8,
-              sampler="kronecker")
+NEURAL = dict(network=dict(width=16), training=dict(num_steps=5),
+              search=dict(num_candidates=64, num_perturbations=8, sampler="kronecker"))
 # a shared lengthscale fitted in 5 L-BFGS steps (the prior's lengthscale, unfitted, is so long
 # that every beta picks the same corner of the box)
 GP = dict(ard=False, num_fit_steps=5, num_candidates=64, num_restarts=2, num_steps=5)

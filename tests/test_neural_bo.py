@@ -103,7 +103,8 @@ def test_primal_and_diag_state_follow_the_updates(setup):
     s = setup
     y = np.arange(s["n"], dtype=np.float64)
     for mode in ("primal", "diag", "dual"):
-        algo = neural_bo(s["width"], uncertainty=mode, num_steps=0, input_map="cube")
+        algo = neural_bo(network=dict(width=s["width"]), uncertainty=mode,
+                         training=dict(num_steps=0), input_map="cube")
         state = jax.jit(algo.init, static_argnums=2)(jax.random.PRNGKey(0), UNIT3, 16)
         # the algorithm draws the same theta_0 from the same key as the fixture
         np.testing.assert_array_equal(state.params0["params"]["Dense_0"]["kernel"],
@@ -154,7 +155,8 @@ def test_sphere_input_map():
     z = np.random.default_rng(5).uniform(size=(5, d))
     u = np.column_stack([2 * z - 1, np.ones(5)])
     u /= np.linalg.norm(u, axis=1, keepdims=True)
-    algo = neural_bo(width, lam=lam, uncertainty="diag", num_steps=0)
+    algo = neural_bo(network=dict(width=width), lam=lam, uncertainty="diag",
+                     training=dict(num_steps=0))
     state, _ = algo.update(algo.init(jax.random.PRNGKey(0), UNIT3, 8), z, np.arange(5.0))
     init_fn, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d + 1, 1))
     _, params0 = init_fn(jax.random.PRNGKey(0), (-1, d + 1))
@@ -226,7 +228,8 @@ def test_training_approaches_kernel_ridge_regression():
     rng = np.random.default_rng(2)
     z, zt = rng.uniform(size=(n, d)), rng.uniform(size=(50, d))
     y = np.sin(3 * z[:, 0]) + z[:, 1] ** 2
-    algo = neural_bo(width, lam=lam, num_steps=300, standardize_y=False, input_map="cube")
+    algo = neural_bo(network=dict(width=width), lam=lam, training=dict(num_steps=300),
+                     standardize_y=False, input_map="cube")
     _, apply_fn, _ = mlp(1, width, W_std=paper_W_std(d, 1))
     feats = grad_features(apply_fn)
 
@@ -260,7 +263,7 @@ def run(algo, key=KEY, n_init=None):
 
 @pytest.fixture(scope="module")
 def default_algo():
-    return neural_bo(width=32)
+    return neural_bo(network=dict(width=32))
 
 
 def test_minimize_default(default_algo):
@@ -308,16 +311,18 @@ def test_minimize_default(default_algo):
 VARIANTS = {
     # the authors' code: dynamic features, warm start, Adam, weight decay, mean loss, nu schedule,
     # with the primal U accumulated from g(x_t; theta_{t-1})
-    "repo": dict(features="dynamic", warm_start=True, optimizer="adam", reg_center="zero",
-                 loss_reduction="mean", nu="repo", uncertainty="primal"),
+    "repo": dict(features="dynamic",
+                 training=dict(warm_start=True, optimizer="adam", reg_center="zero",
+                               loss_reduction="mean"), nu="repo",
+                 uncertainty="primal"),
     # dynamic features with the dual form (Gram matrix recomputed at theta_t), pathwise draws
     # (the factor made inside the draw; info's std from the posterior at the chosen point)
     "dynamic_dual": dict(features="dynamic", thompson="pathwise"),
     # batches, biases, a second hidden layer, a fixed learning rate, a callable nu, diag U,
     # chunked candidates, more best points than the buffer's capacity (16), q pathwise draws
-    "misc": dict(q=2, b_std=0.1, depth=2, width=16, learning_rate=1e-3, chunk_size=100,
-                 num_best=20, nu=lambda t: 0.5 + 0.0 * t, uncertainty="diag",
-                 standardize_y=False, thompson="pathwise", num_acq_steps=5),
+    "misc": dict(q=2, network=dict(b_std=0.1, depth=2, width=16), training=dict(learning_rate=1e-3),
+                 search=dict(chunk_size=100, num_best=20, num_steps=5), nu=lambda t: 0.5 + 0.0 * t,
+                 uncertainty="diag", standardize_y=False, thompson="pathwise"),
 }
 
 
@@ -325,7 +330,8 @@ VARIANTS = {
 def test_variants_run(name):
     """Each switch through init, update, suggest (jitted directly, not through the driver: one
     compilation of each function, which is what dominates the time of this test)."""
-    kw = dict(width=32, num_candidates=256, num_perturbations=64, sampler="kronecker")
+    kw = dict(network=dict(width=32),
+              search=dict(num_candidates=256, num_perturbations=64, sampler="kronecker"))
     kw.update(VARIANTS[name])
     algo = neural_bo(**kw)
     q = kw.get("q", 1)
@@ -373,38 +379,38 @@ def test_vmap_over_keys_equals_separate_runs(default_algo):
     [
         (dict(features="fixed"), "features"),
         (dict(uncertainty="full"), "uncertainty"),
-        (dict(optimizer="sgd"), "optimizer"),
-        (dict(reg_center="origin"), "reg_center"),
-        (dict(loss_reduction="max"), "loss_reduction"),
+        (dict(training=dict(optimizer="sgd")), 'training.optimizer'),
+        (dict(training=dict(reg_center="origin")), 'training.reg_center'),
+        (dict(training=dict(loss_reduction="max")), 'training.loss_reduction'),
         (dict(lam=0.0), "lam"),
         (dict(lam=-1.0), "lam"),
         (dict(nu=-0.1), "nu"),
         (dict(nu="fast"), "nu"),
-        (dict(learning_rate=0.0), "learning_rate"),
-        (dict(num_steps=-1), "num_steps"),
-        (dict(num_steps=2.5), "num_steps"),
+        (dict(training=dict(learning_rate=0.0)), 'training.learning_rate'),
+        (dict(training=dict(num_steps=-1)), 'training.num_steps'),
+        (dict(training=dict(num_steps=2.5)), 'training.num_steps'),
         (dict(q=0), "q"),
-        (dict(num_candidates=0), "num_candidates"),
-        (dict(num_best=0), "num_perturbations"),
-        (dict(perturb_scale=-0.1), "perturb_scale"),
-        (dict(chunk_size=0), "chunk_size"),
-        (dict(warm_start=1), "warm_start"),
+        (dict(search=dict(num_candidates=0)), 'search.num_candidates'),
+        (dict(search=dict(num_best=0)), 'search.num_perturbations'),
+        (dict(search=dict(perturb_scale=-0.1)), 'search.perturb_scale'),
+        (dict(search=dict(chunk_size=0)), 'search.chunk_size'),
+        (dict(training=dict(warm_start=1)), 'training.warm_start'),
         (dict(standardize_y="yes"), "standardize_y"),
-        (dict(sampler="halton"), "sampler"),
-        (dict(W_std="theory"), "W_std"),
-        (dict(W_std=(1.0, 1.0, 1.0)), "W_std"),
-        (dict(width=0), "width"),
-        (dict(depth=0), "depth"),
-        (dict(b_std=-1.0), "b_std"),
+        (dict(search=dict(sampler="halton")), 'search.sampler'),
+        (dict(network=dict(W_std="theory")), 'network.W_std'),
+        (dict(network=dict(W_std=(1.0, 1.0, 1.0))), 'network.W_std'),
+        (dict(network=dict(width=0)), 'network.width'),
+        (dict(network=dict(depth=0)), 'network.depth'),
+        (dict(network=dict(b_std=-1.0)), 'network.b_std'),
         (dict(input_map="ball"), "input_map"),
-        (dict(keep_optimizer_state=True, warm_start=False), "keep_optimizer_state"),
-        (dict(keep_optimizer_state=1, warm_start=True), "keep_optimizer_state"),
-        (dict(train_penalty=-1.0), "train_penalty"),
+        (dict(training=dict(keep_optimizer_state=True, warm_start=False)), 'training.keep_optimizer_state'),
+        (dict(training=dict(keep_optimizer_state=1, warm_start=True)), 'training.keep_optimizer_state'),
+        (dict(training=dict(penalty=-1.0)), 'training.penalty'),
         (dict(thompson="joint"), "thompson"),
-        (dict(acq_method="newton"), "acq_method"),
-        (dict(num_restarts=0), "num_restarts"),
-        (dict(num_acq_steps=-1), "num_acq_steps"),
-        (dict(thompson="pathwise", num_candidates=2, num_restarts=4), "num_restarts"),
+        (dict(search=dict(method="newton")), 'search.method'),
+        (dict(search=dict(num_restarts=0)), 'search.num_restarts'),
+        (dict(search=dict(num_steps=-1)), 'search.num_steps'),
+        (dict(thompson="pathwise", search=dict(num_candidates=2, num_restarts=4)), 'search.num_restarts'),
     ],
 )
 def test_bad_arguments_raise(kwargs, name):
@@ -427,8 +433,9 @@ def selection_setup():
     out = {}
     for reg_center in ("init", "zero"):
         # candidates only (num_best = 0): the rule is the argmin over the Sobol set
-        algo = neural_bo(width, lam=lam, nu=3.0, reg_center=reg_center, input_map="cube",
-                         num_candidates=128, num_best=0, num_perturbations=0, num_steps=50)
+        algo = neural_bo(network=dict(width=width), lam=lam, nu=3.0,
+                         training=dict(reg_center=reg_center, num_steps=50), input_map="cube",
+                         search=dict(num_candidates=128, num_best=0, num_perturbations=0))
 
         @jax.jit
         def one(key, algo=algo):
@@ -643,8 +650,10 @@ def test_update_keeps_the_optimizer_state_only_when_asked():
     y = np.array([0.3, -0.2, 1.0])
     counts = {}
     for keep in (True, False):
-        algo = neural_bo(8, optimizer="adam", warm_start=True, keep_optimizer_state=keep,
-                         num_steps=5, input_map="centered")
+        algo = neural_bo(network=dict(width=8),
+                         training=dict(optimizer="adam", warm_start=True,
+                                       keep_optimizer_state=keep, num_steps=5),
+                         input_map="centered")
 
         @jax.jit
         def three(algo=algo):
@@ -705,9 +714,12 @@ def test_presets_expand_and_the_given_options_win():
         assert A.neural_bo(preset=name).config == A.neural_bo(**options).config
         assert A.resolved_options("neural_bo", preset=name) == A.resolved_options("neural_bo",
                                                                                    **options)
-    mixed = A.get("neural_bo", preset="authors", width=64).config.to_json()
-    assert mixed["width"] == 64 and mixed["optimizer"] == "adam"
-    assert mixed["train_penalty"] == PRESETS["authors"]["train_penalty"]
+    mixed = A.get("neural_bo", preset="authors", network=dict(width=64)).config.to_json()
+    # the given network field merges into the preset's network, the other parts stay (mutation
+    # checked: with_preset replacing a part whole, {**preset, **options}, loses b_std=1.0)
+    assert mixed["network"]["width"] == 64 and mixed["network"]["b_std"] == 1.0
+    assert mixed["training"]["optimizer"] == "adam"
+    assert mixed["training"]["penalty"] == PRESETS["authors"]["training"]["penalty"]
     assert "preset" not in mixed
     with pytest.raises(ValueError, match="preset"):
         A.neural_bo(preset="theory")

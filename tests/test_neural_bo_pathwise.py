@@ -116,9 +116,10 @@ def suggestion():
     y = np.sin(2 * x[:, 0]) + 0.3 * x[:, 1] ** 2
     out = {}
     for method in ("none", "pgd"):
-        algo = neural_bo(width, lam=lam, nu=nu, thompson="pathwise", acq_method=method,
-                         input_map="cube", num_candidates=128, num_best=0, num_perturbations=0,
-                         num_steps=50)
+        algo = neural_bo(network=dict(width=width), lam=lam, nu=nu, thompson="pathwise",
+                         search=dict(method=method, num_candidates=128, num_best=0,
+                                     num_perturbations=0),
+                         input_map="cube", training=dict(num_steps=50))
 
         @jax.jit
         def one(key, algo=algo):

@@ -189,6 +189,17 @@ def test_presets_are_looked_up_by_registry_name_then_module():
         assert set(module.PRESETS_BY_NAME) <= set(A.names()), module.__name__
 
 
+def _dotted(config: dict) -> dict:
+    """A record with each part's fields as ``"part.field"`` entries."""
+    out = {}
+    for k, v in config.items():
+        if k in ntkbo.parts.PARTS and isinstance(v, dict):
+            out.update({f"{k}.{f}": x for f, x in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
 def test_preset_differences_are_where_the_records_differ():
     """``preset_differences(name, P)`` lists exactly the options whose recorded values (the
     ``Algorithm``'s ``config``, built by the factory) differ between the defaults and the preset,
@@ -200,15 +211,15 @@ def test_preset_differences_are_where_the_records_differ():
     for name in A.names():
         for preset in A.presets(name):
             need = _needs(name)
-            default = A.get(name, **need).config.to_json()
-            chosen = A.get(name, preset=preset, **need).config.to_json()
+            default = _dotted(A.get(name, **need).config.to_json())
+            chosen = _dotted(A.get(name, preset=preset, **need).config.to_json())
             expect = {k: (default[k], chosen[k]) for k in chosen if default.get(k) != chosen[k]}
             got = A.preset_differences(name, preset)
             # the problem's options (PINN-BO's pde) are not defaults: leave them out of both
             assert {k: v for k, v in got.items() if k not in need} == \
                 {k: v for k, v in expect.items() if k not in need}, (name, preset)
     assert A.preset_differences("neural_bo", "paper") == {"nu": ("by_dimension", 1.0),
-                                                          "warm_start": (True, False)}
+                                                          "training.warm_start": (True, False)}
     # The papers' GP baselines are ARD squared-exponential GPs (gp_bo's _PAPER_GP comment): with
     # gp's default ard="auto" the preset must set ARD itself. Mutation caught (checked):
     # ard=True dropped from _PAPER_GP (the preset would then choose by BIC like the default).
@@ -492,13 +503,14 @@ def test_sto_bnts_presets_are_the_papers_and_the_codes_numbers():
 
 
 def test_positional_options_override_a_preset_and_presets_are_copies():
-    # Mutations checked: binding positional options after the preset (the former behaviour)
-    # raises "multiple values for 'width'"; returning the module's dict lets a caller edit it.
-    algo = ntkbo.algorithms.neural_bo(64, preset="paper")
-    assert algo.config["width"] == 64
-    assert algo.config == ntkbo.algorithms.neural_bo(width=64, preset="paper").config
+    # The one positional option left is PINN-BO's required pde. Mutations checked: binding it
+    # after the preset's options raises "multiple values"; returning the module's dict lets a
+    # caller edit it.
+    pde = PDE_PROBLEM.pde
+    algo = ntkbo.algorithms.pinn_bo(pde, preset="paper")
+    assert algo.config == ntkbo.algorithms.pinn_bo(pde=pde, preset="paper").config
     with pytest.raises(TypeError, match="multiple values"):
-        ntkbo.algorithms.neural_bo(64, width=32)
+        ntkbo.algorithms.pinn_bo(pde, pde=pde)
     mine = ntkbo.algorithms.presets("neural_bo")
-    mine["paper"]["width"] = 1
-    assert ntkbo.algorithms.presets("neural_bo")["paper"].get("width") != 1
+    mine["paper"]["network"]["width"] = 1
+    assert ntkbo.algorithms.presets("neural_bo")["paper"]["network"]["width"] != 1

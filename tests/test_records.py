@@ -56,29 +56,29 @@ def test_every_registered_algorithm_records_its_name_and_every_default(name):
 
 
 def test_a_factory_called_directly_records_positional_and_keyword_options():
-    """``ntkbo.algorithms.neural_bo(64, lam=0.1)`` (a factory attribute, not ``get``) records
+    """``ntkbo.algorithms.neural_bo(network={"width": 64}, lam=0.1)`` (a factory attribute, not ``get``) records
     ``width=64`` (positional), ``lam=0.1`` and the other defaults; equals ``get``'s record."""
-    algo = A.neural_bo(64, lam=0.1)
+    algo = A.neural_bo(network=dict(width=64), lam=0.1)
     raw = importlib.import_module("ntkbo.algorithms.neural_bo").neural_bo
     defaults = {k: p.default for k, p in inspect.signature(raw).parameters.items()}
     assert algo.name == "neural_bo"
     assert dict(algo.config) == {**defaults, "width": 64, "lam": 0.1}
-    assert algo.config == A.get("neural_bo", width=64, lam=0.1).config
+    assert algo.config == A.get("neural_bo", network=dict(width=64), lam=0.1).config
 
 
 def test_non_json_options_are_described_stably_and_mark_the_config():
     """A callable option is recorded as ``<callable module.qualname>`` (no memory address, so the
     text is the same in every process), a ``functools.partial`` by its function and arguments;
     either makes ``reproducible`` False and is listed in ``non_reproducible``."""
-    algo = A.neural_bo(nu=jnp.sin, width=8)
+    algo = A.neural_bo(nu=jnp.sin, network=dict(width=8))
     rec = algo.config.to_json()
     assert rec["nu"] == f"<callable {jnp.sin.__module__}.{jnp.sin.__qualname__}>"
     assert not algo.config.reproducible and algo.config.non_reproducible == ["nu"]
     part = functools.partial(jnp.clip, a_min=0.0)
-    rec2 = A.neural_bo(nu=part, width=8).config.to_json()["nu"]
+    rec2 = A.neural_bo(nu=part, network=dict(width=8)).config.to_json()["nu"]
     assert rec2["partial"].startswith("<callable ") and rec2["keywords"] == {"a_min": 0.0}
     assert "0x" not in json.dumps(rec) + json.dumps(rec2)
-    assert algo.config != A.neural_bo(nu=jnp.cos, width=8).config
+    assert algo.config != A.neural_bo(nu=jnp.cos, network=dict(width=8)).config
 
 
 def test_same_algorithm_under_two_names():

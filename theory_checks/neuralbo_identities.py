@@ -168,9 +168,9 @@ def _runs(key, s: dict, fault):
     problem = Problem(name="rkhs_ntk", fn=f, bounds=bounds, optimum=float(f_min),
                       noise_std=s["noise"])
     algo = ntkbo.algorithms.neural_bo(
-        width=s["width"], depth=depth, lam=s["lam"], nu=1.0, W_std=ws, b_std=s["b_std"],
-        num_steps=s["train_steps"], num_candidates=256, num_perturbations=64,
-        input_map=input_map)
+        network=dict(width=s["width"], depth=depth, W_std=ws, b_std=s["b_std"]), lam=s["lam"],
+        nu=1.0, training=dict(num_steps=s["train_steps"]),
+        search=dict(num_candidates=256, num_perturbations=64), input_map=input_map)
     keys = jax.random.split(k_run, s["seeds"])
     res = memory_lib.chunked_map(lambda k: ntkbo.minimize(algo, problem, s["budget"], k), keys,
                                  memory_lib.find(memory(s), "NeuralBO runs").chunk, "NeuralBO runs")

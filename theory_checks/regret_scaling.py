@@ -313,8 +313,9 @@ def _algorithm(name, s, T):
     if name == "neural_bo":
         # nu = 1, the experiments' constant (module docstring): explicit since the default
         # became 0.3
-        return ntkbo.algorithms.neural_bo(width=s["width"], nu=1.0, num_steps=50,
-                                          num_candidates=256, num_perturbations=64)
+        return ntkbo.algorithms.neural_bo(network=dict(width=s["width"]), nu=1.0,
+                                          training=dict(num_steps=50),
+                                          search=dict(num_candidates=256, num_perturbations=64))
     if name == "sto_bnts":
         # the trained network, its training and query set here, not left to the defaults (10 LM
         # steps at width 128 since 2026-11-27): 4 LM steps at the check's width and a cheap

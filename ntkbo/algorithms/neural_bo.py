@@ -887,13 +887,14 @@ def _build(
     jitter: float | None = None,
 ) -> NeuralBOFns:
     """NeuralBO's raw ``init``, ``suggest`` and ``update`` (``NeuralBOFns``) for ``neural_bo``'s
-    structural options (the same arguments and defaults but ``nu`` and ``lam``, validated here), with the continuous
-    hyper-parameters as arguments of the functions, blackjax's ``build_kernel`` pattern: ``nu``
-    (the round's exploration scale ``nu_t`` of Alg. 1 line 4) and ``lam`` (``U_0 = lam I``, the
-    variance prefactor and the training penalty). ``neural_bo(nu=..., lam=..., **options)`` is
-    ``build(**options)`` with ``nu_t`` from its schedule and ``lam`` fixed, so a loop of these
-    functions under ``jax.vmap`` over ``nu`` or ``lam`` runs each value's computation. The
-    hyper-parameters are not validated (they may be traced): ``nu >= 0`` and ``lam > 0``.
+    structural options (the same parts and options but ``nu`` and ``lam``, validated here), with
+    the continuous hyper-parameters as arguments of the functions, blackjax's ``build_kernel``
+    pattern: ``nu`` (the round's exploration scale ``nu_t`` of Alg. 1 line 4) and ``lam``
+    (``U_0 = lam I``, the variance prefactor and the training penalty). ``neural_bo(nu=...,
+    lam=..., **options)`` is ``build(**options)`` with ``nu_t`` from its schedule and ``lam``
+    fixed, so a loop of these functions under ``jax.vmap`` over ``nu`` or ``lam`` runs each
+    value's computation. The hyper-parameters are not validated (they may be traced): ``nu >= 0``
+    and ``lam > 0``.
 
     Raises:
       ValueError: an invalid option, naming it.

@@ -30,6 +30,8 @@ from typing import Any, Mapping, cast
 
 import numpy as np
 
+from ntkbo.parts import Part, merge
+
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -176,6 +178,8 @@ def jsonable(v):
     if isinstance(v, (float, np.floating)):
         v = float(v)
         return v if math.isfinite(v) else repr(v)
+    if isinstance(v, Part):  # a part as the mapping of the fields it sets
+        return jsonable(v.given())
     if isinstance(v, tuple) and hasattr(v, "_fields"):
         return {"type": type(v).__name__,
                 **{k: jsonable(getattr(v, k)) for k in cast(Any, v)._fields}}
@@ -469,7 +473,7 @@ class Spec:
                     if a.id in sc.exclude:
                         continue
                     if a.id in sc.options:  # this scale's options for that algorithm
-                        a = dataclasses.replace(a, options={**a.options, **sc.options[a.id]})
+                        a = dataclasses.replace(a, options=merge(a.options, sc.options[a.id]))
                     try:
                         given = algorithms.problem_options(a.name, problem, **a.options)
                         # a dict's jsonable form is a dict
