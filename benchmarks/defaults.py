@@ -28,7 +28,7 @@ Tuning (the only place a default may be chosen): the same protocol on ``TUNING_K
 (``PRNGKey(0 + i)``) with named variants, each ``LABEL=NAME`` or ``LABEL=NAME:JSON-OPTIONS``::
 
     python benchmarks/defaults.py --keys tuning --seeds 8 --out DIR \
-        --variant neural_bo --variant 'nb_warm=neural_bo:{"warm_start": true}'
+        --variant neural_bo --variant 'nb_warm=neural_bo:{"training": {"warm_start": true}}'
 
 Scales: ``full`` 100 evaluations per run; ``cpu`` 60; ``smoke`` 8 evaluations of which 4 initial,
 3 seeds (the tests). The ``algorithms`` are every registered name that runs on a plain problem (no
@@ -69,6 +69,7 @@ from ntkbo.experiments import report as R
 from ntkbo.experiments import spec as S
 from ntkbo.experiments import stats
 from ntkbo.experiments import summary as study_summary
+from ntkbo.parts import set_option
 
 #: Algorithms that need a problem the dev suite does not have (constraints, a PDE).
 NEEDS_MORE = ("gp_cei", "ntk_gp_cei", "neural_cbo", "pinn_bo", "pinn_ntk_gp")
@@ -311,17 +312,21 @@ def render_panel(t: dict) -> str:
 
 
 def parse_variant(text: str) -> S.AlgorithmSpec:
-    """``"LABEL=NAME:JSON"`` (or ``"LABEL=NAME"``, or ``"NAME"``) as an ``AlgorithmSpec``;
+    """``"LABEL=NAME:JSON"`` (or ``"LABEL=NAME"``, or ``"NAME"``) as an ``AlgorithmSpec`` (a
+    part's field as a nested object or a dotted key, ``{"network.width": 64}``);
     ``ValueError`` naming ``--variant`` for an unknown name or options that are not a JSON
     object."""
     label, _, rest = text.partition("=") if "=" in text else (None, "", text)
     name, _, options = rest.partition(":")
     if name not in ntkbo.algorithms.names():
         raise ValueError(f"--variant {text!r}: unknown algorithm {name!r}")
-    opts = json.loads(options) if options else {}
-    if not isinstance(opts, dict):
+    given = json.loads(options) if options else {}
+    if not isinstance(given, dict):
         raise ValueError(f"--variant {text!r}: options must be a JSON object, got {options!r}")
+    opts: dict = {}
     try:
+        for k, v in given.items():  # a dotted key ("network.width") sets a part's field
+            set_option(opts, k, v)
         ntkbo.algorithms.resolved_options(name, **opts)  # an option the factory does not take
     except ValueError as err:
         raise ValueError(f"--variant {text!r}: {err}") from None

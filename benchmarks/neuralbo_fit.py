@@ -39,11 +39,11 @@ NB = importlib.import_module("ntkbo.algorithms.neural_bo")
 CONFIGS = {
     "defaults": {},
     "paper preset (GD from theta_0, J = 200)": {"preset": "paper"},
-    "GD, J = 1000": {"num_steps": 1000},
-    "GD from theta_{t-1} (warm_start)": {"warm_start": True},
-    "Adam (1e-2), J = 200": {"optimizer": "adam"},
+    "GD, J = 1000": {"training": {"num_steps": 1000}},
+    "GD from theta_{t-1} (warm_start)": {"training": {"warm_start": True}},
+    "Adam (1e-2), J = 200": {"training": {"optimizer": "adam"}},
     "authors preset (decay lam / m, Adam state kept)": {"preset": "authors"},
-    "authors, decay lam (uncorrected)": {"preset": "authors", "train_penalty": 0.005},
+    "authors, decay lam (uncorrected)": {"preset": "authors", "training": {"penalty": 0.005}},
 }
 
 

@@ -46,7 +46,7 @@ skipped ("skipped (...)") instead of being run: the cost only grows with ``n``.
 Algorithms are built with ``ntkbo.algorithms.get(name, **options)``. A name the registry does not
 know yet (``neural_bo`` before it is registered) falls back to the factory ``name`` in the module
 ``ntkbo.algorithms.<name>``, with a note under the table. Options: ``--set name:key=value``
-(repeatable; values are Python literals, else strings), e.g. ``--set neural_bo:width=500``.
+(repeatable; values are Python literals, else strings), e.g. ``--set neural_bo:network.width=500``.
 
 BLAS threads: jax's CPU LAPACK calls (Cholesky, triangular solves) go to the OpenBLAS that scipy
 bundles, which starts its own threads next to XLA's. On a small or busy machine the two thread pools
@@ -65,12 +65,12 @@ Commands (from the repository root)::
     # NeuralBO in its authors' configuration (issue 16): Ackley-2D, float64, width 200, one
     # hidden layer, 50,000 candidates, features retrained each round, 100 Adam steps
     python benchmarks/speed.py --algos neural_bo --parts step --x64 --problem ackley --dim 2 \
-        --grid 20,50,100 --set neural_bo:width=200 --set neural_bo:num_candidates=50000 \
+        --grid 20,50,100 --set neural_bo:network.width=200 --set neural_bo:search.num_candidates=50000 \
         --set neural_bo:features=dynamic --set neural_bo:optimizer=adam \
-        --set neural_bo:num_steps=100 --set neural_bo:learning_rate=0.001
+        --set neural_bo:training.num_steps=100 --set neural_bo:training.learning_rate=0.001
 
     # variations
-    python benchmarks/speed.py --algos neural_bo --set neural_bo:width=1000 --max-n 500
+    python benchmarks/speed.py --algos neural_bo --set neural_bo:network.width=1000 --max-n 500
     python benchmarks/speed.py --parts seeds --seeds 32 --budget 50 --x64
     python benchmarks/speed.py --parts seeds --seeds 64 --budget 30,300 --blas-threads 1
     python benchmarks/speed.py --parts seeds-step --seeds 64 --grid 300,2000 --algos ntk_gp,neural_bo
@@ -106,6 +106,8 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from ntkbo.parts import set_option  # noqa: E402  (after the checkout is importable)
+
 DEFAULT_GRID = (50, 100, 200, 500, 1000, 2000, 4000)
 #: The range of n over which the summary fits the log-log slope of the step time.
 SLOPE_RANGE = (500, 4000)
@@ -118,7 +120,8 @@ RESULT_TAG = "@@speed-result "
 
 
 def parse_options(items: list[str]) -> dict[str, dict]:
-    """``["neural_bo:width=500", ...]`` -> ``{"neural_bo": {"width": 500}}``."""
+    """``["neural_bo:network.width=500", ...]`` -> ``{"neural_bo": {"network": {"width": 500}}}``
+    (a dotted key sets a part's field, ``ntkbo.parts``)."""
     options: dict[str, dict] = {}
     for item in items:
         try:
@@ -130,7 +133,7 @@ def parse_options(items: list[str]) -> dict[str, dict]:
             parsed = ast.literal_eval(value)
         except (ValueError, SyntaxError):
             parsed = value
-        options.setdefault(name.strip(), {})[key.strip()] = parsed
+        set_option(options.setdefault(name.strip(), {}), key.strip(), parsed)
     return options
 
 

@@ -40,8 +40,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import speed  # noqa: E402  (benchmarks/speed.py: the cells)
 
-AUTHORS = dict(width=200, num_candidates=50000, features="dynamic", optimizer="adam",
-               num_steps=100, learning_rate=0.001)
+AUTHORS = dict(network=dict(width=200), search=dict(num_candidates=50000), features="dynamic",
+               training=dict(optimizer="adam", num_steps=100, learning_rate=0.001))
 
 
 def _step(n, algo, env, timeout, reps, options=None, problem="ackley", dim=10, x64=False):

@@ -35,7 +35,7 @@ Black-box constraints ``c_k(x) <= 0``: an algorithm with ``algo.n_constraints = 
 
 The first ``n_init`` points asked are a scrambled Sobol design drawn from the study's key, the
 initial design of ``ntkbo.minimize`` with the same key; then ``ask`` calls ``algo.suggest``.
-``save`` (format 3: the algorithm and its options, the bounds, the trials, the ``Space``) keeps
+``save`` (format 4: the algorithm and its options, the bounds, the trials, the ``Space``) keeps
 the key, so a resumed study asks the points an uninterrupted one would; ``load`` refuses a file
 of another algorithm, option or box.
 """
@@ -61,11 +61,12 @@ from ntkbo.provenance import git_revision, versions
 from ntkbo.search_space import Space
 from ntkbo.validation import check_bounds, check_int
 
-#: The save format: 3 records the state, the float64 record, the bounds, the algorithm's name and
-#: resolved config, the dtype and the provenance (and, optionally, the trials and the space: a
-#: format-3 file without them loads as before). ``load`` refuses files of formats 1 and 2, which
-#: recorded no algorithm (and format 1 no float64 record nor bounds), naming what changed.
-FORMAT_VERSION = 3
+#: The save format: 4 records the state, the float64 record, the bounds, the algorithm's name and
+#: resolved config (each part whole, ``ntkbo.parts``), the dtype and the provenance (and,
+#: optionally, the trials and the space). ``load`` refuses the earlier formats naming what changed:
+#: 1 and 2 recorded no algorithm (and 1 no float64 record nor bounds), 3 recorded the options by
+#: their flat names, before they were grouped into parts.
+FORMAT_VERSION = 4
 
 #: A trial's status, by its code in ``Trials.status``.
 STATUSES = ("pending", "complete", "failed", "abandoned")
@@ -761,17 +762,15 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     dtype, or a saved state that does not fit ``algo`` and no record to rebuild it from. A state
     of this algorithm whose layout changed between ntkbo versions (the file's record matches)
     is rebuilt by telling the float64 record again, with a ``UserWarning``: nothing observed is
-    lost, the next suggestions may differ. A file of format 1 or 2 (no algorithm record) is
-    refused with a ``ValueError`` saying so.
+    lost, the next suggestions may differ. A file of format 1, 2 (no algorithm record) or 3 (the
+    options by their flat names) is refused with a ``ValueError`` saying so.
 
-    **Save files** (format 3) record the algorithm's ``name`` and resolved ``config``
+    **Save files** (format 4) record the algorithm's ``name`` and resolved ``config``
     (``ntkbo.base``), the bounds, the dtype and the versions, device and git revision that wrote
     them, the trials (pending ones included: a loaded study tells them by id) and the study's
     ``ntkbo.space.Space``, if it has one. ``load`` refuses a different algorithm, a different option
     or different bounds with a ``ValueError`` naming each field that differs and both values
-    (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same algorithm). A format-3 file written
-    before trials were recorded loads with every told row a complete (or failed) trial and none
-    pending.
+    (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same algorithm).
     """
     bounds = check_bounds(bounds)
     payload = _read_payload(path)
@@ -783,6 +782,12 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
             + (" nor the float64 record and the bounds" if fmt == 1 else "")
             + f"; this ntkbo reads format {FORMAT_VERSION} only. An ntkbo from before 2026-11-27 "
             f"loads it and saves it as format {FORMAT_VERSION}")
+    if fmt == 3:
+        raise ValueError(
+            f"{path}: a study file of format 3, which records the algorithm's options by their "
+            f"flat names (width, num_steps, ...), before they were grouped into parts "
+            f"(network.width, training.num_steps, ...; ntkbo.parts); this ntkbo reads format "
+            f"{FORMAT_VERSION} only. An ntkbo from before 2026-11-28 loads it")
     if fmt != FORMAT_VERSION:
         raise ValueError(f"{path}: not an ntkbo study file of a known format (format {fmt!r}; "
                          f"this ntkbo reads format {FORMAT_VERSION})")

@@ -615,26 +615,27 @@ def _list_options(name: str) -> int:
     import ntkbo
 
     try:
-        defaults = ntkbo.algorithms.resolved_options(name)
+        defaults = ntkbo.algorithms.defaults(name)
     except (ValueError, TypeError) as err:
         print(f"ntkbo list: error: --options: {err}", file=sys.stderr)
         return 2
-    # The algorithm's recorded config lists every option in the factory's order, those it takes
-    # through **kwargs (gp's and ntk_gp's acquisition optimiser) last, with defaults. A factory
-    # with a required option (PINN-BO's pde, which the problem supplies) cannot be built without
-    # it: then its signature's order, the required option shown as such.
-    try:
-        config = dict(getattr(ntkbo.algorithms.get(name), "config", None) or {})
-    except TypeError:
-        from ntkbo.algorithms import _FACTORIES
+    from ntkbo.algorithms import _FACTORIES
+    from ntkbo.parts import PARTS
 
-        params = inspect.signature(_FACTORIES[name]).parameters
-        config = {k: p.default for k, p in params.items()
-                  if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    # the factory's order; a required option (PINN-BO's pde, which the problem supplies) shown
+    params = inspect.signature(_FACTORIES[name]).parameters
+    order = [k for k in params if k in defaults or params[k].default is inspect.Parameter.empty]
     meanings = option_meanings(name)
     rows = []
-    for opt in list(config) + [k for k in defaults if k not in config]:
-        value = defaults.get(opt, config.get(opt))
+    for opt in order + [k for k in defaults if k not in order]:
+        value = defaults.get(opt, inspect.Parameter.empty)
+        if opt in PARTS and isinstance(value, dict):  # a part: one row per field it reads
+            fields, _ = _args_entries((inspect.getdoc(PARTS[opt]) or "").replace(
+                "Attributes:", "Args:"))
+            for f, v in value.items():
+                rows.append((f"{opt}.{f} = {v!r}", plain(first_sentence(fields.get(f, "")))
+                             or "(undocumented)"))
+            continue
         shown = "(required)" if value is inspect.Parameter.empty else repr(value)
         rows.append((f"{opt} = {shown}", meanings.get(opt, "(undocumented)")))
     w = min(max(len(a) for a, _ in rows), 40)
@@ -964,6 +965,8 @@ def _run_settings(args) -> dict:
     """``ntkbo run``'s settings: ``CONFIG_KEYS``' defaults, then the ``--config`` file, then the
     flags given on the command line (``--set`` options over the file's ``[options]``); the file's
     own settings under ``"file"``. ``ValueError`` if ``algo`` or ``problem`` is missing."""
+    from ntkbo.parts import merge
+
     file = read_config(args.config) if args.config else {}
     cfg = {**CONFIG_KEYS, **file}
     for k in CONFIG_KEYS:
@@ -972,7 +975,7 @@ def _run_settings(args) -> dict:
             cfg[k] = v
     if args.no_plot:
         cfg["plot"] = False
-    cfg["options"] = {**file.get("options", {}), **_parse_options(args.set)}
+    cfg["options"] = merge(file.get("options", {}), _parse_options(args.set))
     for k in ("algo", "problem"):
         if not cfg[k]:
             raise ValueError(f"--{k} is required (on the command line or in --config)")

@@ -309,19 +309,21 @@ class Layout:
 
     def split(self, plain: Mapping[str, Any]) -> dict[str, Any]:
         """The inverse of ``flatten`` on a complete set of plain options: each part as a dict of
-        all its fields (a custom value that is not ``None`` stands for its part instead)."""
+        all its fields (a custom value that is not ``None`` stands for its part instead), in the
+        order of the plain options (a part where the first option it stands for was)."""
+        owner = {o: name for name, fields in self.parts.items() for o in fields.values()}
+        owner.update({o: name for name, o in self.custom.items()})
         out: dict[str, Any] = {}
-        placed: set[str] = set()
-        for name, fields in self.parts.items():
-            custom = self.custom.get(name)
-            if custom is not None and plain.get(custom) is not None:
-                out[name] = plain[custom]
-            else:
-                out[name] = {f: plain[o] for f, o in fields.items() if o in plain}
-            placed |= set(fields.values()) | ({custom} if custom else set())
         for k, v in plain.items():
-            if k not in placed:
+            name = owner.get(k)
+            if name is None:
                 out[k] = v
+            elif name not in out:
+                custom = self.custom.get(name)
+                if custom is not None and plain.get(custom) is not None:
+                    out[name] = plain[custom]
+                else:
+                    out[name] = {f: plain[o] for f, o in self.parts[name].items() if o in plain}
         return out
 
 

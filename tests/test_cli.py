@@ -111,37 +111,32 @@ def test_list_names_each_algorithm_with_family_and_source(capsys):
 
 
 def test_list_options_prints_every_default_and_meaning(capsys):
-    """``ntkbo list --options gp`` prints one ``name = default  meaning`` line per factory
-    parameter, read independently from ``inspect.signature`` (catches a listing that drops
-    keyword-only options, e.g. ``beta`` after gp's ``*``), then the options gp takes through
-    ``**optimizer_kwargs`` with their defaults (catches a listing without them); the meaning is
-    the first sentence of the docstring's ``Args:`` entry, plain text. Mutations caught: no
-    meaning printed; the whole entry printed (go_ucb's ``input_scale`` goes on "A plain
-    number"); backticks left in; ``a, b: text`` entries read for ``a`` only (``refit_ratio``
-    then undocumented); a missing entry not marked; ``pinn_bo``'s required ``pde`` crashing the
-    listing (it did: ``get`` without a PDE raised TypeError); an unknown name not naming the
-    flag."""
-    assert cli.main(["list", "--options", "gp"]) == 0
+    """``ntkbo list --options neural_bo`` prints one ``name = default  meaning`` line per option
+    in the factory's order, a part as one ``part.field = default`` line per field it reads, read
+    independently here from ``inspect.signature`` and the recorded config of ``neural_bo()``
+    (catches a listing that drops keyword-only options or a part's fields); the meaning of a
+    plain option is the first sentence of the docstring's ``Args:`` entry, of a field the part's
+    ``Attributes:`` entry, plain text. Mutations caught: no meaning printed; the whole entry
+    printed; backticks left in; a missing entry not marked; ``pinn_bo``'s required ``pde``
+    crashing the listing (``get`` without a PDE raises TypeError); an unknown name not naming
+    the flag."""
+    assert cli.main(["list", "--options", "neural_bo"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    expected = [f"{k} = {p.default!r}"
-                for k, p in inspect.signature(ntkbo.algorithms.gp).parameters.items()
-                if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    # then the **optimizer_kwargs with the defaults gp_bo resolves them to (num_candidates, ...)
-    from ntkbo.algorithms import gp_bo
-    expected += [f"{k} = {v!r}" for k, v in gp_bo.GP_OPTIMIZER_DEFAULTS.items()]
+    config = ntkbo.algorithms.neural_bo().config
+    expected = []
+    for k in inspect.signature(ntkbo.algorithms.neural_bo).parameters:
+        if isinstance(config[k], dict):
+            expected += [f"{k}.{f} = {v!r}" for f, v in config[k].items()]
+        else:
+            expected.append(f"{k} = {config[k]!r}")
     assert [ln.split("  ")[0].strip() for ln in lines] == expected
     rows = {ln.split()[0]: ln for ln in lines}
-    assert rows["xi"].endswith("  EI/PI margin.")
-    assert rows["beta"].endswith("UCB exploration, the acquisition is -(mu - sqrt(beta) sigma) "
-                                 "(Srinivas et al. 2010).")
-    assert rows["refit_ratio"].endswith("the refit schedule (module docstring); refit_ratio=1 "
-                                        "refits after every update.")
-    assert rows["num_fit_steps"].endswith("(undocumented)")
-    assert rows["num_candidates"].endswith("acquisition optimiser (through **optimizer_kwargs)")
+    assert rows["features"].endswith('"static" (paper: g(x; theta_0)) or "dynamic" '
+                                     '(g(x; theta_t)).')
+    assert rows["search.num_steps"].endswith("ascent steps per refined candidate.")
+    assert rows["training.penalty"].endswith("the penalty's coefficient (None: the algorithm's "
+                                             "lam).")
     assert "`" not in "\n".join(lines)
-    assert cli.main(["list", "--options", "go_ucb"]) == 0
-    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines()}
-    assert rows["input_scale"].endswith("None (default) the unit cube.")
     assert cli.main(["list", "--options", "pinn_bo"]) == 0
     assert capsys.readouterr().out.startswith("pde = (required)")
     assert cli.main(["list", "--options", "nope"]) == 2

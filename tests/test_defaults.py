@@ -159,11 +159,13 @@ def test_tuning_keys_and_variants():
     assert not set(range(spec.seed_offset, spec.seed_offset + 8)) & set(suites.REPORTING_KEYS)
     with pytest.raises(ValueError, match="keys"):
         D.dev_spec(keys="fresh")
-    v = D.parse_variant('warm=neural_bo:{"warm_start": false, "width": 64}')
+    v = D.parse_variant('warm=neural_bo:{"training": {"warm_start": false}, "network.width": 64}')
     assert (v.label, v.name, dict(v.options)) == ("warm", "neural_bo",
-                                                  {"warm_start": False, "width": 64})
+                                                  {"training": {"warm_start": False},
+                                                   "network": {"width": 64}})
     assert D.parse_variant("gp_ei").id == "gp_ei"
-    for bad in ("x=no_such_algo", 'x=neural_bo:{"warmstart": true}', "x=neural_bo:[1]"):
+    for bad in ("x=no_such_algo", 'x=neural_bo:{"warmstart": true}', "x=neural_bo:[1]",
+                'x=neural_bo:{"warm_start": true}'):
         with pytest.raises(ValueError, match="--variant"):
             D.parse_variant(bad)
 

@@ -28,6 +28,7 @@ from jax.flatten_util import ravel_pytree
 import ntkbo
 from ntkbo import algorithms as A
 from ntkbo.kernels import mlp
+from ntkbo.parts import merge, set_option
 
 # The modules (``ntkbo.algorithms.neural_ucb`` the attribute is the recorded factory).
 go_ucb, gp_bo, neural_bo, neural_linear, neural_ucb, pinn_bo = (
@@ -52,11 +53,30 @@ def _bound_keywords(name):
     return dict(f.keywords) if isinstance(f, functools.partial) else {}
 
 
+def _dotted(config: dict) -> dict:
+    """A record with each part's fields as ``"part.field"`` entries."""
+    out = {}
+    for k, v in config.items():
+        if k in ntkbo.parts.PARTS and isinstance(v, dict):
+            out.update({f"{k}.{f}": x for f, x in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
+def _plain_preset(name, preset):
+    """A preset's options under the implementation's plain names (``train_penalty``, ``width``),
+    the names the papers' and the authors' settings are compared with below."""
+    return A.layout(A._FACTORIES[name]).flatten(A.presets(name)[preset], name)
+
+
 def _override(name, options):
-    """``(key, value)``: an option of the preset ``options`` and a value of it the factory takes
-    that differs from the preset's: the factory's default where the preset changes it, else one
-    more than an integer option's value (widths, steps: any positive integer is valid)."""
-    defaults = A.resolved_options(name, **_needs(name))
+    """``(key, value)``: an option of the preset ``options`` (dotted: ``"network.width"``) and a
+    value of it the factory takes that differs from the preset's: the factory's default where the
+    preset changes it, else one more than an integer option's value (widths, steps: any positive
+    integer is valid)."""
+    defaults = _dotted(A.defaults(name))
+    options = _dotted(options)
     for key, value in options.items():
         if key in defaults and defaults[key] != value:
             return key, defaults[key]
@@ -95,13 +115,16 @@ def test_a_preset_builds_and_is_its_expanded_options(name, preset):
     assert "preset" not in algo.config.to_json()
     resolved = A.resolved_options(name, preset=preset, **need)
     assert resolved == A.resolved_options(name, **options, **need)
-    for key, value in options.items():
+    # the preset's options under the plain names the records hash
+    for key, value in A.layout(A._FACTORIES[name]).flatten(options, name).items():
         # resolved_options leaves out an option at the value every cell stored before the option
         # existed ran with (gp's ard=True, which the gp_* paper preset sets; neural_bo's
         # independent draws, which its presets set): the only absences
         assert resolved[key] == value if key in resolved else (key, value) in {
             ("ard", True), ("thompson", "independent")}, key
-        assert algo.config[key] == value, key
+    config = _dotted(algo.config.to_json())
+    for key, value in _dotted(options).items():
+        assert config[key] == value, key
 
 
 @pytest.mark.parametrize("name, preset", PAIRS)
@@ -127,16 +150,19 @@ def test_an_option_given_with_a_preset_wins(name, preset):
     need = _needs(name)
     options = A.presets(name)[preset]
     key, value = _override(name, options)
-    override = {key: value}
+    override: dict = {}
+    set_option(override, key, value)  # a part's field: {"network": {"width": ...}}
+    written_out = merge(options, override)
     algo = A.get(name, preset=preset, **override, **need)
-    expected = A.get(name, **{**options, **override}, **need)
+    expected = A.get(name, **written_out, **need)
     assert algo.config == expected.config
-    assert algo.config[key] == value != options[key]
-    for other, value in options.items():
+    config = _dotted(algo.config.to_json())
+    assert config[key] == value != _dotted(options)[key]
+    for other, value in _dotted(options).items():
         if other != key:
-            assert algo.config[other] == value, other
+            assert config[other] == value, other
     assert (A.resolved_options(name, preset=preset, **override, **need)
-            == A.resolved_options(name, **{**options, **override}, **need))
+            == A.resolved_options(name, **written_out, **need))
 
 
 @pytest.mark.parametrize("name", NO_PRESETS)
@@ -187,17 +213,6 @@ def test_presets_are_looked_up_by_registry_name_then_module():
     # dead: its name would silently get no presets).
     for module in (gp_bo, neural_linear, neural_ucb, pinn_bo):
         assert set(module.PRESETS_BY_NAME) <= set(A.names()), module.__name__
-
-
-def _dotted(config: dict) -> dict:
-    """A record with each part's fields as ``"part.field"`` entries."""
-    out = {}
-    for k, v in config.items():
-        if k in ntkbo.parts.PARTS and isinstance(v, dict):
-            out.update({f"{k}.{f}": x for f, x in v.items()})
-        else:
-            out[k] = v
-    return out
 
 
 def test_preset_differences_are_where_the_records_differ():
@@ -264,7 +279,7 @@ def _hidden_weights_count(depth, width, d):
 def test_neural_bo_paper_preset_is_the_papers_numbers():
     """``neural_bo(preset="paper")``: Section 7's network and constants and Algorithms 1-2's
     training, and its comment says how it departs from Section 7's SGD."""
-    p = neural_bo.PRESETS["paper"]
+    p = _plain_preset("neural_bo", "paper")
     # NeuralBO paper, Sec. 7: "two-layer neural networks f(x; theta) = sqrt(m) W_2 sigma(W_1 x)
     # with network width m = 500": two weight matrices, one hidden layer, no biases.
     # Mutations caught: width=200 (the authors' code's); depth=2 (the two layers read as hidden).
@@ -304,7 +319,7 @@ AUTHORS_NEURALBO = dict(L=2, W=200, learning_rate=0.001, epochs=100, weight_deca
 def test_neural_bo_authors_preset_is_the_codes_numbers():
     """``neural_bo(preset="authors")``: each value is the authors' configuration's, converted to
     ntkbo's parameterisation where it has to be (``PRESETS`` comment)."""
-    c, p = AUTHORS_NEURALBO, neural_bo.PRESETS["authors"]
+    c, p = AUTHORS_NEURALBO, _plain_preset("neural_bo", "authors")
     # "L": 2 nn.Linear layers (BaseNN: n_layers - 1 hidden), "W": 200, ReLU, biases on.
     # Mutations caught: depth=2 (L read as hidden layers); width=500 (the paper's); b_std=None.
     assert (p["depth"], p["width"], p["activation"]) == (c["L"] - 1, c["W"], "relu")
@@ -355,7 +370,7 @@ def test_neural_bo_authors_preset_trains_as_the_codes_network():
     Mutations caught (each checked): ``b_std=0.1`` (the networks differ at the start by up to
     1.0); ``train_penalty=0.005 / 200`` (trained parameters up to 3% apart);
     ``learning_rate=1e-3``."""
-    c, p = AUTHORS_NEURALBO, neural_bo.PRESETS["authors"]
+    c, p = AUTHORS_NEURALBO, _plain_preset("neural_bo", "authors")
     m, d, n, steps = c["W"], 2, 6, 10
     init_fn, apply_fn, feats = neural_bo.network(d, p["depth"], m, p["activation"], p["W_std"],
                                                  p["b_std"], p["input_map"])

@@ -23,9 +23,12 @@ BRANIN = ntkbo.benchmarks.get("branin")
 
 
 def _module_factory(name):
-    """The unwrapped factory function behind the registry's ``name`` (its own module)."""
+    """The function of plain options behind the registry's ``name`` (``ntkbo.parts.grouped``'s
+    ``plain``, with a partial's bound keywords)."""
     f = A._FACTORIES[name].__wrapped__
-    return f
+    if isinstance(f, functools.partial):
+        return functools.partial(getattr(f.func, "plain", f.func), *f.args, **f.keywords)
+    return getattr(f, "plain", f)
 
 
 # ---- the Algorithm's record ----------------------------------------------------------------------
@@ -33,11 +36,11 @@ def _module_factory(name):
 
 @pytest.mark.parametrize("name", [n for n in A.names() if not A.uses_pde(n)])
 def test_every_registered_algorithm_records_its_name_and_every_default(name):
-    """``get(name)`` carries ``name`` and a config equal to the factory's signature defaults, read
-    here with ``inspect.signature`` of the unwrapped function (a partial's bound keywords
-    included), and for ``gp``/``ntk_gp`` the ``**optimizer_kwargs`` defaults as ``gp_bo`` resolves
-    them. Catches a record that drops keyword-only options, a partial's fixed option or the
-    optimiser's options."""
+    """``get(name)`` carries ``name`` and a config equal to the factory's defaults, read here with
+    ``inspect.signature`` of the function of plain options (a partial's bound keywords included),
+    and for a ``**optimizer_kwargs`` the defaults as ``gp_bo`` resolves them, grouped into the
+    parts by the factory's layout. Catches a record that drops keyword-only options, a partial's
+    fixed option or the optimiser's options."""
     algo = A.get(name, **({"n_constraints": 1} if A.models_constraints(name) else {}))
     params = inspect.signature(_module_factory(name)).parameters
     expected = {k: p.default for k, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
@@ -49,6 +52,7 @@ def test_every_registered_algorithm_records_its_name_and_every_default(name):
                         else gp_bo.OPTIMIZER_DEFAULTS)
     if A.models_constraints(name):
         expected["n_constraints"] = 1
+    expected = A.layout(A._FACTORIES[name]).split(expected)
     assert algo.name == name
     assert dict(algo.config) == expected
     assert algo.config.reproducible and json.loads(json.dumps(algo.config.to_json())) == expected
@@ -56,13 +60,14 @@ def test_every_registered_algorithm_records_its_name_and_every_default(name):
 
 
 def test_a_factory_called_directly_records_positional_and_keyword_options():
-    """``ntkbo.algorithms.neural_bo(network={"width": 64}, lam=0.1)`` (a factory attribute, not ``get``) records
-    ``width=64`` (positional), ``lam=0.1`` and the other defaults; equals ``get``'s record."""
+    """``ntkbo.algorithms.neural_bo(network={"width": 64}, lam=0.1)`` (a factory attribute, not
+    ``get``) records ``network.width=64``, ``lam=0.1`` and the other defaults; equals ``get``'s
+    record."""
     algo = A.neural_bo(network=dict(width=64), lam=0.1)
-    raw = importlib.import_module("ntkbo.algorithms.neural_bo").neural_bo
+    raw = importlib.import_module("ntkbo.algorithms.neural_bo")._neural_bo
     defaults = {k: p.default for k, p in inspect.signature(raw).parameters.items()}
     assert algo.name == "neural_bo"
-    assert dict(algo.config) == {**defaults, "width": 64, "lam": 0.1}
+    assert dict(algo.config) == A.layout(A.neural_bo).split({**defaults, "width": 64, "lam": 0.1})
     assert algo.config == A.get("neural_bo", network=dict(width=64), lam=0.1).config
 
 
@@ -123,20 +128,6 @@ def test_gp_records_the_optimizer_options_in_effect():
         A.get(algo.name, **{**config, "num_candidates": 512}))) != program
 
 
-def test_a_record_without_the_optimizer_options_means_their_defaults():
-    """A save written before the optimiser's options were recorded lacks them: it matches the
-    algorithm built with their defaults, and still names an option given another value.
-    Mutation caught (checked by hand): the missing key compared as ``<not given>`` (a difference
-    for every optimiser option)."""
-    algo = A.get("gp_ei")
-    old = {k: v for k, v in algo.config.to_json().items()
-           if k not in ("num_candidates", "num_restarts", "num_steps", "num_ts_candidates",
-                        "jitter", "n_constraints")}
-    assert A.record_differences("gp_ei", old, algo) == []
-    assert A.record_differences("gp_ei", old, A.get("gp_ei", num_candidates=64)) == [
-        f"option num_candidates: saved {algo.config['num_candidates']!r}, given 64"]
-
-
 # ---- save files ----------------------------------------------------------------------------------
 
 
@@ -153,7 +144,7 @@ def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
     """Issue 19: a save from ``ntk_gp(acquisition="ucb")`` loaded into ``ntk_gp(acquisition="ei")``
     without a word. Now each differing field is named with both values, together with bounds."""
     payload = serialization.msgpack_restore(saved_ucb.read_bytes())
-    assert payload["format"] == ask_tell.FORMAT_VERSION == 3
+    assert payload["format"] == ask_tell.FORMAT_VERSION == 4
     rec = json.loads(payload["algorithm"])
     assert rec["name"] == "ntk_gp" and rec["config"]["acquisition"] == "ucb" and rec["reproducible"]
     assert payload["dtype"] == "float64" and "jax" in json.loads(payload["provenance"])["versions"]
@@ -175,13 +166,14 @@ def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
 
 
 def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
-    """A file of format 2 (the payload of format 3 without the algorithm record, dtype and
+    """A file of format 3 (the options by their flat names), 2 (no algorithm record, dtype and
     provenance) or 1 (nor the float64 record and the bounds) is refused with a ``ValueError``
-    naming its format, what it lacks and how to convert it; a format-3 file loads without a
-    warning and the resumed study asks exactly what the saved one asks (state and key restored).
-    A file holding something other than a dict is refused too. Mutations caught (checked):
-    formats 1 and 2 accepted again (the former ``fmt not in (1, 2, 3)`` test); the dict test of
-    ``_read_payload`` removed (an ``AttributeError`` instead)."""
+    naming its format and what it lacks; a format-4 file loads without a warning and the resumed
+    study asks exactly what the saved one asks (state and key restored). A file holding something
+    other than a dict is refused too. Mutations caught (checked): format 3 accepted again (its
+    records would then be compared option by option: a refusal listing every option, not the
+    format); formats 1 and 2 accepted again; the dict test of ``_read_payload`` removed (an
+    ``AttributeError`` instead)."""
     algo = A.random_search()
     study = ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(1), n_init=2)
     for _ in range(3):
@@ -189,18 +181,23 @@ def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
         study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(jnp.asarray(x))))
     ask_tell.save(tmp_path / "new.msgpack", study)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # format 3: no warning
+        warnings.simplefilter("error")  # format 4: no warning
         new = ask_tell.load(tmp_path / "new.msgpack", algo, BRANIN.bounds)
     np.testing.assert_array_equal(ask_tell.ask(algo, new)[0], ask_tell.ask(algo, study)[0])
     np.testing.assert_array_equal(new.told_y, study.told_y)
     payload = serialization.msgpack_restore((tmp_path / "new.msgpack").read_bytes())
+    payload["format"] = 3
+    (tmp_path / "flat.msgpack").write_bytes(serialization.msgpack_serialize(payload))
+    with pytest.raises(ValueError, match=r"format 3, which records the algorithm's options by "
+                                         r"their flat names .* this ntkbo reads format 4 only"):
+        ask_tell.load(tmp_path / "flat.msgpack", algo, BRANIN.bounds)
     for k in ("algorithm", "dtype", "provenance"):
         del payload[k]
     payload["format"] = 2
     (tmp_path / "old.msgpack").write_bytes(serialization.msgpack_serialize(payload))
     with pytest.raises(ValueError, match=r"format 2, which records no algorithm \(its name and "
                                          r"options cannot be checked against 'random_search'\); "
-                                         r"this ntkbo reads format 3 only"):
+                                         r"this ntkbo reads format 4 only"):
         ask_tell.load(tmp_path / "old.msgpack", algo, BRANIN.bounds)
     for k in ("told_x", "told_y", "bounds"):
         del payload[k]

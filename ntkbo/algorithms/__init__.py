@@ -221,6 +221,18 @@ def with_preset(name: str, preset, options: dict) -> dict:
     return merge(choices[preset], options)
 
 
+def defaults(name: str, preset=None) -> dict:
+    """Every option of algorithm ``name`` with the value it takes when not given (the preset's,
+    with ``preset``): each part as a dict of all its fields, in the factory's order. A required
+    option (PINN-BO's ``pde``, which the problem supplies) is left out. ``ValueError`` naming
+    ``name`` or ``preset`` for one the registry does not have."""
+    if name not in _FACTORIES:
+        raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
+    factory = _FACTORIES[name].__wrapped__
+    return layout(factory).split(_resolve(factory, name, (), with_preset(name, preset, {}),
+                                          kwargs_defaults=True))
+
+
 def preset_differences(name: str, preset: str) -> dict:
     """Where algorithm ``name``'s defaults differ from its preset ``preset``: option ->
     ``(default, preset value)``, each as ``ntkbo.base.describe`` writes it (so functions and
@@ -420,7 +432,7 @@ __all__ = [
     "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo", "NeuralTSSuggestInfo",
     "NeuralUCBSuggestInfo", "NoInfo", "PinnBOSuggestInfo", "PinnGPSuggestInfo",
     "StoBntsSuggestInfo", "TrainInfo",
-    "base_name", "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
+    "base_name", "defaults", "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
     "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",
     "record_differences", "recorded", "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde",
