@@ -149,8 +149,9 @@ _NO_PARTS = Layout({})
 
 
 def _kwargs_options(factory):
-    """The ``_KWARGS_OPTIONS`` entry of ``factory`` (a function or a partial of one), or None."""
-    return _KWARGS_OPTIONS.get(_function_of(factory))
+    """The ``_KWARGS_OPTIONS`` entry of ``factory`` (a function or a partial of one, recorded or
+    not), or None."""
+    return _KWARGS_OPTIONS.get(_function_of(getattr(factory, "__wrapped__", factory)))
 
 
 def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults: bool = False
@@ -168,7 +169,7 @@ def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults:
         raise ValueError(f"algorithm {name!r}: unexpected option {', '.join(map(repr, unknown))}"
                          f"{layout(factory).hint({k: None for k in unknown})}; it takes "
                          f"{', '.join(public.parameters)}")
-    plain = _plain(factory)
+    plain = _plain(getattr(factory, "__wrapped__", factory))
     options = layout(factory).flatten(options, f"algorithm {name!r}")
     sig = inspect.signature(plain)
     try:
