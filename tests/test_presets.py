@@ -28,6 +28,7 @@ from jax.flatten_util import ravel_pytree
 import ntkbo
 from ntkbo import algorithms as A
 from ntkbo.kernels import mlp
+from ntkbo.parts import merge
 
 # The modules (``ntkbo.algorithms.neural_ucb`` the attribute is the recorded factory).
 go_ucb, gp_bo, neural_bo, neural_linear, neural_ucb, pinn_bo = (
@@ -55,15 +56,31 @@ def _bound_keywords(name):
 def _override(name, options):
     """``(key, value)``: an option of the preset ``options`` and a value of it the factory takes
     that differs from the preset's: the factory's default where the preset changes it, else one
-    more than an integer option's value (widths, steps: any positive integer is valid)."""
+    more than an integer option's value (widths, steps: any positive integer is valid). An option
+    in a part is given as the part with that one field (``("network", {"width": 51})``)."""
     defaults = A.resolved_options(name, **_needs(name))
-    for key, value in options.items():
+    lay = A.layout(A._FACTORIES[name])
+    flat = lay.flatten(options, name)
+
+    def given(plain, value):
+        part, _, field = lay.public_name(plain).partition(".")
+        return (part, {field: value}) if field else (plain, value)
+
+    for key, value in flat.items():
         if key in defaults and defaults[key] != value:
-            return key, defaults[key]
-    for key, value in options.items():
+            return given(key, defaults[key])
+    for key, value in flat.items():
         if isinstance(value, int) and not isinstance(value, bool):
-            return key, value + 1
+            return given(key, value + 1)
     raise AssertionError(f"{name}: no option of {options} to override")
+
+
+def _holds(recorded, value):
+    """The recorded option ``recorded`` is ``value``; for a part (a dict), the fields ``value``
+    lists have its values (the record lists every field)."""
+    if isinstance(value, dict):
+        return {f: recorded[f] for f in value} == value
+    return recorded == value
 
 
 def test_the_presets_cover_the_papers_algorithms():
@@ -95,13 +112,15 @@ def test_a_preset_builds_and_is_its_expanded_options(name, preset):
     assert "preset" not in algo.config.to_json()
     resolved = A.resolved_options(name, preset=preset, **need)
     assert resolved == A.resolved_options(name, **options, **need)
-    for key, value in options.items():
+    # A preset's parts are in resolved_options as the plain options they stand for.
+    for key, value in A.layout(A._FACTORIES[name]).flatten(options, name).items():
         # resolved_options leaves out an option at the value every cell stored before the option
         # existed ran with (gp's ard=True, which the gp_* paper preset sets; neural_bo's
         # independent draws, which its presets set): the only absences
         assert resolved[key] == value if key in resolved else (key, value) in {
             ("ard", True), ("thompson", "independent")}, key
-        assert algo.config[key] == value, key
+    for key, value in options.items():  # the config records every field of a part
+        assert _holds(algo.config[key], value), key
 
 
 @pytest.mark.parametrize("name, preset", PAIRS)
@@ -128,15 +147,15 @@ def test_an_option_given_with_a_preset_wins(name, preset):
     options = A.presets(name)[preset]
     key, value = _override(name, options)
     override = {key: value}
+    merged = merge(options, override)  # a part given is merged field by field
     algo = A.get(name, preset=preset, **override, **need)
-    expected = A.get(name, **{**options, **override}, **need)
+    expected = A.get(name, **merged, **need)
     assert algo.config == expected.config
-    assert algo.config[key] == value != options[key]
-    for other, value in options.items():
-        if other != key:
-            assert algo.config[other] == value, other
+    assert _holds(algo.config[key], value) and not _holds(options[key], value)
+    for other, value in merged.items():
+        assert _holds(algo.config[other], value), other
     assert (A.resolved_options(name, preset=preset, **override, **need)
-            == A.resolved_options(name, **{**options, **override}, **need))
+            == A.resolved_options(name, **merged, **need))
 
 
 @pytest.mark.parametrize("name", NO_PRESETS)
@@ -200,15 +219,16 @@ def test_preset_differences_are_where_the_records_differ():
     for name in A.names():
         for preset in A.presets(name):
             need = _needs(name)
-            default = A.get(name, **need).config.to_json()
-            chosen = A.get(name, preset=preset, **need).config.to_json()
+            # a part's fields are listed one by one, as "part.field"
+            default = A._dotted(A.get(name, **need).config.to_json())
+            chosen = A._dotted(A.get(name, preset=preset, **need).config.to_json())
             expect = {k: (default[k], chosen[k]) for k in chosen if default.get(k) != chosen[k]}
             got = A.preset_differences(name, preset)
             # the problem's options (PINN-BO's pde) are not defaults: leave them out of both
             assert {k: v for k, v in got.items() if k not in need} == \
                 {k: v for k, v in expect.items() if k not in need}, (name, preset)
     assert A.preset_differences("neural_bo", "paper") == {"nu": ("by_dimension", 1.0),
-                                                          "warm_start": (True, False)}
+                                                          "training.warm_start": (True, False)}
     # The papers' GP baselines are ARD squared-exponential GPs (gp_bo's _PAPER_GP comment): with
     # gp's default ard="auto" the preset must set ARD itself. Mutation caught (checked):
     # ard=True dropped from _PAPER_GP (the preset would then choose by BIC like the default).
