@@ -77,7 +77,7 @@ def ntk_gp_run():
 
 @pytest.fixture(scope="module")
 def network_run():
-    return run(ntkbo.algorithms.neural_ucb(width=16))
+    return run(ntkbo.algorithms.neural_ucb(network=dict(width=16)))
 
 
 RUNS = ["gp_run", "ntk_gp_run", "network_run"]

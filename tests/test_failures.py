@@ -42,9 +42,11 @@ FAMILIES = {
                                                     training=dict(num_steps=20),
                                                     search=dict(num_candidates=64,
                                                                 num_perturbations=16)),
-    "neural_linear": lambda: ntkbo.algorithms.neural_linear(width=8, depth=1, num_steps=20,
-                                                            num_candidates=64, num_restarts=2,
-                                                            num_acq_steps=2),
+    "neural_linear": lambda: ntkbo.algorithms.neural_linear(network=dict(width=8, depth=1),
+                                                            training=dict(num_steps=20),
+                                                            search=dict(num_candidates=64,
+                                                                        num_restarts=2,
+                                                                        num_steps=2)),
 }
 BUDGET, N_INIT = 12, 6
 

@@ -137,8 +137,9 @@ def test_paper_num_explore():
 # ---------------------------------------------------------------------------------------------
 # The algorithm through the driver (small network, few steps: structural checks).
 
-SMALL = dict(width=32, optimizer="levenberg_marquardt", num_steps=2, num_candidates=16,
-             num_restarts=2, num_acq_steps=3, sampler="sobol", num_best=2)
+SMALL = dict(network=dict(width=32), training=dict(optimizer="levenberg_marquardt", num_steps=2),
+             search=dict(num_candidates=16, num_restarts=2, num_steps=3, sampler="sobol",
+                         num_best=2))
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +149,7 @@ def branin():
 
 @pytest.fixture(scope="module")
 def vmapped(branin):
-    algo = NG.neural_greedy("posterior", sigma=0.1, num_explore=5, **SMALL)
+    algo = NG.neural_greedy(smb="posterior", sigma=0.1, num_explore=5, **SMALL)
     return vmapped_twice(algo, branin, 8)
 
 
@@ -161,7 +162,7 @@ def test_runs_vmapped_and_deterministic(vmapped, branin):
 
 
 def test_batch_suggestions_distinct_and_inside(branin):
-    algo = NG.neural_greedy("simple", q=3, num_explore=0, **SMALL)
+    algo = NG.neural_greedy(smb="simple", q=3, num_explore=0, **SMALL)
     state = algo.init(jax.random.PRNGKey(1), branin.bounds, 8)
     x0 = ntkbo.loop.initial_design(jax.random.PRNGKey(2), branin.bounds, 4)
     state, _ = algo.update(state, x0, jax.vmap(branin.fn)(x0))
@@ -173,11 +174,12 @@ def test_batch_suggestions_distinct_and_inside(branin):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(smb="exact"), "smb"), (dict(width=0), "width"), (dict(sigma=-1.0), "sigma"),
-    (dict(nu=0.0), "nu"), (dict(optimizer="sgd"), "optimizer"), (dict(q=0), "q"),
+    (dict(smb="exact"), "smb"), (dict(network=dict(width=0)), "width"),
+    (dict(sigma=-1.0), "sigma"), (dict(nu=0.0), "nu"),
+    (dict(training=dict(optimizer="sgd")), "optimizer"), (dict(q=0), "q"),
     (dict(num_explore=-1), "num_explore"), (dict(input_map="ball"), "input_map"),
-    (dict(num_candidates=2, num_restarts=4), "num_restarts"), (dict(gamma=0.0), "gamma"),
-    (dict(activation="tanhh"), "activation"),
+    (dict(search=dict(num_candidates=2, num_restarts=4)), "num_restarts"),
+    (dict(gamma=0.0), "gamma"), (dict(network=dict(activation="tanhh")), "activation"),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

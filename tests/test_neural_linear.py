@@ -18,7 +18,8 @@ from ntkbo.kernels import mlp
 
 NL = importlib.import_module("ntkbo.algorithms.neural_linear")
 
-SMALL = dict(width=8, depth=2, num_steps=20, num_candidates=32, num_restarts=2, num_acq_steps=3)
+SMALL = dict(network=dict(width=8, depth=2), training=dict(num_steps=20),
+             search=dict(num_candidates=32, num_restarts=2, num_steps=3))
 
 
 @pytest.fixture(scope="module")
@@ -153,9 +154,11 @@ def test_runs_vmapped_and_deterministic(vmapped, branin):
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(acquisition="ucb"), "acquisition"), (dict(alpha=0.0), "alpha"),
-    (dict(beta="ml"), "beta"), (dict(width=0), "width"), (dict(q=0), "q"),
-    (dict(learning_rate=-1.0), "learning_rate"), (dict(num_evidence_iters=0), "num_evidence"),
-    (dict(activation="nope"), "activation"), (dict(acq_method="bfgs"), "acq_method"),
+    (dict(beta="ml"), "beta"), (dict(network=dict(width=0)), "width"), (dict(q=0), "q"),
+    (dict(training=dict(learning_rate=-1.0)), "learning_rate"),
+    (dict(num_evidence_iters=0), "num_evidence"),
+    (dict(network=dict(activation="nope")), "activation"),
+    (dict(search=dict(method="bfgs")), "acq_method"),
     (dict(y_transform="box-cox"), "y_transform"),
 ])
 def test_bad_arguments(kwargs, match):

@@ -17,7 +17,10 @@ from ntkbo.kernels import mlp
 NU_MOD = importlib.import_module("ntkbo.algorithms.neural_ucb")
 
 WIDTH, LAM, NU = 8, 0.1, 0.7
-SMALL = dict(width=WIDTH, lam=LAM, nu=NU, num_steps=5, num_candidates=32, num_restarts=2)
+SMALL = dict(network=dict(width=WIDTH), lam=LAM, nu=NU, training=dict(num_steps=5),
+             search=dict(num_candidates=32, num_restarts=2))
+#: ``SMALL`` with 3 ascent steps (NeuralUCB only: NeuralTS has no ascent).
+SMALL_ASCENT = dict(SMALL, search=dict(SMALL["search"], num_steps=3))
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +58,7 @@ BATCHES = [np.array([[0.0, 5.0], [5.0, 10.0], [-2.0, 1.0]]), np.array([[8.0, 3.0
 
 @pytest.mark.parametrize("u", ["full", "diag"])
 def test_ucb_bonus_matches_dense_inverse(u, branin):
-    algo = NU_MOD.neural_ucb(u=u, q=2, num_acq_steps=3, **SMALL)
+    algo = NU_MOD.neural_ucb(u=u, q=2, **SMALL_ASCENT)
     state, g_obs = _history(algo, branin, BATCHES)
     x, info = jax.jit(algo.suggest)(jax.random.PRNGKey(9), state)
     b = np.asarray(branin.bounds)
@@ -140,7 +143,7 @@ def test_ts_std_matches_dense_inverse(u, branin):
 
 @pytest.fixture(scope="module")
 def vmapped(branin):
-    algo = NU_MOD.neural_ucb(**SMALL, num_acq_steps=3)
+    algo = NU_MOD.neural_ucb(**SMALL_ASCENT)
     return vmapped_twice(algo, branin, 7)
 
 
@@ -168,7 +171,8 @@ def test_default_nu_follows_the_dimension(factory, style, low):
     (checked): a constant default ``nu = 0.1`` fails at d = 2; a limit ``d < 6`` would make the
     rule's own function disagree at d = 6."""
     assert NU_MOD.nu_by_dimension(style, 6) == low and NU_MOD.nu_by_dimension(style, 7) == 0.1
-    algo = getattr(NU_MOD, factory)(width=WIDTH, num_steps=1, num_candidates=8, num_restarts=1)
+    algo = getattr(NU_MOD, factory)(network=dict(width=WIDTH), training=dict(num_steps=1),
+                                    search=dict(num_candidates=8, num_restarts=1))
     for d, want in [(2, low), (7, 0.1)]:
         bounds = jnp.stack([jnp.zeros(d), jnp.ones(d)])
         state = algo.init(jax.random.PRNGKey(0), bounds, 4)
@@ -181,8 +185,9 @@ def test_default_nu_follows_the_dimension(factory, style, low):
 @pytest.mark.parametrize("factory", ["neural_ucb", "neural_ts"])
 @pytest.mark.parametrize("kwargs, match", [
     (dict(lam=0.0), "lam"), (dict(nu=-1.0), "nu"), (dict(u="primal"), "u"),
-    (dict(q=0), "q"), (dict(width=0), "width"), (dict(input_map="ball"), "input_map"),
-    (dict(num_steps=-1), "num_steps"), (dict(activation="nope"), "activation"),
+    (dict(q=0), "q"), (dict(network=dict(width=0)), "width"), (dict(input_map="ball"), "input_map"),
+    (dict(training=dict(num_steps=-1)), "num_steps"),
+    (dict(network=dict(activation="nope")), "activation"),
     (dict(y_transform="box-cox"), "y_transform"), (dict(nu="repo"), "nu"),
 ])
 def test_bad_arguments(factory, kwargs, match):

@@ -331,9 +331,10 @@ def _algorithm(name, s, T):
         # Theorem 3's setting (module docstring): sigma^2 = 1 + 2/T, T_e = 0 (no exploration
         # beyond the 2-point initial design), a ReLU network whose NTK's RKHS holds the target.
         return ntkbo.algorithms.neural_greedy(
-            smb="posterior", width=s["width"], depth=2, activation="relu", gamma=math.sqrt(2.0),
-            sigma=greedy_sigma(T), nu=1.0, optimizer="levenberg_marquardt", num_steps=4,
-            num_explore=0, num_candidates=256, num_restarts=2, num_acq_steps=10)
+            smb="posterior", network=dict(width=s["width"], depth=2, activation="relu"),
+            gamma=math.sqrt(2.0), sigma=greedy_sigma(T), nu=1.0,
+            training=dict(optimizer="levenberg_marquardt", num_steps=4), num_explore=0,
+            search=dict(num_candidates=256, num_restarts=2, num_steps=10))
     raise ValueError(f"algorithms: unknown name {name!r}")
 
 

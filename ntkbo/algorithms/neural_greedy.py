@@ -57,6 +57,7 @@ from ntkbo.kernels import mlp, mlp_spec
 from ntkbo.nets import (draw_params, jvp_term, member_fn, prior_variances, target_noise,
                         train_member, zero_last_layer)
 from ntkbo.nets import train as _nbo_train
+from ntkbo.parts import Layout, grouped
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 
@@ -75,7 +76,7 @@ INPUT_MAPS = ("cube", "sphere")
 #:   hidden layer of width 5000; ``gamma = 1`` (the value of its baselines; its own runs tuned
 #:   ``gamma`` in ``[0.5, 5]`` per function and do not report the choice, Figs. 4-5); ``nu = 1``,
 #:   ``sigma = 0`` (no target noise, no regulariser, F.2); Adam at ``1e-3`` (F.2; the number of
-#:   steps is not given: ``num_steps=None``, Adam's 1000 in ntkbo); the surrogate minimised from 10
+#:   steps is not given: ``training.num_steps=None``, Adam's 1000 in ntkbo); the surrogate minimised from 10
 #:   uniform random starts,
 #:   500 gradient steps each, the best kept, no observed points as starts (F.2); ``T_e = 10``
 #:   (Section 2: "typically <= 10").
@@ -87,13 +88,25 @@ INPUT_MAPS = ("cube", "sphere")
 #: (pass ``num_explore=paper_num_explore(d, T)``); the inputs and output scaling, which the paper
 #: does not state (unit sphere, standardised outputs).
 PRESETS = {
-    "paper": dict(width=5000, depth=1, gamma=1.0, sigma=0.0, nu=1.0, optimizer="adam",
-                  num_steps=None, learning_rate=1e-3, num_explore=10, num_candidates=10, num_restarts=10,
-                  num_acq_steps=500, sampler="uniform", num_best=0),
+    "paper": dict(network=dict(width=5000, depth=1), gamma=1.0, sigma=0.0, nu=1.0,
+                  training=dict(optimizer="adam", num_steps=None, learning_rate=1e-3),
+                  num_explore=10,
+                  search=dict(num_candidates=10, num_restarts=10, num_steps=500,
+                              sampler="uniform", num_best=0)),
 }
 
+#: Where ``neural_greedy``'s plain options sit among its parts (``ntkbo.parts``). The network's
+#: weight and bias scales are both ``gamma``, a top-level option.
+LAYOUT = Layout({
+    "network": dict(width="width", depth="depth", activation="activation"),
+    "training": dict(optimizer="optimizer", num_steps="num_steps", learning_rate="learning_rate"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="num_acq_steps", method="acq_method", sampler="sampler",
+                   num_best="num_best"),
+})
+
 __all__ = [
-    "GreedySuggestInfo", "GreedyState", "PRESETS", "neural_greedy", "paper_num_explore",
+    "GreedySuggestInfo", "GreedyState", "LAYOUT", "PRESETS", "neural_greedy", "paper_num_explore",
     "posterior_smb", "simple_smb", "smb_network", "train_smb",
 ]
 
@@ -288,11 +301,11 @@ def posterior_smb(key, apply_fn, prior_var, depth, x, y, mask=None, **kwargs
 # The algorithm.
 
 
-def neural_greedy(
+def _neural_greedy(
+    *,
     smb: str = "simple",
     width: int = 256,
     depth: int = 1,
-    *,
     gamma: float = 1.5,
     sigma: float = 0.1,
     nu: float = 1.0,
@@ -316,11 +329,12 @@ def neural_greedy(
 
     The query (App. F.2): the network's minimiser over the box by random restarts and gradient
     descent: ``ntkbo.optimize.maximize_acquisition`` on ``-f~`` in the unit cube, with
-    ``num_candidates=10`` uniform starts all refined (``num_restarts=10``) for ``num_acq_steps=500``
-    steps. The paper uses plain GD with a fixed step 0.01; ntkbo's ``"pgd"`` (projected, normalised,
-    step-adapted gradient ascent) is used by default because a fixed step is scale dependent and the
-    paper does not say how the box constraint is enforced. ``num_best > 0`` adds the best
-    observed points and their perturbations as starts (not in the paper).
+    ``search.num_candidates=10`` uniform starts all refined (``search.num_restarts=10``) for
+    ``search.num_steps=500`` steps. The paper uses plain GD with a fixed step 0.01; ntkbo's
+    ``"pgd"`` (projected, normalised, step-adapted gradient ascent) is used by default because a
+    fixed step is scale dependent and the paper does not say how the box constraint is enforced.
+    ``search.num_best > 0`` adds the best observed points and their perturbations as starts (not
+    in the paper).
 
     Exploration ``T_e`` (``num_explore``): uniform random points while fewer than ``num_explore``
     observations exist, counting ``ntkbo.minimize``'s initial design. Section 2: ``T_e`` "typically
@@ -339,23 +353,27 @@ def neural_greedy(
 
     Args:
       smb: ``"simple"`` (Algorithm 2) or ``"posterior"`` (Algorithm 3).
-      width, depth: hidden width and layers (default 256, 1; paper: 5000, 1).
+      network: the network (``ntkbo.parts.Network``, ``smb_network``): ``width`` (default 256;
+        paper 5000), ``depth`` hidden layers (1, the paper's) and ``activation`` (``"erf"``; the
+        paper's tanh has no closed-form kernel); its scales are ``gamma``.
+      training: the network's training (``ntkbo.parts.Training``, ``train_smb``): ``optimizer``
+        (``"levenberg_marquardt"``; paper ``"adam"``; or ``"gd"``), ``num_steps`` (5; ``None``:
+        the optimiser's default count, the paper's, which does not give it) and
+        ``learning_rate`` (``None``: the optimiser's default; paper ``1e-3``).
+      search: the minimisation of the network (``ntkbo.parts.Search``,
+        ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` starts (10, the paper's)
+        drawn by ``sampler`` (``"uniform"``, the paper's), ``num_restarts`` of them refined (10,
+        the paper's) by ``method`` (``"pgd"``; the paper's plain GD, above) for ``num_steps``
+        (100; paper 500), and ``num_best`` best observed points added as starts with
+        perturbations (0, the paper's).
       gamma: ``sigma_W = sigma_b = gamma`` (default 1.5, chosen on the dev suite,
         docs/decisions.md; paper: tuned in ``[0.5, 5]``).
       sigma: ``sigma`` (``sigma^2`` the noise variance of the builders, on standardised outputs;
         default 0.1, paper experiments 0, Theorem 3 ``sqrt(1 + 2/T)``); ``>= 0``.
       nu: the output / exploration scale ``nu`` (paper: 1).
-      activation: hidden activation (default ``"erf"``; the paper's tanh has no closed-form kernel).
-      optimizer, num_steps, learning_rate: training (``train_smb``; default 5
-        Levenberg-Marquardt steps; paper: Adam ``1e-3``; ``num_steps=None``: the optimiser's
-        default count).
       num_explore: ``T_e``, observations (initial design included) before the greedy phase.
       q: points per suggest (independent networks; Batches, above).
       input_map: ``"sphere"`` (default) or ``"cube"`` (``smb_network``).
-      num_candidates, num_restarts, num_acq_steps, acq_method, sampler: the minimisation of the
-        network (``ntkbo.optimize.maximize_acquisition``'s arguments; default 10 uniform starts
-        with 100 steps; paper: 500 gradient steps).
-      num_best: best observed points added as starts (with perturbations); 0 in the paper.
       jitter: relative Cholesky jitter (Levenberg-Marquardt and GD step size).
 
     Returns:
@@ -445,3 +463,6 @@ def neural_greedy(
         return from_unit(zs, state.bounds), info
 
     return Algorithm(init, suggest, update)
+
+
+neural_greedy = grouped(_neural_greedy, LAYOUT)

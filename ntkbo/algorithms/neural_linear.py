@@ -48,6 +48,7 @@ from ntkbo.algorithms.observations import Y_TRANSFORMS, best_points, from_unit, 
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, train
+from ntkbo.parts import Layout, grouped
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 
@@ -92,23 +93,35 @@ NUM_BEST = 4
 #: and its weight decay (not stated: ``1e-4`` stays).
 PRESETS_BY_NAME = {
     "dngo": {
-        "paper": dict(width=50, depth=3, alpha="evidence", beta="evidence", learning_rate=1e-2,
-                      num_steps=500, weight_decay=0.0, y_transform="standardize"),
-        "authors": dict(width=10, depth=3, alpha="evidence", beta="evidence", learning_rate=1e-2,
-                        num_steps=100, weight_decay=0.0, y_transform="standardize",
-                        num_restarts=20),
+        "paper": dict(network=dict(width=50, depth=3), alpha="evidence", beta="evidence",
+                      training=dict(learning_rate=1e-2, num_steps=500, weight_decay=0.0),
+                      y_transform="standardize"),
+        "authors": dict(network=dict(width=10, depth=3), alpha="evidence", beta="evidence",
+                        training=dict(learning_rate=1e-2, num_steps=100, weight_decay=0.0),
+                        y_transform="standardize", search=dict(num_restarts=20)),
     },
     "neural_lin_ts": {
-        "paper": dict(width=500, depth=1, alpha=0.01, beta=100.0, W_std=1.0, b_std=1.0,
-                      learning_rate=1e-3, num_candidates=10, num_restarts=10, num_acq_steps=500,
-                      acq_method="pgd"),
+        "paper": dict(network=dict(width=500, depth=1, W_std=1.0, b_std=1.0), alpha=0.01,
+                      beta=100.0, training=dict(learning_rate=1e-3),
+                      search=dict(num_candidates=10, num_restarts=10, num_steps=500,
+                                  method="pgd")),
     },
 }
 
+#: Where ``neural_linear``'s plain options sit among its parts (``ntkbo.parts``).
+LAYOUT = Layout({
+    "network": dict(width="width", depth="depth", activation="activation", W_std="W_std",
+                    b_std="b_std"),
+    "training": dict(num_steps="num_steps", learning_rate="learning_rate",
+                     weight_decay="weight_decay"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="num_acq_steps", method="acq_method"),
+})
+
 __all__ = [
-    "BLRPosterior", "NeuralLinearState", "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo",
-    "PRESETS_BY_NAME", "blr_evidence", "blr_posterior", "blr_predict", "last_layer_features",
-    "neural_linear",
+    "BLRPosterior", "LAYOUT", "NeuralLinearState", "NeuralLinearSuggestInfo",
+    "NeuralLinearThompsonInfo", "PRESETS_BY_NAME", "blr_evidence", "blr_posterior",
+    "blr_predict", "last_layer_features", "neural_linear",
 ]
 
 
@@ -293,10 +306,10 @@ def _rank_one(chol: Array, v: Array) -> Array:
     return linalg.cholesky(chol @ chol.T + jnp.outer(v, v))
 
 
-def neural_linear(
+def _neural_linear(
+    *,
     width: int = 50,
     depth: int = 3,
-    *,
     acquisition: str = "ei",
     alpha="evidence",
     beta="evidence",
@@ -347,14 +360,21 @@ def neural_linear(
     (docs/decisions.md, 2026-11-22).
 
     Args:
-      width, depth, activation, W_std, b_std: the network (``ntkbo.kernels.mlp``, NTK
-        parameterisation; DNGO: 3 x 50 tanh).
+      network: the network (``ntkbo.parts.Network``; ``ntkbo.kernels.mlp``, NTK
+        parameterisation): ``width`` (default 50, DNGO's; NeuralLinTS's 500), ``depth`` hidden
+        layers (3, DNGO's; NeuralLinTS's 1), ``activation`` (``"erf"``; DNGO's tanh), ``W_std``
+        (1) and ``b_std`` (1).
+      training: full-batch Adam from the initialisation (``ntkbo.parts.Training``):
+        ``num_steps`` (500), ``learning_rate`` (``1e-2``; NeuralLinTS's ``1e-3``) and
+        ``weight_decay`` (``1e-4``; DNGO's 0).
+      search: the acquisition's maximisation (``ntkbo.parts.Search``,
+        ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` (1024; NeuralLinTS's 10),
+        ``num_restarts`` (4; NeuralLinTS's 10), ``num_steps`` of ascent per start (30;
+        NeuralLinTS's 500) and ``method`` (``"pgd"``).
       acquisition: ``"ei"`` (DNGO) or ``"ts"`` (NeuralLinTS).
       alpha, beta: prior and noise precisions (numbers ``> 0``) or ``"evidence"``.
       num_evidence_iters: MacKay fixed-point iterations.
-      num_steps, learning_rate, weight_decay: full-batch Adam training from the initialisation.
       q: points per suggest (the batch rule above).
-      num_candidates, num_restarts, num_acq_steps, acq_method: ``maximize_acquisition``'s.
       y_transform: the output warp before standardisation
         (``ntkbo.algorithms.observations.transform_outputs``): ``"standardize"`` (none, DNGO),
         ``"log"`` or ``"rank"``.
@@ -469,3 +489,6 @@ def neural_linear(
         return from_unit(zq, state.bounds), info
 
     return Algorithm(init, suggest, update)
+
+
+neural_linear = grouped(_neural_linear, LAYOUT)

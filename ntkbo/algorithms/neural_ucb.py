@@ -54,6 +54,7 @@ from ntkbo.base import Algorithm
 from ntkbo.feature_gp import DiagU, dual_factor, variance_diag, variance_dual
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, gd_learning_rate, train
+from ntkbo.parts import Layout, grouped
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 
@@ -79,7 +80,7 @@ NUM_BEST = 4
 #: * ``neural_ucb``, ``"paper"``: the Neural Greedy paper's NeuralUCB baseline (Be Greedy, Section
 #:   3 and App. F.1-F.2): two hidden layers of width 20 (Section 3: "a 2-hidden
 #:   layer network of width 20"; F.2 says "2-layer ... as described in (Zhou et al., 2020)", which
-#:   in Zhou et al.'s counting is one hidden layer: pass ``depth=1`` for that reading), the exact
+#:   in Zhou et al.'s counting is one hidden layer: pass ``network={"depth": 1}`` for that reading), the exact
 #:   ``U`` (the paper names the ``p x p`` inverse as the reason for the small network), weights
 #:   ``N(0, gamma^2 / fan_in)`` and hidden biases ``N(0, gamma^2)`` with ``gamma = 1`` for the
 #:   baselines (``W_std = b_std = 1``); ``lam = 0.01``, ``nu = 0.1`` (the paper's ``gamma``): one
@@ -101,20 +102,39 @@ NUM_BEST = 4
 #: starts (Sobol here) and a fixed-step gradient descent (``"pgd"``); the ``NUM_BEST`` best
 #: observed points always added as starts; the inputs and output scaling (unit sphere,
 #: standardised outputs), which neither paper states.
-_GREEDY_UCB = dict(width=20, depth=2, lam=0.01, nu=0.1, activation="relu", W_std=1.0, b_std=1.0,
-                   u="full", num_candidates=10, num_restarts=10, num_acq_steps=500,
-                   acq_method="pgd")
-_STO_BNTS = dict(width=256, depth=2, lam=0.001, nu=1.0, activation="relu", u="diag",
-                 num_candidates=10_000)
+_GREEDY_UCB = dict(network=dict(width=20, depth=2, activation="relu", W_std=1.0, b_std=1.0),
+                   lam=0.01, nu=0.1, u="full",
+                   search=dict(num_candidates=10, num_restarts=10, num_steps=500, method="pgd"))
+_STO_BNTS = dict(network=dict(width=256, depth=2, activation="relu"), lam=0.001, nu=1.0, u="diag",
+                 search=dict(num_candidates=10_000))
 PRESETS_BY_NAME = {
     "neural_ucb": {"paper": _GREEDY_UCB,
-                   "sto_bnts": dict(_STO_BNTS, num_restarts=100, acq_method="lbfgs")},
+                   "sto_bnts": dict(_STO_BNTS, search=dict(num_candidates=10_000, num_restarts=100,
+                                                           method="lbfgs"))},
     "neural_ts": {"paper": _STO_BNTS, "sto_bnts": _STO_BNTS},
 }
 
-__all__ = ["DiagU", "FeaturesU", "NeuralTSSuggestInfo", "NeuralUCBState", "NeuralUCBSuggestInfo",
-           "PRESETS_BY_NAME", "UForm", "neural_ts", "neural_ucb", "nu_by_dimension", "ts_std",
-           "ucb_bonus"]
+_NETWORK = dict(width="width", depth="depth", activation="activation", W_std="W_std",
+                b_std="b_std")
+_TRAINING = dict(num_steps="num_steps", learning_rate="learning_rate")
+#: Where ``neural_ucb``'s plain options sit among its parts (``ntkbo.parts``).
+LAYOUT = Layout({
+    "network": _NETWORK,
+    "training": _TRAINING,
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="num_acq_steps", method="acq_method"),
+})
+#: Where ``neural_ts``'s plain options sit among its parts (no gradient refinement: its search
+#: has no ``num_steps`` or ``method``).
+TS_LAYOUT = Layout({
+    "network": _NETWORK,
+    "training": _TRAINING,
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts"),
+})
+
+__all__ = ["DiagU", "FeaturesU", "LAYOUT", "NeuralTSSuggestInfo", "NeuralUCBState",
+           "NeuralUCBSuggestInfo", "PRESETS_BY_NAME", "TS_LAYOUT", "UForm", "neural_ts",
+           "neural_ucb", "nu_by_dimension", "ts_std", "ucb_bonus"]
 
 
 class NeuralUCBSuggestInfo(NamedTuple):
@@ -397,10 +417,10 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
     return Algorithm(init, suggest, update)
 
 
-def neural_ucb(
+def _neural_ucb(
+    *,
     width: int = 20,
     depth: int = 1,
-    *,
     lam: float = 0.01,
     nu: float | str = "by_dimension",
     activation="relu",
@@ -429,9 +449,9 @@ def neural_ucb(
     Maximisation over the box (the papers have finite arm sets; the STO-BNTS paper ran both with its
     own continuous maximiser, App. F). The UCB is a smooth row-wise function of ``x``: it is
     minimised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best observed points
-    and their perturbations, then projected gradient refinement, ``acq_method="pgd"``). The Thompson
-    draw is independent per point, hence not differentiable: candidate search only
-    (``acq_method="none"``, as NeuralBO).
+    and their perturbations, then projected gradient refinement, ``search.method="pgd"``). The
+    Thompson draw is independent per point, hence not differentiable: candidate search only (no
+    ``search.method``, as NeuralBO).
 
     Batches (``q > 1``; neither paper defines one). NeuralTS: ``q`` independent Thompson draws
     (parallel Thompson sampling, Kandasamy et al. 2018), each on its own candidates. NeuralUCB: the
@@ -450,19 +470,25 @@ def neural_ucb(
     Branin the log warp was needed (docs/decisions.md, 2026-11-22).
 
     Args:
-      width, depth, activation, W_std, b_std: the network (``ntkbo.kernels.mlp``, NTK
-        parameterisation).
+      network: the network (``ntkbo.parts.Network``; ``ntkbo.kernels.mlp``, NTK
+        parameterisation): ``width`` ``m`` (default 20; the Greedy paper's 20, STO-BNTS's 256),
+        ``depth`` hidden layers (1, Zhou et al.'s two-layer network; both papers' baselines 2),
+        ``activation`` (``"relu"``), ``W_std`` (He's ``sqrt(2)``; the Greedy paper's 1), ``b_std``
+        (``None``: no biases; the Greedy paper's 1).
+      training: TrainNN (``ntkbo.parts.Training``): ``num_steps`` ``J`` GD steps from
+        ``theta_0`` (100) and ``learning_rate`` (``None``: ``neural_bo.gd_learning_rate``).
+      search: the acquisition's maximisation (``ntkbo.parts.Search``,
+        ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` (1024; the Greedy paper's
+        10, STO-BNTS's 10,000), ``num_restarts`` (4; the Greedy paper's 10, STO-BNTS's 100),
+        ``num_steps`` of ascent per start (30; the Greedy paper's 500) and ``method``
+        (``"pgd"``; STO-BNTS's ``"lbfgs"``).
       lam: ``lambda``: ``U_0 = lam I`` and TrainNN's penalty toward ``theta_0``.
       nu: the exploration scale (Zhou et al.'s ``gamma_t``), a number ``>= 0`` or
         ``"by_dimension"`` (default: 0.3 when ``d <= 6``, else 0.1; NeuralTS: 1.0, else 0.1;
         :func:`nu_by_dimension`).
       u: ``"full"`` (exact ``U``, dual form) or ``"diag"`` (diagonal approximation).
-      num_steps, learning_rate: TrainNN's ``J`` GD steps from ``theta_0`` and step size (``None``:
-        ``neural_bo.gd_learning_rate``).
       q: points per suggest (the batch rule above).
       input_map: ``"sphere"`` (unit-norm inputs, the papers' assumption) or ``"cube"``.
-      num_candidates, num_restarts, num_acq_steps, acq_method: ``maximize_acquisition``'s
-        ``num_candidates``, ``num_restarts``, ``num_steps`` and ``method``.
       jitter: relative Cholesky jitter of the dual form.
       y_transform: the output warp before standardisation
         (``ntkbo.algorithms.observations.transform_outputs``): ``"standardize"`` (none, the
@@ -486,10 +512,10 @@ def neural_ucb(
                  y_transform=y_transform)
 
 
-def neural_ts(
+def _neural_ts(
+    *,
     width: int = 20,
     depth: int = 1,
-    *,
     lam: float = 0.01,
     nu: float | str = "by_dimension",
     activation="relu",
@@ -507,11 +533,25 @@ def neural_ts(
 ) -> Algorithm:
     """NeuralTS (Zhang et al. 2021, Algorithm 1): the Thompson draw ``N(h, nu^2 lam g^T U^-1 g)``
     independently per candidate, minimised by candidate search; ``q`` independent draws per batch.
-    Arguments as :func:`neural_ucb` (no gradient refinement: ``num_restarts`` only picks the best
-    candidate). ``info`` is a :class:`NeuralTSSuggestInfo` (``acq_value``, ``mean``, ``std``
-    (``nu sigma``) ``(q,)``, ``nu``, ``duplicates_replaced``); ``update``'s is ``ntkbo.nets.TrainInfo``."""
+    ``info`` is a :class:`NeuralTSSuggestInfo` (``acq_value``, ``mean``, ``std`` (``nu sigma``)
+    ``(q,)``, ``nu``, ``duplicates_replaced``); ``update``'s is ``ntkbo.nets.TrainInfo``.
+
+    Args:
+      network: as :func:`neural_ucb`'s (``width`` 20, STO-BNTS's 256; ``depth`` 1, STO-BNTS's 2;
+        ``activation`` ``"relu"``; ``W_std`` ``sqrt(2)``; ``b_std`` ``None``).
+      training: as :func:`neural_ucb`'s (``num_steps`` 100, ``learning_rate`` ``None``).
+      search: the candidate search (``ntkbo.parts.Search``; no gradient refinement, so no
+        ``num_steps`` or ``method``): ``num_candidates`` (2048; STO-BNTS's 10,000) and
+        ``num_restarts`` (1; it only picks the best candidate).
+      lam, nu, u, q, input_map, jitter, y_transform: as :func:`neural_ucb`'s (``nu`` STO-BNTS's
+        1.0, ``lam`` 0.001, ``u`` ``"diag"``).
+    """
     return _make("ts", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
                  W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
                  learning_rate=learning_rate, q=q, input_map=input_map,
                  num_candidates=num_candidates, num_restarts=num_restarts, num_acq_steps=0,
                  acq_method="none", jitter=jitter, y_transform=y_transform)
+
+
+neural_ucb = grouped(_neural_ucb, LAYOUT)
+neural_ts = grouped(_neural_ts, TS_LAYOUT)
