@@ -116,8 +116,8 @@ def test_list_options_prints_every_default_and_meaning(capsys):
     keyword-only options, e.g. ``beta`` after gp's ``*``), then the options gp takes through
     ``**optimizer_kwargs`` with their defaults (catches a listing without them); the meaning is
     the first sentence of the docstring's ``Args:`` entry, plain text. Mutations caught: no
-    meaning printed; the whole entry printed (go_ucb's ``input_scale`` goes on "A plain
-    number"); backticks left in; ``a, b: text`` entries read for ``a`` only (``refit_ratio``
+    meaning printed; the whole entry printed (go_ucb's ``network`` goes on "``input_scale`` is
+    a plain number"); backticks left in; ``a, b: text`` entries read for ``a`` only (``refit_ratio``
     then undocumented); a missing entry not marked; ``pinn_bo``'s required ``pde`` crashing the
     listing (it did: ``get`` without a PDE raised TypeError); an unknown name not naming the
     flag."""
@@ -141,7 +141,7 @@ def test_list_options_prints_every_default_and_meaning(capsys):
     assert "`" not in "\n".join(lines)
     assert cli.main(["list", "--options", "go_ucb"]) == 0
     rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines()}
-    assert rows["input_scale"].endswith("None (default) the unit cube.")
+    assert rows["network"].endswith("None (default) the unit cube.")
     assert cli.main(["list", "--options", "pinn_bo"]) == 0
     assert capsys.readouterr().out.startswith("pde = (required)")
     assert cli.main(["list", "--options", "nope"]) == 2

@@ -846,12 +846,12 @@ def _go_ucb(
       F: the output bound of ``"paper"`` (standardised units).
       optimistic: ``"linearized"`` (closed-form bonus, default) or ``"joint"`` (the paper's joint
         gradient ascent over ``x`` and ``w`` with projection on the ball).
-      network: the surrogate ``f_x(w)``: ``ntkbo.parts.Network`` for the default
-        ``sigmoid_network(width, input_scale)``, ``width`` (default and paper 25) and
-        ``input_scale`` (``None``, default: the unit cube; ``5.0`` shows it the paper's input box
-        ``[-5, 5]^d``; a plain number, so that an experiment spec (TOML) can set it); or an
-        ``(init_fn, apply_fn)`` pair (a longer tuple such as ``ntkbo.kernels.mlp(...)``'s triple
-        is cut to its first two entries), which then takes no ``input_scale``.
+      network: the surrogate ``f_x(w)``: an ``(init_fn, apply_fn)`` pair (a longer tuple such as
+        ``ntkbo.kernels.mlp(...)``'s triple is cut to its first two entries), or
+        ``ntkbo.parts.Network`` for the default ``sigmoid_network(width, input_scale)``:
+        ``width`` (default and paper 25) and ``input_scale``, ``5.0`` shows it the paper's input
+        box ``[-5, 5]^d``, ``None`` (default) the unit cube. ``input_scale`` is a plain number,
+        so that an experiment spec (TOML) can set it; a pair takes none.
       training: the regression oracle (``ntkbo.parts.Training``, ``fit_oracle``): ``optimizer``
         ``"adam"`` (default) or ``"sgd"`` (paper), full-batch; ``learning_rate`` (``1e-2``; paper
         ``1e-11``); ``num_steps`` (2000, paper too); ``num_restarts`` random initialisations, the

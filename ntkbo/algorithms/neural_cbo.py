@@ -387,9 +387,9 @@ def _neural_cbo(
     takes the second reading, ``depth=1``, and ``U_0 = I`` (Algorithm 3 line 2, Eqs. 4.3-4.4:
     ``lam = 1``, which here also weights the training penalty ``lam / 2 |W - W_0|^2`` that the
     thesis's one-pass SGD, Eq. (4.2), does not have); ``neural_cbo(preset="paper",
-    network={"depth": 2})`` is Eq. (4.1)'s reading. Everything else is the defaults, which depart from the thesis as listed above
-    (training, initialisation, width). ``PRESETS["one_layer"]`` is the defaults before any tuning (one
-    hidden layer, ``lam = 0.01``).
+    network={"depth": 2})`` is Eq. (4.1)'s reading. Everything else is the defaults, which
+    depart from the thesis as listed above (training, initialisation, width).
+    ``PRESETS["one_layer"]`` is the defaults before any tuning (one hidden layer, ``lam = 0.01``).
 
     Args:
       n_constraints: ``K >= 1``, the number of black-box constraints (``problem.n_constraints``).
