@@ -208,9 +208,11 @@ def suggest_seconds(case, options, key, reps=3):
 #: at the paper's width, and the closed form of ``preset="linearized"`` (the default 2026-11-24 to
 #: 2026-11-27) at that width.
 SUGGEST = {"default: LM, 10 steps, width 128": {},
-           "LM, 10 steps, width 256": dict(optimizer="levenberg_marquardt", num_steps=10,
-                                           width=256),
-           "preset former: linearized, width 256": dict(optimizer="linearized", width=256)}
+           "LM, 10 steps, width 256": dict(
+               training=dict(optimizer="levenberg_marquardt", num_steps=10),
+               network=dict(width=256)),
+           "preset former: linearized, width 256": dict(training=dict(optimizer="linearized"),
+                                                        network=dict(width=256))}
 
 
 def main():

@@ -15,6 +15,7 @@ import scipy.optimize
 
 import ntkbo
 from algo_checks import assert_distinct
+from ntkbo.parts import merge
 
 # The module (``ntkbo.algorithms.go_ucb`` the attribute is the factory function of the same name).
 G = importlib.import_module("ntkbo.algorithms.go_ucb")
@@ -24,8 +25,9 @@ BUDGET, N_INIT, HORIZON = 16, 3, 12  # n_explore = ceil(sqrt(12)) = 4: one Phase
 WIDTH = 8  # p = (d + 2) width + 1 = 33 parameters
 # refit_every=0: the paper's Algorithm 1 (one oracle fit), which the replays below check; the
 # default's Phase-II refits have tests of their own.
-SMALL = dict(horizon=HORIZON, width=WIDTH, oracle_steps=1000, oracle_restarts=2, num_candidates=64,
-             num_restarts=2, num_steps=5, refit_every=0)
+SMALL = dict(horizon=HORIZON, network=dict(width=WIDTH),
+             training=dict(num_steps=1000, num_restarts=2, refit_every=0),
+             search=dict(num_candidates=64, num_restarts=2, num_steps=5))
 KEY = jax.random.PRNGKey(7)
 
 
@@ -230,7 +232,8 @@ def test_projection_equals_scipy():
 
 
 def test_joint_variant_runs_and_never_leaves_the_ball():
-    algo = G.go_ucb(optimistic="joint", joint_steps=30, joint_learning_rate=0.05, **SMALL)
+    algo = G.go_ucb(optimistic="joint", **merge(SMALL, dict(
+        search=dict(joint_steps=30, joint_learning_rate=0.05))))
     r = ntkbo.minimize(algo, PROBLEM, BUDGET, KEY, n_init=N_INIT)
     ph2 = np.asarray(r.info.phase) == 2
     assert ph2.sum() == BUDGET - N_INIT - 1
@@ -276,16 +279,16 @@ def test_schedules():
     (dict(beta_scale=float("nan")), "beta_scale"),
     (dict(F=0.0), "F"),
     (dict(optimistic="exact"), "optimistic"),
-    (dict(width=0), "width"),
+    (dict(network=dict(width=0)), "width"),
     (dict(network=(1, 2)), "network"),
     (dict(sigma_phase1=1), "sigma_phase1"),
-    (dict(oracle_steps=-1), "oracle_steps"),
-    (dict(oracle_learning_rate=0.0), "oracle_learning_rate"),
-    (dict(oracle_optimizer="lbfgs"), "oracle_optimizer"),
-    (dict(oracle_restarts=0), "oracle_restarts"),
+    (dict(training=dict(num_steps=-1)), "oracle_steps"),
+    (dict(training=dict(learning_rate=0.0)), "oracle_learning_rate"),
+    (dict(training=dict(optimizer="lbfgs")), "oracle_optimizer"),
+    (dict(training=dict(num_restarts=0)), "oracle_restarts"),
     (dict(q=0), "q"),
-    (dict(num_candidates=4, num_restarts=8), "num_restarts"),
-    (dict(joint_learning_rate=-1e-4), "joint_learning_rate"),
+    (dict(search=dict(num_candidates=4, num_restarts=8)), "num_restarts"),
+    (dict(search=dict(joint_learning_rate=-1e-4)), "joint_learning_rate"),
 ])
 def test_bad_arguments_raise_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -334,7 +337,7 @@ def _flat_apply(d=2, m=WIDTH):
 
 def test_refit_rebuilds_w0_sigma_and_b(linearized):
     _, r = linearized
-    algo = G.go_ucb(**{**SMALL, "refit_every": 2, "refit_steps": 50})
+    algo = G.go_ucb(**merge(SMALL, dict(training=dict(refit_every=2, refit_steps=50))))
     update = jax.jit(algo.update)
     lo, hi = np.asarray(PROBLEM.bounds)
     s = algo.init(KEY, PROBLEM.bounds, 16)
@@ -374,7 +377,7 @@ def test_refit_rebuilds_w0_sigma_and_b(linearized):
 
 
 def test_refit_runs_through_minimize():
-    algo = G.go_ucb(**{**SMALL, "refit_every": 3, "refit_steps": 20})
+    algo = G.go_ucb(**merge(SMALL, dict(training=dict(refit_every=3, refit_steps=20))))
     r = ntkbo.minimize(algo, PROBLEM, BUDGET, KEY, n_init=N_INIT)
     assert int(r.state.t) == BUDGET - G.n_explore_paper(HORIZON)
     assert np.isfinite(r.info.acq_value[1:]).all() and np.isfinite(r.state.w_hat).all()
@@ -393,10 +396,10 @@ def test_sigmoid_network_input_scale():
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    (dict(refit_every=-1), "refit_every"),
-    (dict(refit_every=1.5), "refit_every"),
-    (dict(refit_every=True), "refit_every"),
-    (dict(refit_every=1, refit_steps=-1), "refit_steps"),
+    (dict(training=dict(refit_every=-1)), "refit_every"),
+    (dict(training=dict(refit_every=1.5)), "refit_every"),
+    (dict(training=dict(refit_every=True)), "refit_every"),
+    (dict(training=dict(refit_every=1, refit_steps=-1)), "refit_steps"),
 ])
 def test_bad_refit_arguments_raise_naming_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -404,20 +407,21 @@ def test_bad_refit_arguments_raise_naming_the_argument(kwargs, name):
 
 
 def test_input_scale_option_is_the_default_network_with_that_scale():
-    # go_ucb(input_scale=a) (a plain number, so a TOML spec can set it) must be go_ucb with
-    # network=sigmoid_network(width, a): the same key gives the same run. Catches the mutation that
-    # drops input_scale (the default network would see the unit cube: a different run, checked).
-    small = dict(horizon=4, n_explore=3, oracle_steps=5, oracle_restarts=1, num_candidates=16,
-                 num_restarts=1, num_steps=2)
+    # go_ucb(network={"input_scale": a}) (a plain number, so a TOML spec can set it) must be
+    # go_ucb with network=sigmoid_network(width, a): the same key gives the same run. Catches the
+    # mutation that drops input_scale (the default network would see the unit cube: a different
+    # run, checked).
+    small = dict(horizon=4, n_explore=3, training=dict(num_steps=5, num_restarts=1),
+                 search=dict(num_candidates=16, num_restarts=1, num_steps=2))
     problem, key = ntkbo.benchmarks.get("branin"), jax.random.PRNGKey(5)
 
     def xs(algo):
         return np.asarray(ntkbo.minimize(algo, problem, 5, key, n_init=3).x)
 
-    via_option = xs(G.go_ucb(width=6, input_scale=5.0, **small))
+    via_option = xs(G.go_ucb(network=dict(width=6, input_scale=5.0), **small))
     np.testing.assert_array_equal(
         via_option, xs(G.go_ucb(network=G.sigmoid_network(6, input_scale=5.0), **small)))
-    assert not np.allclose(via_option, xs(G.go_ucb(width=6, **small)))
+    assert not np.allclose(via_option, xs(G.go_ucb(network=dict(width=6), **small)))
 
 
 def test_phase2_observe_and_the_linearisation_called_directly(linearized):
@@ -457,5 +461,5 @@ def test_default_refits_every_round_and_the_paper_preset_never():
     """GO-UCB's default re-runs the oracle after every Phase-II observation (a departure from the
     paper, chosen on tuning keys); ``preset="paper"`` keeps Algorithm 1's single fit. Mutation
     caught (checked): the default back at ``refit_every=0`` fails the first assertion."""
-    assert ntkbo.algorithms.go_ucb().config["refit_every"] == 1
-    assert ntkbo.algorithms.go_ucb(preset="paper").config["refit_every"] == 0
+    assert ntkbo.algorithms.go_ucb().config["training"]["refit_every"] == 1
+    assert ntkbo.algorithms.go_ucb(preset="paper").config["training"]["refit_every"] == 0

@@ -17,8 +17,8 @@ from ntkbo import acquisition as acq
 ncbo = importlib.import_module("ntkbo.algorithms.neural_cbo")
 nbo = importlib.import_module("ntkbo.algorithms.neural_bo")
 
-SMALL = dict(width=32, num_steps=20, optimizer="gd", num_candidates=64, num_best=2,
-             num_perturbations=16, chunk_size=64)
+SMALL = dict(network=dict(width=32), training=dict(num_steps=20, optimizer="gd"),
+             search=dict(num_candidates=64, num_best=2, num_perturbations=16, chunk_size=64))
 
 
 def test_select_takes_the_best_ei_among_the_optimistically_feasible():
@@ -168,7 +168,8 @@ def test_cli_runs_neural_cbo_on_a_constrained_problem(tmp_path, capsys):
     out = tmp_path / "cbo"
     rc = cli.main(["run", "--algo", "neural_cbo", "--problem", "branin_constrained", "--budget",
                    "6", "--seeds", "2", "--n-init", "4", "--out", str(out), "--no-plot", "--set",
-                   "width=32", "num_steps=10", "num_candidates=64", "num_perturbations=16"])
+                   "network={'width': 32}", "training={'num_steps': 10}",
+                   "search={'num_candidates': 64, 'num_perturbations': 16}"])
     assert rc == 0
     rec = json.loads((out / "results.json").read_text())
     problem = ntkbo.benchmarks.get("branin_constrained")
@@ -254,9 +255,9 @@ def test_the_state_carries_each_networks_factor(runs):
     d = s.bounds.shape[-1]
     z = nbo.embed(ntkbo.algorithms.observations.to_unit(s.data.x, s.bounds), "sphere")
     cfg = algo.config.to_json()  # the network and lam the run used (its defaults)
-    depth = cfg["depth"]
+    depth = cfg["network"]["depth"]
     feats = nbo.grad_features(
-        nbo.mlp(depth, SMALL["width"], W_std=nbo.paper_W_std(d + 1, depth))[1])
+        nbo.mlp(depth, SMALL["network"]["width"], W_std=nbo.paper_W_std(d + 1, depth))[1])
     _, _, _, m = ncbo.targets(s)
     for k in range(2):
         p0 = jax.tree_util.tree_map(lambda a: a[k], s.params0)

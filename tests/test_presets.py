@@ -432,11 +432,11 @@ def test_neural_cbo_paper_preset_names_its_reading_of_the_depth():
     m, d = 8, 3
     for layers in (2, 3):
         assert _hidden_weights_count(layers - 1, m, d) == m * d + m * m * (layers - 2) + m
-    assert p["depth"] == L - 1
+    assert p["network"]["depth"] == L - 1
     # Eq. (4.1): W^(1) .. W^(L) hidden and the readout q: depth=L, one argument away, the rest
     # of the preset kept.
-    alt = A.get("neural_cbo", preset="paper", depth=L).config
-    assert alt["depth"] == L and alt["lam"] == p["lam"]
+    alt = A.get("neural_cbo", preset="paper", network=dict(depth=L)).config
+    assert alt["network"]["depth"] == L and alt["lam"] == p["lam"]
     # Algorithm 3 line 2: U_{f,0} = U_{c_i,0} = I, i.e. lam = 1. Mutation caught: lam=0.01.
     assert p["lam"] == 1.0
     # Mutation caught: the comment's "Lemma B.1.5" / "depth=2" (the reading, the alternative)
@@ -498,9 +498,10 @@ def test_sto_bnts_presets_are_the_papers_and_the_codes_numbers():
     # Mutations caught: perturb_targets=True; fixed_key=True.
     for name in ("sto_bnts", "sto_bnts_linear"):
         p = A.presets(name)["paper"]
-        assert (p["depth"], p["width"], p["activation"]) == (2, 256, "relu"), name
+        net, search = p["network"], p["search"]
+        assert (net["depth"], net["width"], net["activation"]) == (2, 256, "relu"), name
         assert p["beta"] == 1.0, name
-        assert (p["num_candidates"], p["num_restarts"], p["acq_method"]) == (
+        assert (search["num_candidates"], search["num_restarts"], search["method"]) == (
             10_000, 100, "lbfgs"), name
         assert p["perturb_targets"] is False and p["fixed_key"] is False, name
     # The authors' code (github.com/daizhongxiang/sto-bnts, lunar_sto_bnts.py): configs =
@@ -509,9 +510,10 @@ def test_sto_bnts_presets_are_the_papers_and_the_codes_numbers():
     # PRNGKey(10) re-created every round. Mutations caught: W_std="paper"; num_steps=1000 (He et
     # al.'s default); fixed_key=False.
     a = A.presets("sto_bnts")["authors"]
-    assert (a["learning_rate"], a["num_steps"], a["sigma"]) == (1e-3, 10_000, 0.1)
-    assert (a["W_std"], a["b_std"], a["width"], a["depth"]) == (1.5, 0.05, 256, 2)
-    assert (a["parameterization"], a["optimizer"], a["fixed_key"]) == ("standard", "gd", True)
+    net, tr = a["network"], a["training"]
+    assert (tr["learning_rate"], tr["num_steps"], a["sigma"]) == (1e-3, 10_000, 0.1)
+    assert (net["W_std"], net["b_std"], net["width"], net["depth"]) == (1.5, 0.05, 256, 2)
+    assert (net["parameterization"], tr["optimizer"], a["fixed_key"]) == ("standard", "gd", True)
     # Mutation caught: the former wording ("GD's minimiser") restored in the comment.
     text = _preset_comment(sto_bnts_m)
     assert "GD's minimiser" not in text and "not convex" in text

@@ -121,7 +121,7 @@ def test_a_batch_size_that_does_not_divide_the_rounds_is_refused_before_any_run(
     ``budget - n_init = 30`` evaluations is refused when the spec is resolved, naming the fields,
     instead of failing after the cells before it have run."""
     spec = Spec(name="t", budget=40, seeds=2, n_init=10,
-                algorithms=(AlgorithmSpec("sto_bnts", {"q": 4, "width": 8}),),
+                algorithms=(AlgorithmSpec("sto_bnts", {"q": 4, "network": {"width": 8}}),),
                 problems=(ProblemSpec("branin"),))
     with pytest.raises(ValueError, match=r"budget - n_init = 40 - 10 .* multiple of q = 4"):
         spec.resolve("full")

@@ -15,6 +15,7 @@ from algo_checks import assert_distinct
 from ntkbo import data as D
 from ntkbo import gp as G
 from ntkbo.kernels import as_kernel, empirical_ntk, mlp, mlp_spec
+from ntkbo.parts import merge
 
 # The module (``ntkbo.algorithms.sto_bnts`` the attribute is the factory function of the same name).
 S = importlib.import_module("ntkbo.algorithms.sto_bnts")
@@ -294,10 +295,10 @@ def tiny_member():
     ``g`` the member's prior draw, ``r = y - g(X)``."""
     import inspect
 
-    defaults = {k: v.default for k, v in inspect.signature(S.sto_bnts).parameters.items()}
+    defaults = {k: v.default for k, v in inspect.signature(S._sto_bnts).parameters.items()}
     width, depth, sigma = 64, defaults["depth"], defaults["sigma"]  # a narrow net: seconds
     bounds = jnp.array([[0.0, 0.0], [1.0, 1.0]])
-    algo = S.sto_bnts(width)
+    algo = S.sto_bnts(network=dict(width=width))
     state, _ = algo.update(algo.init(jax.random.PRNGKey(0), bounds, 8), Z[:6], _Y[:6])
     key = jax.random.PRNGKey(7)
     _, _, apply_fn, _, pvar = net(width=width, depth=depth, W_std=(1.0,) + (2**0.5,) * depth,
@@ -332,8 +333,8 @@ def test_linearized_training_reaches_the_linearised_posterior_sample(tiny_member
     network (``trained_member_fn`` returning ``member_fn``: one Gauss-Newton step of the network,
     0.94 sd away)."""
     m = tiny_member
-    algo = S.sto_bnts(m["width"], optimizer="linearized", num_candidates=16, num_restarts=1,
-                      acq_method="none")
+    algo = S.sto_bnts(network=dict(width=m["width"]), training=dict(optimizer="linearized"),
+                      search=dict(num_candidates=16, num_restarts=1, method="none"))
     _, info = jax.jit(algo.suggest)(m["key"], m["state"])
 
     @jax.jit
@@ -366,9 +367,10 @@ def test_default_trains_the_network_on_loss_1(tiny_member):
     ``optimizer="linearized"`` in ``sto_bnts``'s signature: ``suggest``'s loss is then the
     linearised minimum (``rel`` 0 against 0.43) and not the network's loss at those parameters."""
     m = tiny_member
-    cheap = dict(num_candidates=256, num_restarts=1, acq_method="none")
-    x_sto, info = jax.jit(S.sto_bnts(m["width"], **cheap).suggest)(m["key"], m["state"])
-    lin = S.sto_bnts_linear(m["width"], **cheap)
+    cheap = dict(network=dict(width=m["width"]),
+                 search=dict(num_candidates=256, num_restarts=1, method="none"))
+    x_sto, info = jax.jit(S.sto_bnts(**cheap).suggest)(m["key"], m["state"])
+    lin = S.sto_bnts_linear(**cheap)
     x_lin, _ = jax.jit(lin.suggest)(m["key"], lin.update(
         lin.init(jax.random.PRNGKey(0), m["bounds"], 8), Z[:6], _Y[:6])[0])
 
@@ -402,14 +404,16 @@ def test_default_trains_the_network_on_loss_1(tiny_member):
 # The algorithms through the driver.
 
 BRANIN = ntkbo.benchmarks.get("branin")
-SMALL = dict(width=32, q=2, num_candidates=128, num_restarts=2, num_acq_steps=10)
+SMALL = dict(network=dict(width=32), q=2,
+             search=dict(num_candidates=128, num_restarts=2, num_steps=10))
 
 
 @pytest.fixture(scope="module")
 def branin_runs():
     # Candidate search only (acq_method="none") to save compile time here; the gradient refinement
     # of the members' minimisers runs in the linear variant's test.
-    algo = S.sto_bnts(num_steps=3, acq_method="none", **SMALL)
+    algo = S.sto_bnts(training=dict(num_steps=3),
+                      **merge(SMALL, dict(search=dict(method="none"))))
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     separate = [ntkbo.minimize(algo, BRANIN, 15, k) for k in keys]
     batched = jax.vmap(lambda k: ntkbo.minimize(algo, BRANIN, 15, k))(keys)
@@ -476,8 +480,9 @@ def test_state_keeps_a_seed_only_with_fixed_key():
     """``StoBntsState.seed``: the ``()`` int32 network seed with ``fixed_key=True``, nothing
     (``()``) otherwise. Mutation caught (checked): the seed drawn whatever ``fixed_key``."""
     bounds = jnp.asarray([[0.0, 0.0], [1.0, 1.0]])
-    seeds = {f: jax.eval_shape(lambda k, f=f: S.sto_bnts(8, fixed_key=f).init(k, bounds, 4),
-                               jax.random.PRNGKey(0)).seed for f in (True, False)}
+    seeds = {f: jax.eval_shape(
+        lambda k, f=f: S.sto_bnts(network=dict(width=8), fixed_key=f).init(k, bounds, 4),
+        jax.random.PRNGKey(0)).seed for f in (True, False)}
     assert seeds[True].shape == () and seeds[True].dtype == jnp.int32
     assert seeds[False] == ()
 
@@ -488,24 +493,25 @@ def test_bad_arguments_raise_naming_the_argument():
         (S.sto_bnts, dict(sigma=0.0), "sigma"),
         (S.sto_bnts, dict(sigma="x"), "sigma"),
         (S.sto_bnts, dict(beta=-1.0), "beta"),
-        (S.sto_bnts, dict(width=0), "width"),
-        (S.sto_bnts, dict(depth=0), "depth"),
-        (S.sto_bnts, dict(optimizer="sgd"), "optimizer"),
-        (S.sto_bnts, dict(num_steps=0), "num_steps"),
-        (S.sto_bnts, dict(optimizer="levenberg_marquardt", num_steps=0), "num_steps"),
-        (S.sto_bnts, dict(optimizer="levenberg_marquardt", tol=-1e-4), "tol"),
-        (S.sto_bnts, dict(learning_rate=-1e-3), "learning_rate"),
-        (S.sto_bnts, dict(loss_reduction="max"), "loss_reduction"),
+        (S.sto_bnts, dict(network=dict(width=0)), "width"),
+        (S.sto_bnts, dict(network=dict(depth=0)), "depth"),
+        (S.sto_bnts, dict(training=dict(optimizer="sgd")), "optimizer"),
+        (S.sto_bnts, dict(training=dict(num_steps=0)), "num_steps"),
+        (S.sto_bnts, dict(training=dict(optimizer="levenberg_marquardt", num_steps=0)),
+         "num_steps"),
+        (S.sto_bnts, dict(training=dict(optimizer="levenberg_marquardt", tol=-1e-4)), "tol"),
+        (S.sto_bnts, dict(training=dict(learning_rate=-1e-3)), "learning_rate"),
+        (S.sto_bnts, dict(training=dict(loss_reduction="max")), "loss_reduction"),
         (S.sto_bnts, dict(perturb_targets=1), "perturb_targets"),
         (S.sto_bnts, dict(fixed_key="yes"), "fixed_key"),
-        (S.sto_bnts, dict(W_std="code"), "W_std"),
-        (S.sto_bnts, dict(W_std=(1.0, 0.0, 1.0)), "W_std"),
-        (S.sto_bnts, dict(b_std=0.0), "b_std"),
-        (S.sto_bnts, dict(parameterization="mup"), "parameterization"),
-        (S.sto_bnts, dict(activation="nope"), "activation"),
-        (S.sto_bnts_linear, dict(num_candidates=0), "num_candidates"),
-        (S.sto_bnts_linear, dict(num_candidates=4, num_restarts=8), "num_restarts"),
-        (S.sto_bnts_linear, dict(acq_method="bfgs"), "acq_method"),
+        (S.sto_bnts, dict(network=dict(W_std="code")), "W_std"),
+        (S.sto_bnts, dict(network=dict(W_std=(1.0, 0.0, 1.0))), "W_std"),
+        (S.sto_bnts, dict(network=dict(b_std=0.0)), "b_std"),
+        (S.sto_bnts, dict(network=dict(parameterization="mup")), "parameterization"),
+        (S.sto_bnts, dict(network=dict(activation="nope")), "activation"),
+        (S.sto_bnts_linear, dict(search=dict(num_candidates=0)), "num_candidates"),
+        (S.sto_bnts_linear, dict(search=dict(num_candidates=4, num_restarts=8)), "num_restarts"),
+        (S.sto_bnts_linear, dict(search=dict(method="bfgs")), "acq_method"),
         (S.sto_bnts_linear, dict(jitter=-1.0), "jitter"),
         (S.sto_bnts_linear, dict(input_map="cube"), "input_map"),
     ]

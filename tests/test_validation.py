@@ -96,7 +96,7 @@ def test_update_rejects_y_of_the_wrong_length(name):
 
 
 def test_constrained_update_rejects_y_without_its_constraint_columns():
-    algo = build("neural_cbo", width=8)
+    algo = build("neural_cbo", network=dict(width=8))
     state = algo.init(jax.random.PRNGKey(0), BRANIN.bounds, 16)
     with pytest.raises(ValueError, match=r"y must have shape \(3, 2\)"):
         algo.update(state, np.zeros((3, 2)) + 1.0, np.zeros(3))

@@ -135,9 +135,10 @@ def _runs(key, s: dict, fault):
     problem = Problem(name="rkhs_cbo", fn=f, bounds=jnp.stack([jnp.zeros(d), jnp.ones(d)]),
                       noise_std=s["noise"], constraints=lambda x: c(x)[None],
                       constraint_noise_std=s["noise"])
-    algo = ntkbo.algorithms.neural_cbo(1, s["width"], s["depth"], lam=s["lam"], b_std=s["b_std"],
-                                       delta=s["delta"], num_steps=s["train_steps"],
-                                       num_candidates=1024, num_perturbations=512)
+    algo = ntkbo.algorithms.neural_cbo(
+        1, network=dict(width=s["width"], depth=s["depth"], b_std=s["b_std"]), lam=s["lam"],
+        delta=s["delta"], training=dict(num_steps=s["train_steps"]),
+        search=dict(num_candidates=1024, num_perturbations=512))
     keys = jax.random.split(k_run, s["seeds"])
     return memory_lib.chunked_map(lambda k: ntkbo.minimize(algo, problem, s["budget"], k), keys,
                                   memory_lib.find(memory(s), "Neural-CBO runs").chunk,

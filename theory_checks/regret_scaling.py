@@ -320,13 +320,15 @@ def _algorithm(name, s, T):
         # the trained network, its training and query set here, not left to the defaults (10 LM
         # steps at width 128 since 2026-11-27): 4 LM steps at the check's width and a cheap
         # query, the algorithm whose regret the row has measured since it was written
-        return ntkbo.algorithms.sto_bnts(width=s["width"], depth=2, num_steps=4,
-                                         optimizer="levenberg_marquardt", num_candidates=256,
-                                         num_restarts=2, num_acq_steps=10)
+        return ntkbo.algorithms.sto_bnts(network=dict(width=s["width"], depth=2),
+                                         training=dict(num_steps=4,
+                                                       optimizer="levenberg_marquardt"),
+                                         search=dict(num_candidates=256, num_restarts=2,
+                                                     num_steps=10))
     if name == "go_ucb":
         n, horizon = go_ucb_phases(T)
-        return ntkbo.algorithms.go_ucb(horizon=horizon, n_explore=n, lam="paper",
-                                       beta="theory", oracle_steps=300, oracle_restarts=2, **opt)
+        return ntkbo.algorithms.go_ucb(horizon=horizon, n_explore=n, lam="paper", beta="theory",
+                                       training=dict(num_steps=300, num_restarts=2), search=opt)
     if name == "posterior_smb":
         # Theorem 3's setting (module docstring): sigma^2 = 1 + 2/T, T_e = 0 (no exploration
         # beyond the 2-point initial design), a ReLU network whose NTK's RKHS holds the target.

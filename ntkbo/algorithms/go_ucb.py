@@ -56,6 +56,7 @@ from ntkbo import data as D
 from ntkbo import optimize, qmc
 from ntkbo.algorithms.observations import best_points, from_unit, standardize, to_unit
 from ntkbo.base import Algorithm
+from ntkbo.parts import Layout, grouped
 
 Array = jax.Array
 Params = Any
@@ -85,11 +86,24 @@ BETA_RULES = ("theory", "paper")
 #: ``beta_t`` act on another scale) and the paper's unstated handling of the box and the
 #: ball in Step 5 (here: clipping and exact projection). There is no authors' code.
 PRESETS = {
-    "paper": dict(width=25, input_scale=5.0, n_explore=None, lam="paper", beta="paper",
-                  optimistic="joint", joint_steps=2000, joint_learning_rate=1e-4,
-                  oracle_optimizer="sgd", oracle_learning_rate=1e-11, oracle_steps=2000,
-                  refit_every=0),
+    "paper": dict(network=dict(width=25, input_scale=5.0), n_explore=None, lam="paper",
+                  beta="paper", optimistic="joint",
+                  search=dict(joint_steps=2000, joint_learning_rate=1e-4),
+                  training=dict(optimizer="sgd", learning_rate=1e-11, num_steps=2000,
+                                refit_every=0)),
 }
+
+#: Where ``go_ucb``'s plain options sit among its parts (``ntkbo.parts``); ``network`` also takes
+#: an ``(init_fn, apply_fn)`` pair, the plain option ``network``.
+LAYOUT = Layout({
+    "network": dict(width="width", input_scale="input_scale"),
+    "training": dict(optimizer="oracle_optimizer", learning_rate="oracle_learning_rate",
+                     num_steps="oracle_steps", num_restarts="oracle_restarts",
+                     refit_every="refit_every", refit_steps="refit_steps"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="num_steps", joint_steps="joint_steps",
+                   joint_learning_rate="joint_learning_rate"),
+}, custom={"network": "network"})
 
 __all__ = [
     "GOUCBState",
@@ -772,7 +786,7 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
 # The algorithm.
 
 
-def go_ucb(
+def _go_ucb(
     horizon: int = 100,
     *,
     n_explore: int | None = None,
@@ -832,32 +846,31 @@ def go_ucb(
       F: the output bound of ``"paper"`` (standardised units).
       optimistic: ``"linearized"`` (closed-form bonus, default) or ``"joint"`` (the paper's joint
         gradient ascent over ``x`` and ``w`` with projection on the ball).
-      width: hidden width of the default network (paper: 25).
-      input_scale: the default network's ``input_scale`` (``sigmoid_network``): ``5.0`` shows it
-        the paper's input box ``[-5, 5]^d``; ``None`` (default) the unit cube. A plain number, so
-        that an experiment spec (TOML) can set it.
-      network: ``None`` (``sigmoid_network(width, input_scale)``) or ``(init_fn, apply_fn)`` (a longer tuple
-        such as ``ntkbo.kernels.mlp(...)``'s triple is cut to its first two entries).
+      network: the surrogate ``f_x(w)``: an ``(init_fn, apply_fn)`` pair (a longer tuple such as
+        ``ntkbo.kernels.mlp(...)``'s triple is cut to its first two entries), or
+        ``ntkbo.parts.Network`` for the default ``sigmoid_network(width, input_scale)``:
+        ``width`` (default and paper 25) and ``input_scale``, ``5.0`` shows it the paper's input
+        box ``[-5, 5]^d``, ``None`` (default) the unit cube. ``input_scale`` is a plain number,
+        so that an experiment spec (TOML) can set it; a pair takes none.
+      training: the regression oracle (``ntkbo.parts.Training``, ``fit_oracle``): ``optimizer``
+        ``"adam"`` (default) or ``"sgd"`` (paper), full-batch; ``learning_rate`` (``1e-2``; paper
+        ``1e-11``); ``num_steps`` (2000, paper too); ``num_restarts`` random initialisations, the
+        best kept (4; the paper states none); ``refit_every``, **not in the paper**
+        (``oracle_refit``): ``k >= 1`` re-runs the oracle on all observations every ``k``
+        Phase-II observations and restarts ``Sigma``, ``b`` around the new ``w0`` (default 1:
+        after every observation), ``0`` the paper's single fit; ``refit_steps``, optimiser steps
+        of a refit, warm-started from ``w_t`` (``None``: ``num_steps``).
+      search: the optimistic step (``ntkbo.parts.Search``): ``num_candidates`` Sobol candidates
+        (1024; Kronecker beyond 256 dimensions), plus the 4 best observed points (and, for
+        ``"linearized"``, ``num_candidates // 4`` perturbations of them, as
+        ``maximize_acquisition`` adds); ``num_restarts`` starts refined by ascent, the best
+        candidates (4); ``num_steps``, ``"linearized"``: projected ascent steps per start (30;
+        ``ntkbo.optimize.maximize_acquisition``'s ``"pgd"``); ``joint_steps`` and
+        ``joint_learning_rate``, ``"joint"``: plain gradient-ascent steps on ``(x, w)`` and their
+        size (default and paper: 2000, ``1e-4``), ``x`` in unit-cube coordinates.
       sigma_phase1: include the Phase-I points, linearised at ``w0``, in ``Sigma`` and ``b``
         (reading (b) of the ``i = 0`` term of eqs. 3-5); default reading (a), ``Sigma_1 = lam I``.
-      oracle_steps, oracle_learning_rate, oracle_optimizer, oracle_restarts: the regression oracle
-        (``fit_oracle``): full-batch ``"adam"`` or ``"sgd"`` steps from ``oracle_restarts`` random
-        initialisations.
       q: points per round (batch rule: ``optimistic_points``).
-      num_candidates: Sobol candidates of the optimistic step (Kronecker beyond 256 dimensions),
-        plus the 4 best observed points (and, for ``"linearized"``, ``num_candidates // 4``
-        perturbations of them, as ``maximize_acquisition`` adds).
-      num_restarts: starts refined by ascent (the best candidates).
-      num_steps: ``"linearized"``: projected ascent steps per start
-        (``ntkbo.optimize.maximize_acquisition``'s ``"pgd"``).
-      joint_steps, joint_learning_rate: ``"joint"``: plain gradient-ascent steps on ``(x, w)`` and
-        their size (paper: 2000, ``1e-4``), ``x`` in unit-cube coordinates.
-      refit_every: **not in the paper** (``oracle_refit``): ``k >= 1`` re-runs the
-        oracle on all observations every ``k`` Phase-II observations and restarts ``Sigma``, ``b``
-        around the new ``w0`` (default 1: after every observation); ``0`` is the paper's single
-        fit.
-      refit_steps: optimiser steps of a refit (warm-started from ``w_t``); ``None`` for
-        ``oracle_steps``.
 
     Returns:
       An ``ntkbo.Algorithm``. ``suggest`` returns ``(x (q, d), info)`` with ``info`` a NamedTuple of
@@ -1007,3 +1020,6 @@ def go_ucb(
         return x.reshape(q, d), info
 
     return Algorithm(init, suggest, update)
+
+
+go_ucb = grouped(_go_ucb, LAYOUT)

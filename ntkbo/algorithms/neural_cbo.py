@@ -51,6 +51,7 @@ from ntkbo.feature_gp import extend_dual_factor, gram_variance
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
 from ntkbo.nets import TrainInfo, gd_learning_rate, paper_W_std, train
+from ntkbo.parts import Layout, grouped
 from ntkbo.validation import check_choice, check_int, check_positive, check_told
 
 Array = jax.Array
@@ -297,16 +298,26 @@ def posterior_moments(apply_fn, params: Params, params0: Params, f_data, mask: A
 #:   ``neural_cbo``, "Deviations".
 #: * ``"one_layer"``: the defaults before any tuning (one hidden layer, ``lam = 0.01``).
 PRESETS = {
-    "paper": dict(depth=1, lam=1.0),
-    "one_layer": dict(depth=1, lam=0.01),
+    "paper": dict(network=dict(depth=1), lam=1.0),
+    "one_layer": dict(network=dict(depth=1), lam=0.01),
 }
 
+#: Where ``neural_cbo``'s plain options sit among its parts (``ntkbo.parts``).
+LAYOUT = Layout({
+    "network": dict(width="width", depth="depth", activation="activation", b_std="b_std"),
+    "training": dict(optimizer="optimizer", learning_rate="learning_rate", num_steps="num_steps",
+                     warm_start="warm_start"),
+    "search": dict(num_candidates="num_candidates", num_best="num_best",
+                   num_perturbations="num_perturbations", perturb_scale="perturb_scale",
+                   chunk_size="chunk_size"),
+})
 
-def neural_cbo(
+
+def _neural_cbo(
     n_constraints: int = 1,
+    *,
     width: int = 128,
     depth: int = 2,
-    *,
     lam: float = 1e-5,
     beta: Union[float, str] = "theory",
     B: float = 1.0,
@@ -375,27 +386,34 @@ def neural_cbo(
     layers, and the authors' code (two ``Linear`` layers) has one: ``depth=1``. ``PRESETS["paper"]``
     takes the second reading, ``depth=1``, and ``U_0 = I`` (Algorithm 3 line 2, Eqs. 4.3-4.4:
     ``lam = 1``, which here also weights the training penalty ``lam / 2 |W - W_0|^2`` that the
-    thesis's one-pass SGD, Eq. (4.2), does not have); ``neural_cbo(preset="paper", depth=2)`` is Eq.
-    (4.1)'s reading. Everything else is the defaults, which depart from the thesis as listed above
-    (training, initialisation, width). ``PRESETS["one_layer"]`` is the defaults before any tuning (one
-    hidden layer, ``lam = 0.01``).
+    thesis's one-pass SGD, Eq. (4.2), does not have); ``neural_cbo(preset="paper",
+    network={"depth": 2})`` is Eq. (4.1)'s reading. Everything else is the defaults, which
+    depart from the thesis as listed above (training, initialisation, width).
+    ``PRESETS["one_layer"]`` is the defaults before any tuning (one hidden layer, ``lam = 0.01``).
 
     Args:
       n_constraints: ``K >= 1``, the number of black-box constraints (``problem.n_constraints``).
-      width, depth: hidden width ``m`` and hidden layers of every network (thesis: ``L = 2``,
-        one hidden layer by Lemma B.1.5's count and the authors' code, two by Eq. (4.1)'s;
-        ``preset="paper"`` takes one; default 2, see above).
+      network: every function's network (``ntkbo.parts.Network``; NeuralBO's, ``W_std`` its
+        ``paper_W_std``): ``width`` ``m`` (default 128; thesis ``m = T``), ``depth`` hidden layers
+        (default 2; thesis ``L = 2``, one hidden layer by Lemma B.1.5's count and the authors'
+        code, two by Eq. (4.1)'s; ``preset="paper"`` takes one, see above), ``activation``
+        (ReLU) and ``b_std`` (``None``: no biases), as NeuralBO.
+      training: TrainNN (``ntkbo.parts.Training``, ``neural_bo.train``): ``optimizer``
+        ``"adam"`` (default) or ``"gd"``; ``learning_rate`` (``None``: Adam's ``1e-2``, GD's
+        ``gd_learning_rate``; thesis 0.001 for its SGD); ``num_steps`` (300); ``warm_start``
+        (``False``: from ``W_0`` every round; the authors' code: ``True``).
+      search: the candidate set (``ntkbo.parts.Search``, ``candidate_set``): ``num_candidates``
+        scrambled Sobol points (2048), the ``num_best`` best observed-feasible points (4) and
+        ``num_perturbations`` Gaussian perturbations of them (512) of std ``perturb_scale``
+        (0.02 of the box); ``chunk_size`` candidates evaluated per chunk (1024; bounds the
+        ``(K + 1) x chunk x (w + C)`` factors and cross kernels, ``w`` the factor width of
+        ``ntkbo.kernels.structured``).
       lam: ``lambda`` of the variance and the training penalty (thesis ``U_0 = I``: ``lam = 1``;
         default ``1e-5``, chosen on the constrained dev suite: docs/decisions.md).
       beta: ``"theory"`` (Lemma 4.1.5 with ``B``, ``R``, ``delta``) or a fixed number ``>= 0``.
       B, R, delta: the RKHS-norm bound, noise sub-Gaussianity and confidence of Lemma 4.1.5.
       epsilon: the slack ``E(m) >= 0`` of the EI and (over ``t + 1``) of the LCB (default 0).
-      activation, b_std: hidden activation and bias scale (``None``: no biases), as NeuralBO.
-      optimizer, learning_rate, num_steps, warm_start: TrainNN (``neural_bo.train``).
-      num_candidates, num_best, num_perturbations, perturb_scale: the candidate set.
       input_map: ``"sphere"`` or ``"cube"`` (``neural_bo.embed``).
-      chunk_size: candidates evaluated per chunk (bounds the ``(K + 1) x chunk x (w + C)`` factors
-        and cross kernels, ``w`` the factor width of ``ntkbo.kernels.structured``).
 
     Returns:
       An ``ntkbo.Algorithm`` with ``n_constraints = K``; ``update`` takes ``y`` ``(q, 1 + K)``.
@@ -532,3 +550,6 @@ def neural_cbo(
         return from_unit(cand[i][None], state.bounds), info
 
     return Algorithm(init, suggest, update, K)
+
+
+neural_cbo = grouped(_neural_cbo, LAYOUT)

@@ -59,6 +59,7 @@ from ntkbo import optimize
 from ntkbo.algorithms.observations import best_points, embed_inputs, from_unit, unit_view
 from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import mlp, mlp_spec
+from ntkbo.parts import Layout, grouped
 # The members' numerics live in the networks layer; their names stay importable from here.
 from ntkbo.nets import (LM_DAMPING, MEMBER_OPTIMIZERS, Params, draw_params, jvp_term,
                         linear_member_fn, linear_solve, linearized_member_fn, member_fn,
@@ -116,22 +117,39 @@ NUM_BEST = 4
 #: ``benchmarks/results/tuning-sto_bnts-train``), the training (10 Levenberg-Marquardt steps of the
 #: network on (1), where ``"paper"`` runs them until a step gains less than 1e-4 of the loss;
 #: :func:`train_member`) and the cheaper query search.
-_PAPER_QUERY = dict(num_candidates=10_000, num_restarts=100, acq_method="lbfgs")
-_PAPER_NET = dict(width=256, depth=2, activation="relu", W_std="paper", b_std=None,
-                  parameterization="ntk", beta=1.0, perturb_targets=False, fixed_key=False)
+_PAPER_QUERY = dict(search=dict(num_candidates=10_000, num_restarts=100, method="lbfgs"))
+_PAPER_NET = dict(network=dict(width=256, depth=2, activation="relu", W_std="paper", b_std=None,
+                               parameterization="ntk"),
+                  beta=1.0, perturb_targets=False, fixed_key=False)
 PRESETS_BY_NAME = {
     "sto_bnts": {
-        "paper": dict(**_PAPER_NET, optimizer="levenberg_marquardt", num_steps=300, tol=1e-4,
+        "paper": dict(**_PAPER_NET,
+                      training=dict(optimizer="levenberg_marquardt", num_steps=300, tol=1e-4),
                       **_PAPER_QUERY),
-        "authors": dict(width=256, depth=2, activation="relu", sigma=0.1, beta=1.0,
-                        perturb_targets=False, parameterization="standard", W_std=1.5,
-                        b_std=0.05, input_map="ball", optimizer="gd", learning_rate=1e-3,
-                        num_steps=10_000, loss_reduction="mean", tol=None, fixed_key=True,
-                        **_PAPER_QUERY),
-        "linearized": dict(optimizer="linearized", width=256),
+        "authors": dict(network=dict(width=256, depth=2, activation="relu",
+                                     parameterization="standard", W_std=1.5, b_std=0.05),
+                        sigma=0.1, beta=1.0, perturb_targets=False, input_map="ball",
+                        training=dict(optimizer="gd", learning_rate=1e-3, num_steps=10_000,
+                                      loss_reduction="mean", tol=None),
+                        fixed_key=True, **_PAPER_QUERY),
+        "linearized": dict(training=dict(optimizer="linearized"), network=dict(width=256)),
     },
     "sto_bnts_linear": {"paper": dict(**_PAPER_NET, **_PAPER_QUERY)},
 }
+
+_NETWORK = dict(width="width", depth="depth", activation="activation", W_std="W_std",
+                b_std="b_std", parameterization="parameterization")
+_SEARCH = dict(num_candidates="num_candidates", num_restarts="num_restarts",
+               num_steps="num_acq_steps", method="acq_method")
+#: Where ``sto_bnts``'s plain options sit among its parts (``ntkbo.parts``).
+LAYOUT = Layout({
+    "network": _NETWORK,
+    "training": dict(optimizer="optimizer", num_steps="num_steps", learning_rate="learning_rate",
+                     loss_reduction="loss_reduction", tol="tol"),
+    "search": _SEARCH,
+})
+#: Where ``sto_bnts_linear``'s plain options sit among its parts: no training (a closed form).
+LAYOUT_LINEAR = Layout({"network": _NETWORK, "search": _SEARCH})
 
 
 class StoBntsSuggestInfo(NamedTuple):
@@ -371,10 +389,10 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
 BetaSpec = Union[float, Callable[[Array], Array]]
 
 
-def sto_bnts(
+def _sto_bnts(
+    *,
     width: int = 128,
     depth: int = 2,
-    *,
     q: int = 1,
     sigma: float = 0.1,
     beta: BetaSpec = 1.0,
@@ -418,9 +436,32 @@ def sto_bnts(
     defaults before 2026-11-27 (``optimizer="linearized"``, width 256): :data:`PRESETS_BY_NAME`.
 
     Args:
-      width: hidden width ``m`` (default 128, chosen on the tuning keys with the training;
-        paper: 256).
-      depth: hidden layers (paper: ``L = 2``).
+      network: each member's network (``ntkbo.parts.Network``, ``ntkbo.kernels.mlp``): ``width``
+        ``m`` (default 128, chosen on the tuning keys with the training; paper: 256), ``depth``
+        hidden layers (2, the paper's ``L = 2``), ``activation`` (ReLU), ``W_std`` (``"paper"``:
+        Arora et al.'s ``(1, sqrt2, ..., sqrt2)`` on ``embed_inputs``'s output; or scales),
+        ``b_std`` (``None``: no biases, paper), ``parameterization`` (``"ntk"``, paper, or
+        ``"standard"``). Authors' code: ``W_std=1.5, b_std=0.05,
+        parameterization="standard"`` with ``input_map="ball"``.
+      training: how each network is trained on loss (1) (``ntkbo.parts.Training``,
+        :func:`train_member`): ``optimizer`` ``"levenberg_marquardt"`` (default: the network
+        itself, towards a local minimiser of (1); ``preset="paper"`` stands in for the paper's
+        training "till convergence" with ``num_steps=300, tol=1e-4``), ``"gd"`` (the paper's
+        gradient descent; the authors' code, ``preset="authors"``) or ``"linearized"`` (not
+        Algorithm 1: the closed-form minimiser of (1) for the network linearised at
+        ``theta_0``, i.e. STO-BNTS-Linear's member with the readout anchor tied; the default
+        before 2026-11-27, ``preset="linearized"``); ``num_steps`` (``None``: 10
+        Levenberg-Marquardt or 10,000 GD steps; unused by ``"linearized"``); ``learning_rate``,
+        GD's step (``None``: the stable default of :func:`train_member`; authors' code ``1e-3``
+        with ``loss_reduction="mean"``); ``loss_reduction`` ``"sum"`` (loss (1)) or ``"mean"``
+        (authors' code), which changes GD's scale only; ``tol``, Levenberg-Marquardt only
+        (unused otherwise): stop after the first step that lowers (1) by less than ``tol``
+        times its value (at most ``num_steps``; ``None``: exactly ``num_steps`` steps;
+        ``preset="paper"``: ``1e-4``).
+      search: each member's minimiser over the box (``ntkbo.parts.Search``,
+        ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` (1024; paper 10,000),
+        ``num_restarts`` refined (4; paper 100), ``num_steps`` of refinement (30) by
+        ``method`` (``"pgd"``; paper ``"lbfgs"``).
       q: the batch size ``B``: independently drawn networks per round.
       sigma: noise standard deviation ``sigma`` of loss (1), on standardised outputs; the
         regulariser's weight is ``lam = beta^2 sigma^2`` (authors' code: 0.1, on raw outputs).
@@ -430,30 +471,8 @@ def sto_bnts(
         samples for the linearised network's kernel with ``optimizer="linearized"``, for the
         trained network only in the infinite-width limit (Appendix A). Off in the paper and the
         authors' code.
-      activation, W_std, b_std, parameterization: the network (``ntkbo.kernels.mlp``);
-        ``W_std="paper"`` is Arora et al.'s ``(1, sqrt2, ..., sqrt2)`` on ``embed_inputs``'s
-        output, with no biases and ``"ntk"`` (paper). Authors' code: ``W_std=1.5, b_std=0.05,
-        parameterization="standard", input_map="ball"``.
-      optimizer: how the network is trained on loss (1) (:func:`train_member`):
-        ``"levenberg_marquardt"`` (default: the network itself, towards a local minimiser of (1);
-        ``preset="paper"`` stands in for the paper's training "till convergence" with
-        ``num_steps=300, tol=1e-4``), ``"gd"`` (the paper's gradient descent; the authors' code,
-        ``preset="authors"``) or ``"linearized"`` (not Algorithm 1: the closed-form minimiser of
-        (1) for the network linearised at ``theta_0``, i.e. STO-BNTS-Linear's member with the
-        readout anchor tied; the default before 2026-11-27, ``preset="linearized"``).
-      num_steps: training steps (``None``: 10 Levenberg-Marquardt or 10,000 GD
-        steps; unused by ``"linearized"``).
-      learning_rate: GD step (``None``: the stable default of :func:`train_member`; authors' code
-        ``1e-3`` with ``loss_reduction="mean"``).
-      loss_reduction: ``"sum"`` (loss (1)) or ``"mean"`` (authors' code); changes GD's scale only.
-      tol: Levenberg-Marquardt only (unused otherwise): stop after the first step that lowers
-        (1) by less than ``tol`` times its value (at most ``num_steps``); ``None``: exactly
-        ``num_steps`` steps (``preset="paper"``: ``num_steps=300, tol=1e-4``).
       fixed_key: reuse the same ``q`` networks every round (authors' code), not the paper's fresh
         ones.
-      num_candidates, num_restarts, num_acq_steps, acq_method: the arguments ``num_candidates``,
-        ``num_restarts``, ``num_steps``, ``method`` of ``ntkbo.optimize.maximize_acquisition``,
-        which finds each member's minimiser.
       jitter: relative Cholesky jitter of the ``N x N`` solves, used only where ``lam`` is below it
         (``None``: ``ntkbo.gp.default_jitter``).
       input_map: ``"sphere"`` (default) or ``"ball"``: where the unit cube goes in the paper's
@@ -480,10 +499,10 @@ def sto_bnts(
                  num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter, tol=tol)
 
 
-def sto_bnts_linear(
+def _sto_bnts_linear(
+    *,
     width: int = 256,
     depth: int = 2,
-    *,
     q: int = 1,
     sigma: float = 0.1,
     beta: BetaSpec = 1.0,
@@ -504,7 +523,8 @@ def sto_bnts_linear(
     from ``theta_0`` on loss (1), solved in closed form (:func:`linear_solve`); an exact posterior
     sample under the empirical NTK at ``theta_0'`` with ``perturb_targets`` (:func:`target_noise`).
 
-    Args: as :func:`sto_bnts` without the training options. ``info`` is the same
+    Args: as :func:`sto_bnts` without ``training``; ``network.width`` defaults to 256 (the
+    paper's). ``info`` is the same
     :class:`StoBntsSuggestInfo`; ``train_loss``/``train_grad_norm`` check the closed form (the
     gradient vanishes to rounding).
     """
@@ -515,3 +535,7 @@ def sto_bnts_linear(
                  learning_rate=None, loss_reduction="sum", fixed_key=fixed_key,
                  num_candidates=num_candidates, num_restarts=num_restarts,
                  num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter)
+
+
+sto_bnts = grouped(_sto_bnts, LAYOUT)
+sto_bnts_linear = grouped(_sto_bnts_linear, LAYOUT_LINEAR)
