@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +20,7 @@ import ntkbo
 from ntkbo import algorithms as A
 from ntkbo import ask_tell, cli
 from ntkbo import data as D
+from ntkbo.parts import set_option
 from ntkbo.validation import check_bounds, check_told
 
 BRANIN = ntkbo.benchmarks.get("branin")
@@ -123,16 +125,15 @@ def test_a_batch_that_does_not_fit_raises_outside_jit_and_is_flagged_inside():
 
 # ---- factories: every numeric option -----------------------------------------------------------
 
-#: Options that take a number but whose default is not one (``None`` = a rule), with a legal value.
-_KWARGS_OPTIONS = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024)
-
-
 def _numeric_options(name):
-    sig = inspect.signature(A._FACTORIES[name])
-    out = {p.name: p.default for p in sig.parameters.values()
-           if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)}
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):  # gp, ntk_gp
-        out.update(_KWARGS_OPTIONS)
+    """Every option of ``name`` whose default is a number, a part's fields as ``"part.field"``
+    (``ntkbo.algorithms.defaults``: every option, those inside parts included)."""
+    out = {}
+    for k, v in A.defaults(name).items():
+        items = ({f"{k}.{f}": x for f, x in v.items()} if k in ntkbo.parts.PARTS
+                 and isinstance(v, dict) else {k: v})
+        out.update({o: x for o, x in items.items()
+                    if isinstance(x, (int, float)) and not isinstance(x, bool)})
     return out
 
 
@@ -148,8 +149,10 @@ def test_factories_reject_non_finite_and_out_of_range_numbers(name):
             continue  # chosen by the problem (test_constrained_problems.py)
         bad = (math.nan, math.inf) if isinstance(default, float) else (-1, 1.5)
         for value in bad:
-            with pytest.raises(ValueError, match=option):
-                build(name, **{option: value})
+            given: dict = {}
+            set_option(given, option, value)
+            with pytest.raises(ValueError, match=re.escape(option)):
+                build(name, **given)
 
 
 @pytest.mark.parametrize("name, option, value", [
