@@ -7,7 +7,6 @@ float32 checks of ask/tell compile random search's ``update`` only.
 
 from __future__ import annotations
 
-import inspect
 import math
 import re
 
