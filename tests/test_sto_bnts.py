@@ -96,7 +96,7 @@ def test_embed_inputs_puts_the_box_on_the_unit_sphere():
     # rtol: the closed form takes arccos of a correlation that rounds to 1 - 1e-16, which is off by
     # ~sqrt(eps) = 1e-8.
     np.testing.assert_allclose(np.diag(kernel_fn(x, x, "ntk")), 3.0, rtol=1e-7)
-    np.testing.assert_array_equal(S.embed_inputs(z, "ball"), z)
+    np.testing.assert_array_equal(S.embed_inputs(z, "cube"), z)
 
 
 def test_linear_closed_form_equals_least_squares():

@@ -416,7 +416,7 @@ def _neural_greedy(
         return apply_fn, shapes
 
     def embed(z):
-        return embed_inputs(z, "ball" if input_map == "cube" else "sphere")
+        return embed_inputs(z, input_map)
 
     def init(key, bounds, capacity):
         bounds = check_bounds(bounds)

@@ -308,7 +308,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
     feats = grad_features(apply_fn)
 
     def embed(z):
-        return embed_inputs(z, "sphere" if input_map == "sphere" else "ball")
+        return embed_inputs(z, input_map)
 
     def h_and_g(params, z):
         x = embed(z)

@@ -122,16 +122,17 @@ def embed_inputs(z: Array, input_map: str = "sphere") -> Array:
 
     * ``"sphere"`` (default): ``sqrt(d + 1) u / |u|`` with ``u = (2 z - 1, 1)``, ``(n, d + 1)``:
       the unit sphere in ``d + 1`` dimensions (times ``sqrt(fan_in)``, which the first layer's
-      ``W_std = 1`` divides out); the centre of the box is the pole, the corners at angle
+      ``W_std = 1`` divides out: the first layer's pre-activations are those of ``embed``'s
+      ``"sphere"``, the same map); the centre of the box is the pole, the corners at angle
       ``atan(sqrt d)`` from it. The prior variance is ``L + 1`` everywhere.
-    * ``"ball"``: ``z`` itself, ``(n, d)``, which the first layer sees as ``z / sqrt(d)``, a point
+    * ``"cube"``: ``z`` itself, ``(n, d)``, which the first layer sees as ``z / sqrt(d)``, a point
       of the unit ball (the authors' code: inputs in ``[0, 1]^d``). The bias-free network is then
       positively homogeneous, ``f(c x) = c f(x)``: every sample is linear along rays from the
       lower corner, where the prior variance ``(L + 1) |z|^2 / d`` vanishes and every sample
       equals the data mean; it was worse than random search on Branin (docs/decisions.md,
       2026-11-22).
     """
-    if input_map == "ball":
+    if input_map == "cube":
         return z
     return jnp.sqrt(z.shape[-1] + 1.0) * to_sphere(z)
 

@@ -80,7 +80,7 @@ __all__ = [
 ]
 
 OPTIMIZERS = MEMBER_OPTIMIZERS
-INPUT_MAPS = ("ball", "sphere")
+INPUT_MAPS = ("cube", "sphere")
 LOSS_REDUCTIONS = ("sum", "mean")
 ACQ_METHODS = optimize.METHODS
 #: Number of best observed points the acquisition optimiser starts from (and perturbs).
@@ -104,7 +104,7 @@ NUM_BEST = 4
 #:   network and query (its training is the closed form either way).
 #: * ``"authors"`` (STO-BNTS; the Lunar-Lander code, github.com/daizhongxiang/sto-bnts,
 #:   ``lunar_sto_bnts.py``: ``width 256, depth 2, noise_scale 0.1``): standard parameterisation
-#:   with ``W_std=1.5, b_std=0.05`` and inputs in ``[0, 1]^d`` (``"ball"``), 10,000 full-batch GD
+#:   with ``W_std=1.5, b_std=0.05`` and inputs in ``[0, 1]^d`` (``"cube"``), 10,000 full-batch GD
 #:   steps of ``1e-3`` on the mean loss, the same ``q`` networks every round, the paper's query
 #:   search (as ``"paper"``). Not expressible: its raw, unstandardised targets (ntkbo
 #:   standardises; ``sigma`` is then relative).
@@ -128,7 +128,7 @@ PRESETS_BY_NAME = {
                       **_PAPER_QUERY),
         "authors": dict(network=dict(width=256, depth=2, activation="relu",
                                      parameterization="standard", W_std=1.5, b_std=0.05),
-                        sigma=0.1, beta=1.0, perturb_targets=False, input_map="ball",
+                        sigma=0.1, beta=1.0, perturb_targets=False, input_map="cube",
                         training=dict(optimizer="gd", learning_rate=1e-3, num_steps=10_000,
                                       loss_reduction="mean", tol=None),
                         fixed_key=True, **_PAPER_QUERY),
@@ -430,7 +430,7 @@ def _sto_bnts(
     width 128, short of convergence (:func:`train_member`); ``preset="paper"`` has width 256 and
     ``optimizer="levenberg_marquardt", num_steps=300, tol=1e-4`` (reached in far fewer steps than
     GD, a local minimiser of the non-convex (1) but not necessarily GD's), ``preset="authors"``
-    the authors' code (``parameterization="standard", W_std=1.5, b_std=0.05, input_map="ball"``,
+    the authors' code (``parameterization="standard", W_std=1.5, b_std=0.05, input_map="cube"``,
     ``optimizer="gd", learning_rate=1e-3, num_steps=10_000, loss_reduction="mean"`` and
     ``fixed_key=True``, contrary to the paper's independent draws), ``preset="linearized"`` the
     defaults before 2026-11-27 (``optimizer="linearized"``, width 256): :data:`PRESETS_BY_NAME`.
@@ -442,7 +442,7 @@ def _sto_bnts(
         Arora et al.'s ``(1, sqrt2, ..., sqrt2)`` on ``embed_inputs``'s output; or scales),
         ``b_std`` (``None``: no biases, paper), ``parameterization`` (``"ntk"``, paper, or
         ``"standard"``). Authors' code: ``W_std=1.5, b_std=0.05,
-        parameterization="standard"`` with ``input_map="ball"``.
+        parameterization="standard"`` with ``input_map="cube"``.
       training: how each network is trained on loss (1) (``ntkbo.parts.Training``,
         :func:`train_member`): ``optimizer`` ``"levenberg_marquardt"`` (default: the network
         itself, towards a local minimiser of (1); ``preset="paper"`` stands in for the paper's
@@ -475,7 +475,7 @@ def _sto_bnts(
         ones.
       jitter: relative Cholesky jitter of the ``N x N`` solves, used only where ``lam`` is below it
         (``None``: ``ntkbo.gp.default_jitter``).
-      input_map: ``"sphere"`` (default) or ``"ball"``: where the unit cube goes in the paper's
+      input_map: ``"sphere"`` (default) or ``"cube"``: where the unit cube goes in the paper's
         input domain (:func:`embed_inputs`).
 
     Returns:
