@@ -243,16 +243,16 @@ class Layout:
 
     def public_message(self, message: str) -> str:
         """``message`` (a plain factory's validation error) with each plain option that a part
-        stands for, where it is named as the subject (``"num_acq_steps must be ..."``,
-        ``"num_restarts=5 exceeds ..."``), written as the caller gives it
-        (``"search.num_steps"``)."""
+        stands for written as the caller gives it (``"search.num_steps"``) where it names the
+        option: at the start of the message (``"num_acq_steps must be ..."``) or with a value
+        (``"num_restarts=5 exceeds num_candidates=4"``); prose is left as it is."""
         names = sorted((o for o in self.plain_names() if self.public_name(o) != o),
                        key=len, reverse=True)
         if not names:
             return message
-        pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, names)) +
-                             r")(?=( must|=| exceeds| needs| has|:))")
-        return pattern.sub(lambda m: self.public_name(m.group(1)), message)
+        alternatives = "|".join(map(re.escape, names))
+        pattern = re.compile(rf"^({alternatives})(?!\w)|(?<![\w.])({alternatives})(?==)")
+        return pattern.sub(lambda m: self.public_name(m.group(1) or m.group(2)), message)
 
     def hint(self, options: Mapping[str, Any]) -> str:
         """For the plain options in ``options`` that a part stands for, where they go now."""

@@ -158,7 +158,7 @@ def test_runs_vmapped_and_deterministic(vmapped, branin):
     (dict(training=dict(learning_rate=-1.0)), "learning_rate"),
     (dict(num_evidence_iters=0), "num_evidence"),
     (dict(network=dict(activation="nope")), "activation"),
-    (dict(search=dict(method="bfgs")), "acq_method"),
+    (dict(search=dict(method="bfgs")), "search.method"),
     (dict(y_transform="box-cox"), "y_transform"),
 ])
 def test_bad_arguments(kwargs, match):
