@@ -50,6 +50,7 @@ from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import as_kernel, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, train
 from ntkbo.optimize import maximize_acquisition
+from ntkbo.parts import Layout, grouped
 from ntkbo.pde import Pde
 from ntkbo.validation import check_choice, check_int, check_positive
 
@@ -106,18 +107,41 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #: DropWave, 5,000 residual points for the heat problems); its tanh and Xavier initialisation.
 PRESETS_BY_NAME = {
     "pinn_bo": {
-        "paper": dict(width=100, depth=1, W_std=1.0, b_std=None, loss="sum", pde_weight=1.0,
-                      lam=0.0, optimizer="gd", learning_rate=1e-2, num_steps=100,
-                      warm_start=False),
-        "authors": dict(width=50, depth=3, loss="mean", pde_weight=1.0, nu=1.0,
-                        reg_center="zero", optimizer="adam", learning_rate=1e-2, num_steps=200,
-                        warm_start=True, num_residuals=40_000, num_candidates=50_000,
-                        method="none"),
+        "paper": dict(network=dict(width=100, depth=1, W_std=1.0, b_std=None),
+                      residuals=dict(weight=1.0), lam=0.0,
+                      training=dict(loss_reduction="sum", optimizer="gd", learning_rate=1e-2,
+                                    num_steps=100, warm_start=False)),
+        "authors": dict(network=dict(width=50, depth=3), residuals=dict(num_points=40_000,
+                                                                        weight=1.0),
+                        nu=1.0,
+                        training=dict(loss_reduction="mean", reg_center="zero", optimizer="adam",
+                                      learning_rate=1e-2, num_steps=200, warm_start=True),
+                        search=dict(num_candidates=50_000, method="none")),
     },
     "pinn_ntk_gp": {
-        "paper": dict(depth=1, W_std=1.0, b_std=None, acquisition="ts", nu="thesis"),
+        "paper": dict(network=dict(depth=1, W_std=1.0, b_std=None), acquisition="ts",
+                      nu="thesis"),
     },
 }
+
+#: Where ``pinn_bo``'s plain options sit among its parts (``ntkbo.parts``).
+LAYOUT = Layout({
+    "network": dict(width="width", depth="depth", activation="activation", W_std="W_std",
+                    b_std="b_std"),
+    "residuals": dict(num_points="num_residuals", noise_std="rhs_noise_std", weight="pde_weight"),
+    "training": dict(loss_reduction="loss", reg_center="reg_center", optimizer="optimizer",
+                     learning_rate="learning_rate", num_steps="num_steps",
+                     warm_start="warm_start"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="acq_steps", method="method"),
+})
+#: ``pinn_ntk_gp``'s: the network whose NTK is the kernel, no training.
+NTK_GP_LAYOUT = Layout({
+    "network": dict(depth="depth", activation="activation", W_std="W_std", b_std="b_std"),
+    "residuals": dict(num_points="num_residuals", noise_std="rhs_noise_std"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="acq_steps", method="method", jitter="jitter"),
+})
 
 __all__ = [
     "PRESETS_BY_NAME",
@@ -486,11 +510,11 @@ class PinnBOState(NamedTuple):
     params: Params
 
 
-def pinn_bo(
+def _pinn_bo(
     pde: Pde,
+    *,
     width: int = 64,
     depth: int = 2,
-    *,
     activation="erf",
     W_std=1.0,
     b_std=0.1,
@@ -566,24 +590,27 @@ def pinn_bo(
 
     Args:
       pde: the equation ``N[f] = g`` (``problem.pde``); required, since ``init`` only sees the box.
-      width, depth: hidden width ``m`` and number of hidden layers.
-      activation: a smooth activation of ``ntkbo.kernels.ACTIVATIONS`` (``"erf"``, ``"gelu"``, ...);
-        ReLU's second derivative is zero almost everywhere, so second-order operators need smooth ones.
-      W_std, b_std: NTK-parameterisation scales (``ntkbo.kernels.mlp``).
-      num_residuals: ``N_r``, PDE points drawn uniformly in the box in ``init``.
-      rhs_noise_std: std of the noise ``eta`` on ``u_j = g(z_j) + eta`` (default exact ``g``).
-      loss: ``"sum"`` (Eq. 5.1) or ``"mean"`` (the code: mean data error + ``pde_weight`` times
-        the mean residual error).
-      pde_weight: ``alpha_r``, the weight of the residual term (code: 1).
+      network: the network ``h`` (``ntkbo.parts.Network``, NTK parameterisation,
+        ``ntkbo.kernels.mlp``): ``width`` ``m`` (64; paper 100), ``depth`` hidden layers (2; paper
+        1), ``activation`` (``"erf"``; a smooth one of ``ntkbo.kernels.ACTIVATIONS``: ReLU's
+        second derivative is zero almost everywhere, so second-order operators need smooth
+        ones), ``W_std`` (1.0), ``b_std`` (0.1; paper ``None``, no biases).
+      residuals: the PDE data (``ntkbo.parts.Residuals``): ``num_points`` ``N_r`` (64), drawn
+        uniformly in the box in ``init``; ``noise_std`` (0.0: exact ``g``), the std of the noise
+        ``eta`` on ``u_j = g(z_j) + eta``; ``weight`` ``alpha_r`` (1.0, as the code), the weight
+        of the residual term.
       nu: ``nu_t``: a positive number (code: 1) or a function of the observation count.
-      lam: penalty ``lam |theta - center|^2 / 2`` (thesis: none, 0).
-      reg_center: ``"init"`` (``theta_0``) or ``"zero"`` (weight decay, as the code's Adam).
-      optimizer: ``"adam"`` (code) or ``"gd"`` (thesis's (S)GD without the scheduler).
-      learning_rate: step size (code: 1e-3 to 2e-2 per problem).
-      num_steps: training steps per update (code: 100 to 500 epochs, full batch here).
-      warm_start: continue from ``theta_{t-1}`` (code) instead of ``theta_0``.
-      num_candidates, num_restarts, acq_steps, method: ``ntkbo.optimize.maximize_acquisition`` of
-        ``-h`` (``method="none"``: the code's pure candidate search).
+      lam: penalty ``lam |theta - center|^2 / 2`` (default and thesis: none, 0).
+      training: the training of each update (``ntkbo.parts.Training``): ``loss_reduction``
+        (``"mean"``, the code: mean data error + ``weight`` times the mean residual error; paper
+        ``"sum"``, Eq. 5.1), ``reg_center`` (``"init"``, ``theta_0``; or ``"zero"``, weight decay,
+        as the code's Adam), ``optimizer`` (``"adam"``, the code; paper ``"gd"``, (S)GD without
+        the scheduler), ``learning_rate`` (1e-2; the code: 1e-3 to 2e-2 per problem),
+        ``num_steps`` per update (200; paper 100 epochs; the code: 100 to 500, full batch here),
+        ``warm_start`` (``False``: from ``theta_0``; ``True``: from ``theta_{t-1}``, the code).
+      search: ``ntkbo.optimize.maximize_acquisition`` of ``-h`` (``ntkbo.parts.Search``):
+        ``num_candidates`` (1024), ``num_restarts`` (4), ``num_steps`` (20), ``method``
+        (``"pgd"``; ``"none"``: the code's pure candidate search).
 
     Returns:
       ``Algorithm``; ``suggest`` returns ``(x (1, d), info)`` with ``info`` a
@@ -694,10 +721,10 @@ class PinnGPState(NamedTuple):
     factor: JointFactor
 
 
-def pinn_ntk_gp(
+def _pinn_ntk_gp(
     pde: Pde,
-    depth: int = 2,
     *,
+    depth: int = 2,
     activation="erf",
     W_std=1.0,
     b_std=0.1,
@@ -735,17 +762,22 @@ def pinn_ntk_gp(
 
     Args:
       pde: the linear equation ``N[f] = g`` (``problem.pde``).
-      depth, activation, W_std, b_std: the network whose NTK is the kernel (smooth activation).
+      network: the network whose NTK is the kernel (``ntkbo.parts.Network``; smooth activation):
+        ``depth`` (2; paper 1), ``activation`` (``"erf"``), ``W_std`` (1.0), ``b_std`` (0.1;
+        paper ``None``).
       lam1, lam2: noise variances of the (standardised) observations and of the PDE data.
-      num_residuals: ``N_r``; the joint Gram matrix is ``(N_r r + C)`` square.
+      residuals: the PDE data (``ntkbo.parts.Residuals``): ``num_points`` ``N_r`` (32; the joint
+        Gram matrix is ``(N_r r + C)`` square), ``noise_std`` (0.0), the std of the noise on
+        ``g``.
       acquisition: ``"ts"`` (independent per-candidate draws, no refinement), ``"lcb"`` or ``"mean"``.
       nu: exploration scale: a number, a function of ``t``, or ``"thesis"``: ``B + R~ sqrt(2 I(f;
         Y_t | U_r) + log(1 / delta))`` with ``R~ = sqrt((R1/lam1)^2 + (R2/lam2)^2)`` (Algorithm 4
         line 4 with ``gamma_t`` replaced by ``I(f; Y_t)``, ``pinn_bo``).
       B, R1, R2, delta: the constants of ``nu="thesis"``.
-      num_candidates, num_restarts, acq_steps: acquisition optimiser (``ntkbo.optimize``).
-      method: refinement (``None``: ``"none"`` for ``"ts"``, ``"pgd"`` otherwise).
-      jitter: relative Cholesky jitter (``None``: ``ntkbo.gp.default_jitter``).
+      search: the acquisition optimiser (``ntkbo.optimize``, ``ntkbo.parts.Search``):
+        ``num_candidates`` (1024), ``num_restarts`` (4), ``num_steps`` (20), ``method`` (the
+        refinement; ``None``: ``"none"`` for ``"ts"``, ``"pgd"`` otherwise), ``jitter``
+        (relative Cholesky jitter; ``None``: ``ntkbo.gp.default_jitter``).
 
     Returns:
       ``Algorithm``; ``suggest``'s ``info`` is a :class:`PinnGPSuggestInfo`: ``mean``, ``std``
@@ -840,3 +872,7 @@ def pinn_ntk_gp(
         return x[None, :], info
 
     return Algorithm(init, suggest, update)
+
+
+pinn_bo = grouped(_pinn_bo, LAYOUT)
+pinn_ntk_gp = grouped(_pinn_ntk_gp, NTK_GP_LAYOUT)
