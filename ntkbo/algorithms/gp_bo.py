@@ -673,21 +673,24 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     return Algorithm(init, suggest, update)
 
 
-#: ``ntk_gp``'s defaults of its acquisition search and the options stored cells did not list
-#: (``ntkbo.algorithms``' ``_KWARGS_OPTIONS``): the acquisition optimiser (``num_candidates`` Sobol
-#: points, the best ``num_restarts`` refined by ``num_steps`` ascent steps), Thompson sampling's
-#: candidates, the Cholesky jitter, the number of constraint models and whether the posterior
-#: variance uses the factor's inverse (``kernel_bo``; as accurate as the solve in float32 on
-#: ``ntk_gp``'s NTK grams).
-OPTIMIZER_DEFAULTS = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
-                          jitter=None, n_constraints=0, posterior_inverse=None)
+#: ``ntk_gp``'s defaults of the options it took through ``**optimizer_kwargs`` until 2026-11-27,
+#: now keyword options of its plain function (most in its ``search``), whose signature takes its
+#: defaults from here: the acquisition optimiser (``num_candidates`` Sobol points, the best
+#: ``num_restarts`` refined by ``num_steps`` ascent steps), Thompson sampling's candidates, the
+#: Cholesky jitter, the number of constraint models and whether the posterior variance uses the
+#: factor's inverse (``kernel_bo``; as accurate as the solve in float32 on ``ntk_gp``'s NTK
+#: grams). ``ntkbo.algorithms`` (``_KWARGS_OPTIONS``) reads them to leave out of
+#: ``resolved_options`` those at the values stored experiment cells ran with.
+OPTIMIZER_DEFAULTS: dict[str, Any] = dict(
+    num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024, jitter=None,
+    n_constraints=0, posterior_inverse=None)
 
 #: ``gp``'s: a 2.5 times wider and 3.3 times longer acquisition search, chosen on the dev suite's
 #: tuning keys (docs/decisions.md, 2026-11-24). ``ntk_gp`` keeps ``OPTIMIZER_DEFAULTS``.
 #: ``posterior_inverse=False``: the inverse's float32 accuracy was checked on ``ntk_gp``'s NTK
 #: grams only, not on ``gp``'s far worse conditioned ones (RBF, fitted noise down to ``MIN_NOISE``).
-GP_OPTIMIZER_DEFAULTS = {**OPTIMIZER_DEFAULTS, "num_restarts": 10, "num_steps": 100,
-                         "posterior_inverse": False}
+GP_OPTIMIZER_DEFAULTS: dict[str, Any] = {**OPTIMIZER_DEFAULTS, "num_restarts": 10,
+                                         "num_steps": 100, "posterior_inverse": False}
 
 
 def ntk_gp_optimizer_options(kw: dict) -> dict:

@@ -81,15 +81,14 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #:   (``depth=1``, as the ``"authors"`` preset maps 4 ``Linear`` layers to ``depth=3``); reading
 #:   it as hidden layers is ``depth=2``, one argument away.
 #: * ``pinn_bo``, ``"authors"``: the released code (github.com/phantrdat/pinn-bo,
-#:   ``pinn_neuralbo.py`` at 9fcc59da):
-#:   Adam, ``MSE_data + MSE_residual`` (``loss="mean"``, ``pde_weight = 1``), ``nu = 1``, warm
-#:   starts, weight decay toward 0 (``reg_center="zero"``), 40,000 uniform residual points, the
-#:   argmin of 50,000 uniform candidates (its Adam refinement received no gradient: ``"none"``;
-#:   ntkbo's candidates are scrambled Sobol points plus the best observed points and
-#:   perturbations of them, which no option removes), biases on; the network and training of three
-#:   of its seven problem configs (Rastrigin-20,
-#:   Michalewicz-30, Cosine Mixture-50): 4 ``Linear`` layers (3 hidden) of 50, learning rate
-#:   ``0.01``, 200 epochs.
+#:   ``pinn_neuralbo.py`` at 9fcc59da): Adam, ``MSE_data + MSE_residual``
+#:   (``loss_reduction="mean"``, residual ``weight = 1``), ``nu = 1``, warm starts, weight decay
+#:   toward 0 (``reg_center="zero"``), 40,000 uniform residual points, the argmin of 50,000 uniform
+#:   candidates (its Adam refinement received no gradient: ``"none"``; ntkbo's candidates are
+#:   scrambled Sobol points plus the best observed points and perturbations of them, which no
+#:   option removes), biases on; the network and training of three of its seven problem configs
+#:   (Rastrigin-20, Michalewicz-30, Cosine Mixture-50): 4 ``Linear`` layers (3 hidden) of 50,
+#:   learning rate ``0.01``, 200 epochs.
 #: * ``pinn_ntk_gp``, ``"paper"``: the GP of Definition 5.3.1 / Lemma 5.3.4 on that network's NTK
 #:   (no biases, ``W_std = 1``, the grid's smallest ``L = 2``: one hidden layer, ``depth=1``) with
 #:   Algorithm 4's ``nu_t`` (``"thesis"``, ``gamma_t`` replaced by ``I(f; Y_t)``: the maximal
@@ -539,18 +538,19 @@ def _pinn_bo(
     The loss is Eq. (5.1) of the module docstring (``ntkbo`` halves the whole loss, as
     ``neural_bo.train`` does). ``N[h]`` is computed by automatic differentiation of the network in
     its input (``Problem.pde.operator``), with the chain rule through the map of the box to the
-    network's input cube (the authors' code skipped it). ``loss="sum"`` (Eq. 5.1: ``w_u = w_r = 1``)
-    or ``"mean"`` (the code: ``MSE_data + MSE_residual``, ``w_u = 1 / t``,
-    ``w_r = pde_weight / (N_r r)`` for ``r`` equations per point); with ``"sum"``,
-    ``w_r = pde_weight``. ``pde_weight=0`` removes the PDE data (the network then fits the data
-    only). The query is greedy (Algorithm 4 lines 5-6): ``x_t = argmin_x h(x; theta_{t-1})``, found
-    by ``ntkbo.optimize`` (Sobol candidates, the best observed points and their perturbations, then
-    projected gradient descent, since ``h`` is smooth; the code's Adam refinement received no
-    gradient). The thesis justifies the greedy rule as Thompson sampling: in the infinite-width
-    limit, a network trained from its random ``theta_0`` on the ``nu``-scaled loss is a draw from
-    ``GP(mu_t, nu^2 sigma_t^2)`` (Lemma 5.3.4); at a finite width it is only approximately one.
-    ``theta_0`` is drawn once in ``init`` (Algorithm 4 line 1) and training restarts from it every
-    round unless ``warm_start=True`` (the code).
+    network's input cube (the authors' code skipped it). ``training.loss_reduction="sum"`` (Eq.
+    5.1: ``w_u = w_r = 1``) or ``"mean"`` (the code: ``MSE_data + MSE_residual``, ``w_u = 1 / t``,
+    ``w_r = weight / (N_r r)`` for ``r`` equations per point, ``weight`` the residuals' weight);
+    with ``"sum"``, ``w_r = weight``. ``residuals.weight=0`` removes the PDE data (the network then
+    fits the data only). The query is greedy (Algorithm 4 lines 5-6):
+    ``x_t = argmin_x h(x; theta_{t-1})``, found by ``ntkbo.optimize`` (Sobol candidates, the best
+    observed points and their perturbations, then projected gradient descent, since ``h`` is
+    smooth; the code's Adam refinement received no gradient). The thesis justifies the greedy rule
+    as Thompson sampling: in the infinite-width limit, a network trained from its random
+    ``theta_0`` on the ``nu``-scaled loss is a draw from ``GP(mu_t, nu^2 sigma_t^2)`` (Lemma
+    5.3.4); at a finite width it is only approximately one. ``theta_0`` is drawn once in ``init``
+    (Algorithm 4 line 1) and training restarts from it every round unless
+    ``training.warm_start=True`` (the code).
 
     Units. Inputs: the box is mapped to ``[-1, 1]^d``
     (``c(x) = 2 (x - lower) / (upper - lower) - 1``), the network sees ``c(x)`` and operators are
@@ -562,14 +562,14 @@ def _pinn_bo(
     Defaults and deviations:
 
     * Network: ``depth=2`` hidden layers of ``width=64``, activation ``"erf"``, biases
-      ``b_std=0.1``. The thesis grid-searches width in ``{100, 200, 500}`` and depth in
+      ``b_std=0.1`` (the ``network`` part). The thesis grid-searches width in ``{100, 200, 500}`` and depth in
       ``{2, 3, 4}`` per function on 50 initial points (its depth ``L`` counts the weight matrices: 1
       to 3 hidden layers); the code uses tanh (e.g. 4 ``Linear`` layers of 50, 3 hidden). ``tanh``
       has no closed-form NTK, so ntkbo uses ``erf`` (the same sigmoid shape) for both models; pass
-      ``activation="gelu"`` etc.
-    * Training: Adam (the code; the thesis says (S)GD with ExponentialLR 0.95),
-      ``learning_rate=1e-2``, ``num_steps=200`` per update, every update (the code's setting for
-      DropWave, heat and the beam; the thesis says every 10 iterations), from ``theta_0``
+      ``network={"activation": "gelu"}`` etc.
+    * Training (the ``training`` part): Adam (the code; the thesis says (S)GD with ExponentialLR
+      0.95), ``learning_rate=1e-2``, ``num_steps=200`` per update, every update (the code's setting
+      for DropWave, heat and the beam; the thesis says every 10 iterations), from ``theta_0``
       (``warm_start=False``), ``lam=0`` (the thesis has no regulariser; the code uses weight decay,
       ``reg_center="zero"`` with ``lam > 0``).
     * ``nu``: a constant (``1``, the code: ``exploration_coeff = 1``) or a function of ``t``. The
@@ -579,9 +579,9 @@ def _pinn_bo(
       evaluates it with ``gamma_t`` replaced by the information gain of the observed points
       ``I(f; Y_t)`` (the first bound of Lemma 5.3.8), i.e.
       ``nu_t = B + R~ sqrt(2 I(f; Y_t | U_r) + log 1/delta)``.
-    * PDE data: ``num_residuals`` (``N_r``) uniform points of the box drawn in ``init`` (the code
-      draws 40,000 uniform points; 64 here by default, for cost), with ``u_j = g(z_j)`` exact (``g``
-      is cheap; ``rhs_noise_std`` adds the thesis's ``eta``).
+    * PDE data: ``residuals.num_points`` (``N_r``) uniform points of the box drawn in ``init`` (the
+      code draws 40,000 uniform points; 64 here by default, for cost), with ``u_j = g(z_j)`` exact
+      (``g`` is cheap; ``residuals.noise_std`` adds the thesis's ``eta``).
     * Presets (:data:`PRESETS_BY_NAME`): ``pinn_bo(pde, preset="paper")`` (the thesis) and
       ``preset="authors"`` (the released code), ``pinn_ntk_gp(pde, preset="paper")``.
 
