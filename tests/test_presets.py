@@ -28,6 +28,7 @@ from jax.flatten_util import ravel_pytree
 import ntkbo
 from ntkbo import algorithms as A
 from ntkbo.kernels import mlp
+from ntkbo.parts import merge
 
 # The modules (``ntkbo.algorithms.neural_ucb`` the attribute is the recorded factory).
 go_ucb, gp_bo, neural_bo, neural_linear, neural_ucb, pinn_bo = (
@@ -53,17 +54,34 @@ def _bound_keywords(name):
 
 
 def _override(name, options):
-    """``(key, value)``: an option of the preset ``options`` and a value of it the factory takes
-    that differs from the preset's: the factory's default where the preset changes it, else one
-    more than an integer option's value (widths, steps: any positive integer is valid)."""
+    """``(key, value)``: a plain option of the preset ``options`` (its parts flattened,
+    ``ntkbo.parts.Layout``) and a value of it the factory takes that differs from the preset's:
+    the factory's default where the preset changes it, else one more than an integer option's
+    value (widths, steps: any positive integer is valid)."""
     defaults = A.resolved_options(name, **_needs(name))
-    for key, value in options.items():
+    flat = A.layout(A._FACTORIES[name]).flatten(options, name)
+    for key, value in flat.items():
         if key in defaults and defaults[key] != value:
             return key, defaults[key]
-    for key, value in options.items():
+    for key, value in flat.items():
         if isinstance(value, int) and not isinstance(value, bool):
             return key, value + 1
     raise AssertionError(f"{name}: no option of {options} to override")
+
+
+def _public(name, key):
+    """Where plain option ``key`` of ``name`` is given and recorded: ``(part, field)`` or
+    ``(key,)``."""
+    return tuple(A.layout(A._FACTORIES[name]).public_name(key).split("."))
+
+
+def _given(path, value):
+    """The keyword arguments giving ``value`` at ``path`` (``_public``)."""
+    return {path[0]: {path[1]: value}} if len(path) == 2 else {path[0]: value}
+
+
+def _at(config, path):
+    return config[path[0]][path[1]] if len(path) == 2 else config[path[0]]
 
 
 def test_the_presets_cover_the_papers_algorithms():
@@ -95,13 +113,18 @@ def test_a_preset_builds_and_is_its_expanded_options(name, preset):
     assert "preset" not in algo.config.to_json()
     resolved = A.resolved_options(name, preset=preset, **need)
     assert resolved == A.resolved_options(name, **options, **need)
-    for key, value in options.items():
+    # resolved_options holds the plain options (a part's fields flattened, ntkbo.parts.Layout)
+    for key, value in A.layout(A._FACTORIES[name]).flatten(options, name).items():
         # resolved_options leaves out an option at the value every cell stored before the option
         # existed ran with (gp's ard=True, which the gp_* paper preset sets; neural_bo's
         # independent draws, which its presets set): the only absences
         assert resolved[key] == value if key in resolved else (key, value) in {
             ("ard", True), ("thompson", "independent")}, key
-        assert algo.config[key] == value, key
+    for key, value in options.items():  # the record holds a part's fields under its name
+        if isinstance(value, dict):
+            assert {f: algo.config[key][f] for f in value} == value, key
+        else:
+            assert algo.config[key] == value, key
 
 
 @pytest.mark.parametrize("name, preset", PAIRS)
@@ -127,16 +150,20 @@ def test_an_option_given_with_a_preset_wins(name, preset):
     need = _needs(name)
     options = A.presets(name)[preset]
     key, value = _override(name, options)
-    override = {key: value}
+    path = _public(name, key)
+    override = _given(path, value)
     algo = A.get(name, preset=preset, **override, **need)
-    expected = A.get(name, **{**options, **override}, **need)
+    expected = A.get(name, **merge(options, override), **need)
     assert algo.config == expected.config
-    assert algo.config[key] == value != options[key]
-    for other, value in options.items():
-        if other != key:
-            assert algo.config[other] == value, other
+    assert _at(algo.config, path) == value != _at(options, path)
+    for other, given in options.items():
+        fields = given.items() if isinstance(given, dict) else [(None, given)]
+        for field, v in fields:
+            where = (other,) if field is None else (other, field)
+            if where != path:
+                assert _at(algo.config, where) == v, where
     assert (A.resolved_options(name, preset=preset, **override, **need)
-            == A.resolved_options(name, **{**options, **override}, **need))
+            == A.resolved_options(name, **merge(options, override), **need))
 
 
 @pytest.mark.parametrize("name", NO_PRESETS)
@@ -200,21 +227,22 @@ def test_preset_differences_are_where_the_records_differ():
     for name in A.names():
         for preset in A.presets(name):
             need = _needs(name)
-            default = A.get(name, **need).config.to_json()
-            chosen = A.get(name, preset=preset, **need).config.to_json()
+            # a part's fields as "part.field" entries, as preset_differences names them
+            default = A._dotted(A.get(name, **need).config.to_json())
+            chosen = A._dotted(A.get(name, preset=preset, **need).config.to_json())
             expect = {k: (default[k], chosen[k]) for k in chosen if default.get(k) != chosen[k]}
             got = A.preset_differences(name, preset)
             # the problem's options (PINN-BO's pde) are not defaults: leave them out of both
             assert {k: v for k, v in got.items() if k not in need} == \
                 {k: v for k, v in expect.items() if k not in need}, (name, preset)
     assert A.preset_differences("neural_bo", "paper") == {"nu": ("by_dimension", 1.0),
-                                                          "warm_start": (True, False)}
+                                                          "training.warm_start": (True, False)}
     # The papers' GP baselines are ARD squared-exponential GPs (gp_bo's _PAPER_GP comment): with
     # gp's default ard="auto" the preset must set ARD itself. Mutation caught (checked):
     # ard=True dropped from _PAPER_GP (the preset would then choose by BIC like the default).
-    assert A.preset_differences("gp_ei", "paper") == {"refit_ratio": (1.1, 1.0),
-                                                      "log_ei": (True, False),
-                                                      "ard": ("auto", True)}
+    assert A.preset_differences("gp_ei", "paper") == {"fit.refit_ratio": (1.1, 1.0),
+                                                      "search.log_ei": (True, False),
+                                                      "fit.ard": ("auto", True)}
 
 
 # ---- Presets that name a source: every value against the number as the source writes it ----------
@@ -435,28 +463,33 @@ def test_pinn_paper_presets_count_the_thesis_depth_in_weight_matrices():
     depths, widths = (2, 3, 4), (100, 200, 500)
     rates = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1)
     for name in ("pinn_bo", "pinn_ntk_gp"):
-        assert A.presets(name)["paper"]["depth"] == min(depths) - 1, name
-        assert A.presets(name)["paper"]["W_std"] == 1.0  # Sec. 5.2: weights N(0, 1)
-        assert A.presets(name)["paper"]["b_std"] is None  # Sec. 5.2: no biases in h
+        net = A.presets(name)["paper"]["network"]
+        assert net["depth"] == min(depths) - 1, name
+        assert net["W_std"] == 1.0  # Sec. 5.2: weights N(0, 1)
+        assert net["b_std"] is None  # Sec. 5.2: no biases in h
     p = A.presets("pinn_bo")["paper"]
-    assert p["width"] == min(widths) and p["learning_rate"] in rates
+    tr = p["training"]
+    assert p["network"]["width"] == min(widths) and tr["learning_rate"] in rates
     # Sec. 5.4.1: "... after every 10 optimization iterations with 100 epochs", (stochastic)
     # gradient descent. Mutations caught: num_steps=200; optimizer="adam".
-    assert (p["num_steps"], p["optimizer"]) == (100, "gd")
+    assert (tr["num_steps"], tr["optimizer"]) == (100, "gd")
     # Eq. (5.1): the sum of the data and the PDE squared errors, unweighted, no regulariser.
-    # Mutations caught: loss="mean"; pde_weight=0.5; lam=0.01.
-    assert (p["loss"], p["pde_weight"], p["lam"]) == ("sum", 1.0, 0.0)
+    # Mutations caught: loss_reduction="mean"; weight=0.5; lam=0.01.
+    assert (tr["loss_reduction"], p["residuals"]["weight"], p["lam"]) == ("sum", 1.0, 0.0)
     # The other reading, one argument away.
     need = _needs("pinn_bo")
-    assert A.get("pinn_bo", preset="paper", depth=2, **need).config["depth"] == 2
+    assert A.get("pinn_bo", preset="paper", network=dict(depth=2),
+                 **need).config["network"]["depth"] == 2
     assert "depth=2" in _preset_comment(pinn_bo)
     # The authors' code (phantrdat/pinn-bo at 9fcc59da), the Rastrigin-20, Michalewicz-30 and
     # Cosine-Mixture-50 configs: "L" 4 nn.Linear layers, "W" 50, lr 0.01, 200 epochs,
     # n_residuals 40000, n_raw_samples 50000, exploration_coeff 1.
     # Mutations caught: depth=4 (L read as hidden layers); num_residuals=4000.
     a = A.presets("pinn_bo")["authors"]
-    assert (a["depth"], a["width"], a["learning_rate"], a["num_steps"]) == (4 - 1, 50, 0.01, 200)
-    assert (a["num_residuals"], a["num_candidates"], a["nu"]) == (40_000, 50_000, 1.0)
+    assert (a["network"]["depth"], a["network"]["width"], a["training"]["learning_rate"],
+            a["training"]["num_steps"]) == (4 - 1, 50, 0.01, 200)
+    assert (a["residuals"]["num_points"], a["search"]["num_candidates"], a["nu"]) == (
+        40_000, 50_000, 1.0)
 
 
 def test_sto_bnts_presets_are_the_papers_and_the_codes_numbers():

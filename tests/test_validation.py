@@ -123,17 +123,18 @@ def test_a_batch_that_does_not_fit_raises_outside_jit_and_is_flagged_inside():
 
 # ---- factories: every numeric option -----------------------------------------------------------
 
-#: Options that take a number but whose default is not one (``None`` = a rule), with a legal value.
-_KWARGS_OPTIONS = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024)
-
-
 def _numeric_options(name):
-    sig = inspect.signature(A._FACTORIES[name])
-    out = {p.name: p.default for p in sig.parameters.values()
-           if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)}
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):  # gp, ntk_gp
-        out.update(_KWARGS_OPTIONS)
-    return out
+    """The plain options (a part's fields among them, ``ntkbo.parts``) whose default is a
+    number."""
+    sig = inspect.signature(A._plain(A._FACTORIES[name].__wrapped__))
+    return {p.name: p.default for p in sig.parameters.values()
+            if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)}
+
+
+def _given(name, option, value):
+    """The keyword arguments that give plain ``option`` the ``value`` (in its part, if any)."""
+    part, _, field = A.layout(A._FACTORIES[name]).public_name(option).rpartition(".")
+    return {part: {field: value}} if part else {option: value}
 
 
 @pytest.mark.parametrize("name", A.names())
@@ -149,17 +150,21 @@ def test_factories_reject_non_finite_and_out_of_range_numbers(name):
         bad = (math.nan, math.inf) if isinstance(default, float) else (-1, 1.5)
         for value in bad:
             with pytest.raises(ValueError, match=option):
-                build(name, **{option: value})
+                build(name, **_given(name, option, value))
 
 
 @pytest.mark.parametrize("name, option, value", [
     ("gp_ucb", "beta", -1.0), ("ntk_gp_ucb", "beta", -1.0), ("gp_ei", "xi", -0.1),
     ("ntk_gp", "lam", 0.0), ("neural_bo", "lam", -1.0), ("neural_ucb", "nu", -1.0),
-    ("gp", "fit_learning_rate", 0.0), ("gp", "jitter", -1e-6),
+    ("gp", "fit.learning_rate", 0.0), ("gp", "search.jitter", -1e-6),
 ])
 def test_factories_reject_negative_scales(name, option, value):
-    with pytest.raises(ValueError, match=option):
-        build(name, **{option: value})
+    """``option`` is a plain option or a part's ``"part.field"``; the error names the plain
+    option it stands for (``fit_learning_rate``)."""
+    part, _, field = option.rpartition(".")
+    plain = A.layout(A._FACTORIES[name]).parts[part][field] if part else option
+    with pytest.raises(ValueError, match=plain):
+        build(name, **({part: {field: value}} if part else {option: value}))
 
 
 # ---- ask/tell ----------------------------------------------------------------------------------
