@@ -9,7 +9,7 @@ a 14-problem mean barely sees it. This script runs the same protocol on the tuni
 ``PRNGKey(0..7)`` (``ntkbo.benchmarks.suites.TUNING_KEYS``), so a tuning rule can require it
 without touching reporting keys::
 
-    python benchmarks/beats_random_tuning.py 'auto=gp_ei:{"ard": "auto"}' gp_ei
+    python benchmarks/beats_random_tuning.py 'auto=gp_ei:{"fit": {"ard": "auto"}}' gp_ei
 
 In float64, as the tests run. Each argument is ``LABEL=NAME:JSON`` (as ``benchmarks/defaults.py
 --variant``) or ``NAME``. Prints,

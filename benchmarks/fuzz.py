@@ -115,7 +115,7 @@ def choices(name: str, option: str, default) -> tuple:
     """The strings ``option`` of ``A.get(name)`` accepts, read from its ``check_choice`` error
     (``(default,)`` if the factory does not say)."""
     try:
-        A.get(name, **{option: "__fuzz__"})
+        A.get(name, **public_options(name, {option: "__fuzz__"}))
     except (ValueError, TypeError) as err:
         m = re.search(rf"{re.escape(option)} must be one of (\(.*?\)|\[.*?\])", str(err))
         if m:
@@ -150,6 +150,20 @@ def random_options(rng: np.random.Generator, name: str) -> dict:
             out[k] = float(v * 10 ** rng.uniform(-1, 1))
     if "num_restarts" in out and "num_candidates" in out:
         out["num_restarts"] = min(out["num_restarts"], out["num_candidates"])
+    return public_options(name, out)
+
+
+def public_options(name: str, plain: dict) -> dict:
+    """The plain options ``plain`` of ``name`` as ``A.get`` takes them: each in its part
+    (``ntkbo.parts``, ``{"search": {"num_steps": 3}}`` for ``gp``'s ``num_steps``)."""
+    layout = A.layout(A._FACTORIES[name])
+    out: dict = {}
+    for k, v in plain.items():
+        part, _, field = layout.public_name(k).rpartition(".")
+        if part:
+            out.setdefault(part, {})[field] = v
+        else:
+            out[k] = v
     return out
 
 

@@ -49,8 +49,9 @@ from ntkbo.benchmarks import suites  # noqa: E402
 
 ALGOS = {
     "gp": lambda: ntkbo.algorithms.gp(acquisition="ei"),
-    "gp_old": lambda: ntkbo.algorithms.gp(acquisition="ei", fit_method="adam", num_fit_steps=50,
-                                          refit_ratio=1.0, log_ei=False),
+    "gp_old": lambda: ntkbo.algorithms.gp(acquisition="ei",
+                                          fit=dict(method="adam", num_steps=50, refit_ratio=1.0),
+                                          search=dict(log_ei=False)),
     "ntk_gp_ei": lambda: ntkbo.algorithms.ntk_gp(acquisition="ei"),
     "random_search": lambda: ntkbo.algorithms.random_search(),
 }

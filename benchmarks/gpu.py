@@ -106,7 +106,7 @@ PROBLEM, DIM = "ackley", 10
 #: options. ``ntk_gp_solve`` is ``ntk_gp`` before its suggest used the factor's inverse (the
 #: baseline of that change, timed next to it); ``neuralbo_paper`` is the NeuralBO row of
 #: ``benchmarks/specs/neuralbo_synthetic.toml`` (the paper's section 7 settings).
-NAMED = {"ntk_gp_solve": ("ntk_gp", {"posterior_inverse": False}),
+NAMED = {"ntk_gp_solve": ("ntk_gp", {"search": {"posterior_inverse": False}}),
          "neuralbo_paper": ("neural_bo", {"network": {"width": 500, "depth": 1}, "lam": 0.01,
                                           "nu": 1.0, "training": {"warm_start": False}})}
 

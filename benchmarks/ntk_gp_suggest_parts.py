@@ -66,7 +66,8 @@ def compare(grid, rounds: int, reps: int) -> None:
           "width | max rel. acq diff |\n|---:|---:|---:|---:|---:|---:|---:|")
     for n in grid:
         cap = ntkbo.data.next_capacity(n + 1)
-        algos = {inv: ntkbo.algorithms.get("ntk_gp", posterior_inverse=inv) for inv in (False, True)}
+        algos = {inv: ntkbo.algorithms.get("ntk_gp", search=dict(posterior_inverse=inv))
+                 for inv in (False, True)}
         states = {inv: _state(a, problem, n, cap) for inv, a in algos.items()}
         fns = {inv: jax.jit(a.suggest) for inv, a in algos.items()}
         times = {False: [], True: []}

@@ -230,8 +230,8 @@ def test_constrained_algorithm_needs_a_matching_problem():
 
 def test_gp_cei_runs_and_keeps_every_functions_data():
     p = ntkbo.benchmarks.get("branin_constrained")
-    algo = ntkbo.algorithms.get("gp_cei", n_constraints=1, fit=False, num_candidates=128,
-                                num_restarts=2, num_steps=5)
+    algo = ntkbo.algorithms.get("gp_cei", n_constraints=1, fit=dict(enabled=False),
+                                search=dict(num_candidates=128, num_restarts=2, num_steps=5))
     r = ntkbo.minimize(algo, p, 9, jax.random.PRNGKey(2), n_init=5)
     assert r.x.shape == (9, 2) and np.all(np.isfinite(r.info.acq_value))
     s = r.state
@@ -244,8 +244,8 @@ def test_gp_cei_runs_and_keeps_every_functions_data():
 
 def test_ask_tell_with_constraints_validates_and_loses_nothing():
     p = ntkbo.benchmarks.get("branin_constrained")
-    algo = ntkbo.algorithms.gp(acquisition="cei", n_constraints=1, fit=False, num_candidates=64,
-                               num_restarts=2, num_steps=3)
+    algo = ntkbo.algorithms.gp(acquisition="cei", n_constraints=1, fit=dict(enabled=False),
+                               search=dict(num_candidates=64, num_restarts=2, num_steps=3))
     study = ask_tell.start(algo, p.bounds, jax.random.PRNGKey(0), n_init=3)
     for _ in range(3):
         x, study = ask_tell.ask(algo, study)

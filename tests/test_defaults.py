@@ -41,19 +41,20 @@ def test_an_option_added_after_cells_were_stored_keeps_their_digest():
     the hashed definition at the value those cells ran with (``gp``'s ``ard=True``), so their
     digest is unchanged, and appears at any other value, so a cell that ran otherwise is not
     taken for one of them. Mutation caught (checked): ``_ADDED_BASELINE`` emptied."""
-    spec = D.dev_spec(["random_search", E.spec.AlgorithmSpec("gp_ei", {"ard": True}),
-                       E.spec.AlgorithmSpec("gp_ei", {"ard": False}, label="gp_ei_no_ard")],
+    spec = D.dev_spec(["random_search", E.spec.AlgorithmSpec("gp_ei", {"fit": {"ard": True}}),
+                       E.spec.AlgorithmSpec("gp_ei", {"fit": {"ard": False}},
+                                            label="gp_ei_no_ard")],
                       members=["branin2"])
     cells = {c.algorithm.id: c for c in spec.resolve("cpu")}
     options = {k: c.definition()["algorithm"]["options"] for k, c in cells.items()}
     assert "ard" not in options["gp_ei"] and options["gp_ei_no_ard"]["ard"] is False
     assert cells["gp_ei"].digest != cells["gp_ei_no_ard"].digest
-    # ntk_gp's posterior_inverse (a **kwargs option): its default None (the solves on CPU, as
+    # ntk_gp's posterior_inverse (formerly a **kwargs option): its default None (the solves on CPU, as
     # every stored cell ran) is left out; True appears. Mutation caught (checked): the ntk_gp
     # entry of _ADDED_BASELINE removed.
     resolved = ntkbo.algorithms.resolved_options
     assert "posterior_inverse" not in resolved("ntk_gp_ei")
-    assert resolved("ntk_gp_ei", posterior_inverse=True)["posterior_inverse"] is True
+    assert resolved("ntk_gp_ei", search={"posterior_inverse": True})["posterior_inverse"] is True
 
 
 def test_spec_uses_reporting_keys_and_2d_initial_points():

@@ -35,9 +35,11 @@ class HalfNaN(NamedTuple):
 PROBLEM = BRANIN.replace(fn=HalfNaN(BRANIN.fn))
 
 FAMILIES = {
-    "gp": lambda: ntkbo.algorithms.gp(acquisition="ei", fit=True, num_fit_steps=5,
-                                      num_candidates=64, num_restarts=2, num_steps=3),
-    "ntk_gp_ts": lambda: ntkbo.algorithms.ntk_gp(acquisition="ts", num_ts_candidates=64),
+    "gp": lambda: ntkbo.algorithms.gp(acquisition="ei", fit=dict(enabled=True, num_steps=5),
+                                      search=dict(num_candidates=64, num_restarts=2,
+                                                  num_steps=3)),
+    "ntk_gp_ts": lambda: ntkbo.algorithms.ntk_gp(acquisition="ts",
+                                                 search=dict(num_ts_candidates=64)),
     "neural_bo": lambda: ntkbo.algorithms.neural_bo(network=dict(width=32),
                                                     training=dict(num_steps=20),
                                                     search=dict(num_candidates=64,

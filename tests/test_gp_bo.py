@@ -31,7 +31,7 @@ def observed_state(algo, n=12, capacity=16, seed=0):
 
 
 #: The model ``matern_loss`` writes out: ARD Matern-5/2 (gp's default before ard="auto").
-MATERN_ARD = dict(kernel="matern52", ard=True)
+MATERN_ARD = dict(kernel="matern52", fit=dict(ard=True))
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,8 @@ def fitted():
     # fit and a shared lengthscale; test_ard_auto_keeps_the_fit_of_lower_bic): 20 L-BFGS
     # iterations from the prior medians (the initial state) and modes, the model that
     # ``matern_loss`` writes out.
-    algo = ntkbo.algorithms.gp(**MATERN_ARD, num_candidates=256, num_restarts=2, num_steps=10)
+    algo = ntkbo.algorithms.gp(**MATERN_ARD,
+                               search=dict(num_candidates=256, num_restarts=2, num_steps=10))
     state, x = observed_state(algo)
     return algo, state, x
 
@@ -141,8 +142,8 @@ def test_a_fixed_signal_is_botorchs_rbf_model_without_outputscale():
     """``gp(kernel="rbf", signal=1.0)``: BoTorch's ``SingleTaskGP`` since 0.12, an RBF kernel
     without an outputscale. Its MAP fit is checked against scipy's L-BFGS-B on the objective
     written out here over the lengthscales and the noise alone."""
-    algo = ntkbo.algorithms.gp(kernel="rbf", ard=True, signal=1.0, num_candidates=64,
-                               num_restarts=1, num_steps=2)
+    algo = ntkbo.algorithms.gp(kernel="rbf", fit=dict(ard=True), signal=1.0,
+                               search=dict(num_candidates=64, num_restarts=1, num_steps=2))
     state, _ = observed_state(algo)
     data = unit_data(state)
     # Mutations caught (each checked): the signal marked as fitted, or fixed at another value
@@ -177,8 +178,8 @@ def test_an_isotropic_gp_fits_one_lengthscale_under_the_same_prior():
     out above) over a single lengthscale. Mutations caught (each checked): ``ard`` ignored (a
     ``(d,)`` lengthscale), and the shared lengthscale's prior counted ``d`` times (the fit then
     lands off the written-out objective's optimum by more than the tolerance)."""
-    algo = ntkbo.algorithms.gp("matern52", ard=False, num_candidates=64, num_restarts=1,
-                               num_steps=2)
+    algo = ntkbo.algorithms.gp(kernel="matern52", fit=dict(ard=False),
+                               search=dict(num_candidates=64, num_restarts=1, num_steps=2))
     state, _ = observed_state(algo)
     data = unit_data(state)
     assert state.params["log_ell"].shape == (1,)
@@ -213,7 +214,7 @@ def test_refit_schedule_grid_and_warm_state():
     # bit for bit; one that crosses a grid point refits them.
     # grid 12, 18, ...; ARD: the schedule does not depend on the model, and one fit per
     # update compiles in about half the time of ard="auto"'s two
-    algo = ntkbo.algorithms.gp(refit_until=8, refit_ratio=1.5, ard=True)
+    algo = ntkbo.algorithms.gp(fit=dict(refit_until=8, refit_ratio=1.5, ard=True))
     x = ntkbo.qmc.sobol(jax.random.PRNGKey(0), 12, BOUNDS)
     state = algo.init(jax.random.PRNGKey(1), BOUNDS, 16)
     update = jax.jit(algo.update)  # one point per update: compiled once
@@ -245,8 +246,9 @@ def test_refit_schedule_grid_and_warm_state():
 def test_suggestions_respect_bounds_and_sign_convention(fitted):
     algo, state, x = fitted
     # "mean" maximises -mu: the suggestion sits near the minimiser (0.5, 2) of the quadratic.
-    mean_algo = ntkbo.algorithms.gp(**MATERN_ARD, acquisition="mean", fit=False,
-                                    num_candidates=512, num_restarts=4, num_steps=50)
+    mean_algo = ntkbo.algorithms.gp(kernel="matern52", acquisition="mean",
+                                    fit=dict(enabled=False, ard=True),
+                                    search=dict(num_candidates=512, num_restarts=4, num_steps=50))
     s = state  # the same state layout: reuse the fitted hyper-parameters
     xm, _ = jax.jit(mean_algo.suggest)(jax.random.PRNGKey(3), s)
     assert xm.shape == (1, 2)
@@ -258,9 +260,10 @@ def test_suggestions_respect_bounds_and_sign_convention(fitted):
 
 @pytest.mark.parametrize("acquisition", ["ucb", "logei", "ts"])
 def test_batches_are_distinct_points_in_the_box(acquisition, fitted):
-    algo = ntkbo.algorithms.gp(**MATERN_ARD, acquisition=acquisition, q=3, fit=False,
-                               num_candidates=128, num_restarts=2, num_steps=5,
-                               num_ts_candidates=128)
+    algo = ntkbo.algorithms.gp(kernel="matern52", acquisition=acquisition, q=3,
+                               fit=dict(enabled=False, ard=True),
+                               search=dict(num_candidates=128, num_restarts=2, num_steps=5,
+                                           num_ts_candidates=128))
     state, _ = observed_state(algo)
     state = state._replace(params=fitted[1].params)  # fitted hyper-parameters, same layout
     x, info = jax.jit(algo.suggest)(jax.random.PRNGKey(0), state)
@@ -283,8 +286,9 @@ def test_posterior_inverse_suggests_what_the_solve_suggests():
     x = jnp.asarray(np.random.default_rng(5).uniform(BOUNDS[0], BOUNDS[1], (15, 2)))
     out = []
     for inverse in (True, False, None):
-        algo = ntkbo.algorithms.ntk_gp(acquisition="ucb", num_candidates=128, num_restarts=2,
-                                       num_steps=20, posterior_inverse=inverse)
+        algo = ntkbo.algorithms.ntk_gp(acquisition="ucb",
+                                       search=dict(num_candidates=128, num_restarts=2,
+                                                   num_steps=20, posterior_inverse=inverse))
         state = jax.jit(algo.update)(algo.init(jax.random.PRNGKey(0), BOUNDS, 16), x, quad(x))[0]
         out.append(jax.jit(algo.suggest)(jax.random.PRNGKey(4), state))
     (x_inv, info_inv), (x_solve, info_solve), (x_default, _) = out
@@ -295,8 +299,8 @@ def test_posterior_inverse_suggests_what_the_solve_suggests():
 
 
 def test_ntk_gp_uses_the_exact_ntk_and_accepts_any_kernel_fn():
-    algo = ntkbo.algorithms.ntk_gp(acquisition="ei", num_candidates=128, num_restarts=2,
-                                   num_steps=5)
+    algo = ntkbo.algorithms.ntk_gp(acquisition="ei",
+                                   search=dict(num_candidates=128, num_restarts=2, num_steps=5))
     state, x = observed_state(algo)
     xs, info = jax.jit(algo.suggest)(jax.random.PRNGKey(3), state)
     # Independent EI at the suggested point: a numpy GP on the analytic NTK of the default network
@@ -321,11 +325,12 @@ def test_ntk_gp_uses_the_exact_ntk_and_accepts_any_kernel_fn():
     # rtol 1e-6: the model's Cholesky carries a relative jitter of order 1e-10 (ntkbo.gp).
     np.testing.assert_allclose(info.acq_value[0], ei, rtol=1e-6)
     _, _, erf_fn = ntkbo.kernels.mlp(1, 1, "erf", W_std=1.5, b_std=0.2)
-    other = ntkbo.algorithms.ntk_gp(erf_fn, acquisition="ts", num_ts_candidates=64)
+    other = ntkbo.algorithms.ntk_gp(network=erf_fn, acquisition="ts",
+                                    search=dict(num_ts_candidates=64))
     s2, _ = observed_state(other)
     xs, _ = jax.jit(other.suggest)(jax.random.PRNGKey(0), s2)
     assert np.all(xs >= BOUNDS[0]) and np.all(xs <= BOUNDS[1])
-    fitted = ntkbo.algorithms.ntk_gp(fit=True, num_fit_steps=20)
+    fitted = ntkbo.algorithms.ntk_gp(fit=dict(enabled=True, num_steps=20))
     s3, _ = observed_state(fitted)
     assert np.isfinite(s3.params["log_noise"]) and s3.params["log_noise"] != np.log(1e-2)
 
@@ -334,12 +339,14 @@ def test_ei_is_maximised_through_its_log_where_ei_underflows(fitted):
     """With ``xi = 60`` every candidate's EI underflows to 0 (z < -38), so EI itself is flat and
     its maximiser falls back to an arbitrary candidate; LogEI still ranks them. Catches ``"ei"``
     ignoring ``log_ei`` (its point would then be the plain-EI one, no better in log EI)."""
-    kw = dict(MATERN_ARD, fit=False, xi=60.0, num_candidates=128, num_restarts=2, num_steps=5)
+    kw = dict(kernel="matern52", fit=dict(enabled=False, ard=True), xi=60.0)
+    search = dict(num_candidates=128, num_restarts=2, num_steps=5)
     state = fitted[1]  # fitted hyper-parameters, the same state layout
     key = jax.random.PRNGKey(5)
-    x_log, info = jax.jit(ntkbo.algorithms.gp(acquisition="ei", **kw).suggest)(key, state)
-    x_lin, _ = jax.jit(ntkbo.algorithms.gp(acquisition="ei", log_ei=False, **kw).suggest)(
+    x_log, info = jax.jit(ntkbo.algorithms.gp(acquisition="ei", search=search, **kw).suggest)(
         key, state)
+    x_lin, _ = jax.jit(ntkbo.algorithms.gp(acquisition="ei", search=dict(search, log_ei=False),
+                                           **kw).suggest)(key, state)
     assert info.acq_value[0] == 0.0  # EI itself underflowed: it could not rank
     data = unit_data(state)
     p = state.params
@@ -369,17 +376,17 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match="unexpected"):
         ntkbo.algorithms.gp(num_candidatez=3)
     with pytest.raises(ValueError, match="fit_method"):
-        ntkbo.algorithms.gp(fit_method="bfgs")
+        ntkbo.algorithms.gp(fit=dict(method="bfgs"))
     with pytest.raises(ValueError, match="refit_ratio"):
-        ntkbo.algorithms.gp(refit_ratio=0.5)
+        ntkbo.algorithms.gp(fit=dict(refit_ratio=0.5))
     with pytest.raises(ValueError, match="refit_until"):
-        ntkbo.algorithms.ntk_gp(refit_until=0)
+        ntkbo.algorithms.ntk_gp(fit=dict(refit_until=0))
     with pytest.raises(ValueError, match="log_ei"):
-        ntkbo.algorithms.gp(log_ei="yes")
+        ntkbo.algorithms.gp(search=dict(log_ei="yes"))
     with pytest.raises(ValueError, match="ard"):
-        ntkbo.algorithms.gp(ard="no")
+        ntkbo.algorithms.gp(fit=dict(ard="no"))
     with pytest.raises(ValueError, match="posterior_inverse"):
-        ntkbo.algorithms.ntk_gp(posterior_inverse="yes")
+        ntkbo.algorithms.ntk_gp(search=dict(posterior_inverse="yes"))
 
 
 def _matern52_numpy(a, b, ell, variance):
@@ -399,8 +406,8 @@ def test_the_incremental_factor_equals_a_full_refactor():
     # on growth, a factor not refactored after a refit (hyper-parameters of the old fit), the
     # failed row kept in the Gram matrix.
     # Adam's 3 steps compile in a fraction of L-BFGS's time; the factor's bookkeeping is the same.
-    algo = ntkbo.algorithms.gp("matern52", refit_until=6, refit_ratio=1.5, fit_method="adam",
-                               num_fit_steps=3, ard=True)
+    algo = ntkbo.algorithms.gp(kernel="matern52", fit=dict(refit_until=6, refit_ratio=1.5,
+                                                           method="adam", num_steps=3, ard=True))
     update = jax.jit(algo.update)
     x = np.asarray(ntkbo.qmc.sobol(jax.random.PRNGKey(3), 20, BOUNDS))
     y = np.array(quad(x))
@@ -526,7 +533,7 @@ AUTO_VMAPPED = """
 import jax, jax.numpy as jnp, numpy as np
 jax.config.update("jax_enable_x64", True)
 import ntkbo
-algo = ntkbo.algorithms.gp(ard="auto")
+algo = ntkbo.algorithms.gp(fit={"ard": "auto"})
 problem = ntkbo.benchmarks.get("branin")
 keys = jnp.stack([jax.random.PRNGKey(i) for i in range(8)])
 run = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, 8, k, n_init=5, min_capacity=64)))

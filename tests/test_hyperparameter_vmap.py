@@ -29,7 +29,8 @@ NEURAL = dict(network=dict(width=16), training=dict(num_steps=5),
               search=dict(num_candidates=64, num_perturbations=8, sampler="kronecker"))
 # a shared lengthscale fitted in 5 L-BFGS steps (the prior's lengthscale, unfitted, is so long
 # that every beta picks the same corner of the box)
-GP = dict(ard=False, num_fit_steps=5, num_candidates=64, num_restarts=2, num_steps=5)
+GP = dict(fit=dict(ard=False, num_steps=5),
+          search=dict(num_candidates=64, num_restarts=2, num_steps=5))
 TOL = 1e-9  # the module docstring
 
 
@@ -97,8 +98,8 @@ def test_gp_ucb_vmap_over_beta_equals_a_loop():
     factory's default 4.0 (the not-vacuous check fails: every beta then suggests alike)."""
     betas = (0.0, 64.0)  # 0: the posterior mean alone
     base = ntkbo.algorithms.gp(acquisition="ucb", **GP)
-    opts = gp_bo.gp_optimizer_options({k: GP[k] for k in ("num_candidates", "num_restarts",
-                                                          "num_steps")})
+    opts = gp_bo.gp_optimizer_options({k: GP["search"][k] for k in (
+        "num_candidates", "num_restarts", "num_steps")})
     raw = gp_bo.build_suggest(gp_bo.stationary_model("rbf", shared=True), acquisition="ucb", q=1,
                               log_ei=True, **{k: opts[k] for k in (
                                   "num_candidates", "num_restarts", "num_steps",

@@ -298,7 +298,8 @@ def test_gp_thompson_sampling_in_float32_is_sighted():
     Every round's acquisition value is finite (it was NaN in every round) and the retries are
     reported in ``info``. Catches: gp_bo not using the safe draws, or dropping ``ts_retries``."""
     with jax.enable_x64(False):
-        algo = GP_BO.gp(acquisition="ts", fit=False, num_ts_candidates=1024)
+        algo = GP_BO.gp(acquisition="ts", fit=dict(enabled=False),
+                        search=dict(num_ts_candidates=1024))
         p = importlib.import_module("ntkbo").benchmarks.get("branin")
         r = importlib.import_module("ntkbo").minimize(algo, p, 8, jax.random.PRNGKey(0), n_init=5)
     assert r.x.dtype == jnp.float32

@@ -139,8 +139,9 @@ def test_carried_joint_factor_equals_a_full_refactorisation(erf_kernel):
     rows written at ``start`` instead of ``R + start``; a failed row entering the factor; the
     factor not extended (``update`` keeping the old one)."""
     pde = P.LAPLACE
-    algo = PB.pinn_ntk_gp(pde, depth=1, W_std=1.5, b_std=0.1, num_residuals=3,
-                          num_candidates=8, num_restarts=2)
+    algo = PB.pinn_ntk_gp(pde, network=dict(depth=1, W_std=1.5, b_std=0.1),
+                          residuals=dict(num_points=3),
+                          search=dict(num_candidates=8, num_restarts=2))
     bounds = jnp.array([[0.0, -1.0], [2.0, 1.0]])
     state = algo.init(jax.random.PRNGKey(0), bounds, 4)
     rng = np.random.default_rng(1)
@@ -179,7 +180,8 @@ def test_pinn_ntk_gp_study_saves_and_resumes(tmp_path):
     from ntkbo import ask_tell
 
     prob = B.get("dropwave_pde")
-    algo = PB.pinn_ntk_gp(prob.pde, depth=1, num_residuals=3, num_candidates=16, num_restarts=2)
+    algo = PB.pinn_ntk_gp(prob.pde, network=dict(depth=1), residuals=dict(num_points=3),
+                          search=dict(num_candidates=16, num_restarts=2))
     st = ask_tell.start(algo, prob.bounds, jax.random.PRNGKey(0), n_init=3)
     for _ in range(4):
         x, st = ask_tell.ask(algo, st)
@@ -205,8 +207,8 @@ def test_training_loss_is_eq_5_1():
     in standardised units, computed here point by point with the network and the operator."""
     prob = B.get("rastrigin_pde", 2)
     nu = 1.7
-    algo = PB.pinn_bo(prob.pde, width=8, depth=1, num_residuals=5, loss="sum", nu=nu,
-                      num_steps=0)
+    algo = PB.pinn_bo(prob.pde, network=dict(width=8, depth=1), residuals=dict(num_points=5),
+                      training=dict(loss_reduction="sum", num_steps=0), nu=nu)
     key = jax.random.PRNGKey(0)
     state = algo.init(key, prob.bounds, 8)
     x = B.uniform(jax.random.PRNGKey(1), prob.bounds, 4)
@@ -234,8 +236,9 @@ def test_training_loss_is_eq_5_1():
 @pytest.fixture(scope="module")
 def small_runs():
     prob = B.get("dropwave_pde")
-    algo = PB.pinn_bo(prob.pde, width=8, depth=1, num_residuals=8, num_steps=10,
-                      num_candidates=64, num_restarts=2, acq_steps=3)
+    algo = PB.pinn_bo(prob.pde, network=dict(width=8, depth=1), residuals=dict(num_points=8),
+                      training=dict(num_steps=10),
+                      search=dict(num_candidates=64, num_restarts=2, num_steps=3))
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     run = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, prob, 8, k, n_init=4)))
     return prob, algo, keys, run(keys), run(jnp.stack([keys[0], keys[0]]))
@@ -286,7 +289,8 @@ def test_suggestion_is_the_argmin_of_the_trained_network(small_runs):
 
 def test_pinn_ntk_gp_minimize():
     prob = B.get("dropwave_pde")
-    algo = PB.pinn_ntk_gp(prob.pde, depth=1, num_residuals=6, num_candidates=64, nu="thesis")
+    algo = PB.pinn_ntk_gp(prob.pde, network=dict(depth=1), residuals=dict(num_points=6),
+                          search=dict(num_candidates=64), nu="thesis")
     res = ntkbo.minimize(algo, prob, 7, jax.random.PRNGKey(1), n_init=4)
     assert np.asarray(res.x).shape == (7, 2)
     gain = np.asarray(res.info.interaction_gain)
@@ -299,13 +303,14 @@ def test_pinn_ntk_gp_minimize():
     "kwargs,match",
     [
         (dict(pde=None), r"pde must be an ntkbo.pde.Pde"),
-        (dict(loss="l1"), r"loss must be one of \('sum', 'mean'\)"),
-        (dict(num_residuals=0), r"num_residuals must be an int >= 1"),
+        (dict(training=dict(loss_reduction="l1")), r"loss must be one of \('sum', 'mean'\)"),
+        (dict(residuals=dict(num_points=0)), r"num_residuals must be an int >= 1"),
         (dict(nu=-1.0), r"nu must be finite and > 0"),
-        (dict(activation="tanh"), r"activation"),
-        (dict(optimizer="sgd"), r"optimizer must be one of"),
-        (dict(warm_start=1), r"warm_start must be a bool"),
-        (dict(num_restarts=9, num_candidates=8), r"num_restarts=9 must be <= num_candidates=8"),
+        (dict(network=dict(activation="tanh")), r"activation"),
+        (dict(training=dict(optimizer="sgd")), r"optimizer must be one of"),
+        (dict(training=dict(warm_start=1)), r"warm_start must be a bool"),
+        (dict(search=dict(num_restarts=9, num_candidates=8)),
+         r"num_restarts=9 must be <= num_candidates=8"),
     ],
 )
 def test_pinn_bo_bad_arguments(kwargs, match):
@@ -319,7 +324,8 @@ def test_pinn_bo_bad_arguments(kwargs, match):
     "kwargs,match",
     [
         (dict(acquisition="ei"), r"acquisition must be one of \('ts', 'lcb', 'mean'\)"),
-        (dict(acquisition="ts", method="pgd"), r"method must be 'none' for acquisition='ts'"),
+        (dict(acquisition="ts", search=dict(method="pgd")),
+         r"method must be 'none' for acquisition='ts'"),
         (dict(lam2=0.0), r"lam2 must be finite and > 0"),
         (dict(delta=1.5), r"delta must be in \(0, 1\)"),
         (dict(nu="ucb"), r"nu must be one of \('thesis',\)"),
@@ -334,8 +340,9 @@ def test_cli_passes_the_problems_pde(tmp_path, capsys):
     # euler_beam rather than heat_equation: the same path through the CLI without the heat
     # series' solve and optimum search (about 9 s idle; heat's registry spelling is tested in
     # test_pde_benchmarks.py)
-    opts = ["--set", "width=8", "depth=1", "num_residuals=4", "num_steps=2", "num_candidates=16",
-            "num_restarts=1", "acq_steps=1"]
+    opts = ["--set", "network={'width': 8, 'depth': 1}", "residuals={'num_points': 4}",
+            "training={'num_steps': 2}",
+            "search={'num_candidates': 16, 'num_restarts': 1, 'num_steps': 1}"]
     code = cli.main(["run", "--algo", "pinn_bo", "--problem", "euler_beam", "--budget", "4",
                      "--n-init", "3", "--seeds", "1", "--out", str(tmp_path), "--no-plot"] + opts)
     assert code == 0
@@ -343,7 +350,7 @@ def test_cli_passes_the_problems_pde(tmp_path, capsys):
     # results.json records every option; the PDE, which the problem supplies, is named, not
     # serialised (a required argument left unbound once broke the record after a finished run)
     rec = json.loads((tmp_path / "results.json").read_text())
-    assert rec["resolved_options"]["width"] == 8
+    assert rec["resolved_options"]["network"]["width"] == 8
     assert "euler_beam" in rec["resolved_options"]["pde"]
     code = cli.main(["run", "--algo", "pinn_bo", "--problem", "branin", "--budget", "4",
                      "--seeds", "1", "--out", "", "--no-plot"] + opts)

@@ -86,6 +86,21 @@ def _override(name, options):
     raise AssertionError(f"{name}: no option of {options} to override")
 
 
+def _public(name, key):
+    """Where plain option ``key`` of ``name`` is given and recorded: ``(part, field)`` or
+    ``(key,)``."""
+    return tuple(A.layout(A._FACTORIES[name]).public_name(key).split("."))
+
+
+def _given(path, value):
+    """The keyword arguments giving ``value`` at ``path`` (``_public``)."""
+    return {path[0]: {path[1]: value}} if len(path) == 2 else {path[0]: value}
+
+
+def _at(config, path):
+    return config[path[0]][path[1]] if len(path) == 2 else config[path[0]]
+
+
 def test_the_presets_cover_the_papers_algorithms():
     """The names this issue gives paper settings to have a ``"paper"`` preset (a guard that the
     parametrised tests below see them: an empty ``PAIRS`` would pass them vacuously).
@@ -238,9 +253,9 @@ def test_preset_differences_are_where_the_records_differ():
     # The papers' GP baselines are ARD squared-exponential GPs (gp_bo's _PAPER_GP comment): with
     # gp's default ard="auto" the preset must set ARD itself. Mutation caught (checked):
     # ard=True dropped from _PAPER_GP (the preset would then choose by BIC like the default).
-    assert A.preset_differences("gp_ei", "paper") == {"refit_ratio": (1.1, 1.0),
-                                                      "log_ei": (True, False),
-                                                      "ard": ("auto", True)}
+    assert A.preset_differences("gp_ei", "paper") == {"fit.refit_ratio": (1.1, 1.0),
+                                                      "search.log_ei": (True, False),
+                                                      "fit.ard": ("auto", True)}
 
 
 # ---- Presets that name a source: every value against the number as the source writes it ----------
@@ -461,28 +476,33 @@ def test_pinn_paper_presets_count_the_thesis_depth_in_weight_matrices():
     depths, widths = (2, 3, 4), (100, 200, 500)
     rates = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1)
     for name in ("pinn_bo", "pinn_ntk_gp"):
-        assert A.presets(name)["paper"]["depth"] == min(depths) - 1, name
-        assert A.presets(name)["paper"]["W_std"] == 1.0  # Sec. 5.2: weights N(0, 1)
-        assert A.presets(name)["paper"]["b_std"] is None  # Sec. 5.2: no biases in h
+        net = A.presets(name)["paper"]["network"]
+        assert net["depth"] == min(depths) - 1, name
+        assert net["W_std"] == 1.0  # Sec. 5.2: weights N(0, 1)
+        assert net["b_std"] is None  # Sec. 5.2: no biases in h
     p = A.presets("pinn_bo")["paper"]
-    assert p["width"] == min(widths) and p["learning_rate"] in rates
+    tr = p["training"]
+    assert p["network"]["width"] == min(widths) and tr["learning_rate"] in rates
     # Sec. 5.4.1: "... after every 10 optimization iterations with 100 epochs", (stochastic)
     # gradient descent. Mutations caught: num_steps=200; optimizer="adam".
-    assert (p["num_steps"], p["optimizer"]) == (100, "gd")
+    assert (tr["num_steps"], tr["optimizer"]) == (100, "gd")
     # Eq. (5.1): the sum of the data and the PDE squared errors, unweighted, no regulariser.
-    # Mutations caught: loss="mean"; pde_weight=0.5; lam=0.01.
-    assert (p["loss"], p["pde_weight"], p["lam"]) == ("sum", 1.0, 0.0)
+    # Mutations caught: loss_reduction="mean"; weight=0.5; lam=0.01.
+    assert (tr["loss_reduction"], p["residuals"]["weight"], p["lam"]) == ("sum", 1.0, 0.0)
     # The other reading, one argument away.
     need = _needs("pinn_bo")
-    assert A.get("pinn_bo", preset="paper", depth=2, **need).config["depth"] == 2
+    assert A.get("pinn_bo", preset="paper", network=dict(depth=2),
+                 **need).config["network"]["depth"] == 2
     assert "depth=2" in _preset_comment(pinn_bo)
     # The authors' code (phantrdat/pinn-bo at 9fcc59da), the Rastrigin-20, Michalewicz-30 and
     # Cosine-Mixture-50 configs: "L" 4 nn.Linear layers, "W" 50, lr 0.01, 200 epochs,
     # n_residuals 40000, n_raw_samples 50000, exploration_coeff 1.
     # Mutations caught: depth=4 (L read as hidden layers); num_residuals=4000.
     a = A.presets("pinn_bo")["authors"]
-    assert (a["depth"], a["width"], a["learning_rate"], a["num_steps"]) == (4 - 1, 50, 0.01, 200)
-    assert (a["num_residuals"], a["num_candidates"], a["nu"]) == (40_000, 50_000, 1.0)
+    assert (a["network"]["depth"], a["network"]["width"], a["training"]["learning_rate"],
+            a["training"]["num_steps"]) == (4 - 1, 50, 0.01, 200)
+    assert (a["residuals"]["num_points"], a["search"]["num_candidates"], a["nu"]) == (
+        40_000, 50_000, 1.0)
 
 
 def test_sto_bnts_presets_are_the_papers_and_the_codes_numbers():

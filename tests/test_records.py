@@ -18,6 +18,7 @@ from flax import serialization
 import ntkbo
 from ntkbo import ask_tell, cli
 from ntkbo import algorithms as A
+from ntkbo.parts import merge
 
 BRANIN = ntkbo.benchmarks.get("branin")
 
@@ -42,7 +43,8 @@ def test_every_registered_algorithm_records_its_name_and_every_default(name):
     parts by the factory's layout. Catches a record that drops keyword-only options, a partial's
     fixed option or the optimiser's options."""
     algo = A.get(name, **({"n_constraints": 1} if A.models_constraints(name) else {}))
-    params = inspect.signature(_module_factory(name)).parameters
+    # the plain function's defaults (ntkbo.parts.grouped), the parts' fields under their names
+    params = inspect.signature(A._plain(_module_factory(name))).parameters
     expected = {k: p.default for k, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         gp_bo = importlib.import_module("ntkbo.algorithms.gp_bo")
@@ -97,9 +99,9 @@ def test_same_algorithm_under_two_names():
 
 
 def test_gp_records_the_optimizer_options_in_effect():
-    """``gp``'s acquisition optimiser takes its options through ``**optimizer_kwargs``, which the
-    signature cannot show; the record lists them with their defaults (issue 19), and they are the
-    values in effect: the algorithm rebuilt from its record (``get(name, **config)``, every option
+    """``gp``'s acquisition optimiser's options (its ``search`` part) are recorded with their
+    defaults (issue 19), and they are the values in effect: the algorithm rebuilt from its
+    record (``get(name, **config)``, every option
     now given explicitly) traces to the same program (``jax.make_jaxpr`` of an update and a
     suggest: the same operations on the same shapes, so bit-identical suggestions, without paying
     two compilations) as the one built with the defaults.
@@ -107,11 +109,11 @@ def test_gp_records_the_optimizer_options_in_effect():
     Mutations caught (checked by hand): the record leaving the optimiser's options out (keys
     missing); a recorded default that is not the one in effect (``num_candidates`` recorded as 512:
     the rebuilt algorithm searches another candidate set and suggests another point)."""
-    algo = A.get("gp_ucb", fit=False, num_restarts=1, num_steps=2)
+    algo = A.get("gp_ucb", fit=dict(enabled=False), search=dict(num_restarts=1, num_steps=2))
     config = algo.config
-    assert {"num_candidates", "num_restarts", "num_steps", "num_ts_candidates", "jitter",
-            "n_constraints"} <= set(config)
-    assert config["num_restarts"] == 1 and config["num_steps"] == 2
+    assert {"num_candidates", "num_restarts", "num_steps", "num_ts_candidates",
+            "jitter"} <= set(config["search"]) and "n_constraints" in config
+    assert config["search"]["num_restarts"] == 1 and config["search"]["num_steps"] == 2
     rebuilt = A.get(algo.name, **config)
     assert rebuilt.config == config
     x = np.array([[-2.0, 3.0], [4.0, 11.0], [8.0, 1.0]])
@@ -125,7 +127,7 @@ def test_gp_records_the_optimizer_options_in_effect():
     assert str(jax.make_jaxpr(suggest, static_argnums=0)(rebuilt)) == program
     # the comparison can see an optimiser option: another num_candidates is another program
     assert str(jax.make_jaxpr(suggest, static_argnums=0)(
-        A.get(algo.name, **{**config, "num_candidates": 512}))) != program
+        A.get(algo.name, **merge(config, {"search": {"num_candidates": 512}})))) != program
 
 
 # ---- save files ----------------------------------------------------------------------------------
@@ -155,11 +157,12 @@ def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
     hand_made = A.ntk_gp(acquisition="ucb")._replace(name=None, config=None)
     with pytest.raises(ValueError, match="given None .*records no name"):
         ask_tell.load(saved_ucb, hand_made, BRANIN.bounds)
-    # num_candidates is one of ntk_gp's **optimizer_kwargs: recorded with its default too
-    default = A.ntk_gp().config["num_candidates"]
-    with pytest.raises(ValueError, match=rf"option num_candidates: saved {default!r}, given 64; "
+    # num_candidates is a field of ntk_gp's search: recorded with its default too
+    default = A.ntk_gp().config["search"]["num_candidates"]
+    with pytest.raises(ValueError, match=rf"option search.num_candidates: saved {default!r}, "
+                                         r"given 64; "
                                          r"bounds .* differ"):
-        ask_tell.load(saved_ucb, A.ntk_gp(acquisition="ucb", num_candidates=64),
+        ask_tell.load(saved_ucb, A.ntk_gp(acquisition="ucb", search=dict(num_candidates=64)),
                       np.asarray(BRANIN.bounds) + 1.0)
     same = ask_tell.load(saved_ucb, A.get("ntk_gp_ucb"), BRANIN.bounds)  # the same algorithm
     assert same.algorithm["name"] == "ntk_gp_ucb"
@@ -277,7 +280,7 @@ def test_seed_index_reproduces_a_vmapped_seed_exactly(tmp_path):
     ``ntkbo.minimize`` (another program) is not required to match (module docstring of cli)."""
     args = ["--no-cache", "run", "--algo", "ntk_gp_ucb", "--problem", "branin", "--budget", "5",
             "--n-init", "3", "--seeds", "2", "--block", "2", "--chunk", "2", "--no-plot",
-            "--set", "num_candidates=16", "num_restarts=1"]
+            "--set", "search={'num_candidates': 16, 'num_restarts': 1}"]
     assert cli.main(args + ["--out", str(tmp_path / "all")]) == 0
     assert cli.main(args + ["--out", str(tmp_path / "one"), "--seed-index", "1"]) == 0
     full = json.loads((tmp_path / "all" / "results.json").read_text())
@@ -318,7 +321,8 @@ def test_experiment_cells_hash_a_kwargs_default_that_changed(monkeypatch):
     assert digest(former) != gp_cell.digest
     assert runner._first_difference(former, gp_cell.definition()) == "algorithm.options.num_restarts"
     # A default changed again changes the digest; ntk_gp's cell keeps its own.
-    monkeypatch.setitem(importlib.import_module("ntkbo.algorithms.gp_bo").GP_OPTIMIZER_DEFAULTS,
+    # (the signature's default of gp's plain function, which GP_OPTIMIZER_DEFAULTS sets)
+    monkeypatch.setitem(importlib.import_module("ntkbo.algorithms.gp_bo")._gp.__kwdefaults__,
                         "num_steps", 50)
     gp_again, ntk_again = sorted(spec.resolve("full"), key=lambda c: c.cell_id)
     assert gp_again.digest != gp_cell.digest and ntk_again.digest == ntk_cell.digest

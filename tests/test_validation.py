@@ -157,11 +157,15 @@ def test_factories_reject_non_finite_and_out_of_range_numbers(name):
 @pytest.mark.parametrize("name, option, value", [
     ("gp_ucb", "beta", -1.0), ("ntk_gp_ucb", "beta", -1.0), ("gp_ei", "xi", -0.1),
     ("ntk_gp", "lam", 0.0), ("neural_bo", "lam", -1.0), ("neural_ucb", "nu", -1.0),
-    ("gp", "fit_learning_rate", 0.0), ("gp", "jitter", -1e-6),
+    ("gp", "fit.learning_rate", 0.0), ("gp", "search.jitter", -1e-6),
 ])
 def test_factories_reject_negative_scales(name, option, value):
-    with pytest.raises(ValueError, match=option):
-        build(name, **{option: value})
+    """``option`` is a plain option or a part's ``"part.field"``; the error names the plain
+    option it stands for (``fit_learning_rate``)."""
+    part, _, field = option.rpartition(".")
+    plain = A.layout(A._FACTORIES[name]).parts[part][field] if part else option
+    with pytest.raises(ValueError, match=plain):
+        build(name, **({part: {field: value}} if part else {option: value}))
 
 
 # ---- ask/tell ----------------------------------------------------------------------------------

@@ -302,14 +302,14 @@ def _ntk_kernel():
 
 def _algorithm(name, s, T):
     """The algorithm ``name`` with its parameters for a run of budget ``T`` (module docstring)."""
-    opt = dict(num_candidates=256, num_restarts=2, num_steps=10)
+    opt = dict(search=dict(num_candidates=256, num_restarts=2, num_steps=10))
     if name == "random_search":
         return ntkbo.algorithms.random_search()
     if name in ("ntk_gp_ucb", "ntk_gp_ts"):
         beta = beta_ucb(T, s["d"]) if name == "ntk_gp_ucb" else 4.0
-        return ntkbo.algorithms.ntk_gp(acquisition=name.split("_")[-1], depth=2,
-                                       W_std=math.sqrt(2.0), b_std=0.1, lam=s["lam"], beta=beta,
-                                       input_map="sphere", **opt)
+        return ntkbo.algorithms.ntk_gp(acquisition=name.split("_")[-1],
+                                       network=dict(depth=2, W_std=math.sqrt(2.0), b_std=0.1),
+                                       lam=s["lam"], beta=beta, input_map="sphere", **opt)
     if name == "neural_bo":
         # nu = 1, the experiments' constant (module docstring): explicit since the default
         # became 0.3

@@ -99,12 +99,14 @@ for _acq in ACQUISITIONS:
 #: The registry name of each unwrapped factory function (the base of the partial names).
 _BASE_NAMES = {f: n for n, f in _FACTORIES.items() if not isinstance(f, functools.partial)}
 
-#: For a factory function taking options through ``**kwargs``: the function of those options that
-#: returns them all, defaults filled in (``TypeError`` for one it does not take), as the factory
-#: itself resolves them, so the record cannot drift from what runs.
+#: For a factory function that took options through ``**kwargs`` when experiment cells were
+#: stored (``gp`` and ``ntk_gp`` until 2026-11-27; now keyword options of their plain functions,
+#: defaults from the same tables): the function of those options that returns them all, defaults
+#: filled in (``TypeError`` for one it does not take), which ``resolved_options`` compares with
+#: ``_KWARGS_BASELINE``.
 _KWARGS_OPTIONS = {gp: _gp_options, ntk_gp: _ntk_gp_options}
 
-#: The ``**kwargs`` values a stored experiment cell that does not list them ran with
+#: The values of ``_KWARGS_OPTIONS``' options a stored experiment cell that does not list them ran with
 #: (``resolved_options``): the shared defaults of ``gp`` and ``ntk_gp`` until 2026-11-24, and
 #: ``posterior_inverse=False`` (added 2026-11-27; every earlier cell ran the triangular solves).
 #: Frozen: changing a value here would change what every stored cell means.

@@ -60,6 +60,7 @@ from ntkbo.algorithms.constrained_ei import constrained_kernel_bo
 from ntkbo.algorithms.observations import (best_points, from_unit, standardize,  # noqa: F401
                                           standardized_data, to_sphere, to_unit, unit_box)
 from ntkbo.base import Algorithm, NoInfo
+from ntkbo.parts import Layout, grouped
 from ntkbo.kernels.stationary import STATIONARY
 
 Array = jax.Array
@@ -92,7 +93,8 @@ _GRID_MAX = 1 << 16
 #: the GPyTorch priors of BoTorch before 0.12, GPy's refits every 20 iterations with 10 restarts in
 #: STO-BNTS's code), for which ntkbo's MAP with dimension-scaled priors and L-BFGS stands; their
 #: acquisition optimisers, which the papers do not describe.
-_PAPER_GP = dict(kernel="rbf", ard=True, fit=True, refit_ratio=1.0, log_ei=False)
+_PAPER_GP = dict(kernel="rbf", fit=dict(enabled=True, refit_ratio=1.0, ard=True),
+                 search=dict(log_ei=False))
 PRESETS_BY_NAME = {name: {"paper": _PAPER_GP} for name in ("gp_ei", "gp_ucb", "gp_ts", "gp_pi")}
 
 
@@ -671,30 +673,35 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     return Algorithm(init, suggest, update)
 
 
-#: ``ntk_gp``'s ``**optimizer_kwargs`` defaults: the acquisition optimiser (``num_candidates`` Sobol
-#: points, the best ``num_restarts`` refined by ``num_steps`` ascent steps), Thompson sampling's
-#: candidates, the Cholesky jitter, the number of constraint models and whether the posterior
-#: variance uses the factor's inverse (``kernel_bo``; as accurate as the solve in float32 on
-#: ``ntk_gp``'s NTK grams).
-OPTIMIZER_DEFAULTS = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
-                          jitter=None, n_constraints=0, posterior_inverse=None)
+#: ``ntk_gp``'s defaults of the options it took through ``**optimizer_kwargs`` until 2026-11-27,
+#: now keyword options of its plain function (most in its ``search``), whose signature takes its
+#: defaults from here: the acquisition optimiser (``num_candidates`` Sobol points, the best
+#: ``num_restarts`` refined by ``num_steps`` ascent steps), Thompson sampling's candidates, the
+#: Cholesky jitter, the number of constraint models and whether the posterior variance uses the
+#: factor's inverse (``kernel_bo``; as accurate as the solve in float32 on ``ntk_gp``'s NTK
+#: grams). ``ntkbo.algorithms`` (``_KWARGS_OPTIONS``) reads them to leave out of
+#: ``resolved_options`` those at the values stored experiment cells ran with.
+OPTIMIZER_DEFAULTS: dict[str, Any] = dict(
+    num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024, jitter=None,
+    n_constraints=0, posterior_inverse=None)
 
 #: ``gp``'s: a 2.5 times wider and 3.3 times longer acquisition search, chosen on the dev suite's
 #: tuning keys (docs/decisions.md, 2026-11-24). ``ntk_gp`` keeps ``OPTIMIZER_DEFAULTS``.
 #: ``posterior_inverse=False``: the inverse's float32 accuracy was checked on ``ntk_gp``'s NTK
 #: grams only, not on ``gp``'s far worse conditioned ones (RBF, fitted noise down to ``MIN_NOISE``).
-GP_OPTIMIZER_DEFAULTS = {**OPTIMIZER_DEFAULTS, "num_restarts": 10, "num_steps": 100,
-                         "posterior_inverse": False}
+GP_OPTIMIZER_DEFAULTS: dict[str, Any] = {**OPTIMIZER_DEFAULTS, "num_restarts": 10,
+                                         "num_steps": 100, "posterior_inverse": False}
 
 
 def ntk_gp_optimizer_options(kw: dict) -> dict:
-    """``ntk_gp``'s ``**optimizer_kwargs`` with its defaults filled in (``TypeError`` for an
-    option it does not take)."""
+    """``kw`` (some of ``OPTIMIZER_DEFAULTS``' options) with ``ntk_gp``'s defaults filled in
+    (``TypeError`` for an option not among them): the options whose value at the registry's
+    baseline a stored cell did not list (``ntkbo.algorithms.resolved_options``)."""
     return _fill(OPTIMIZER_DEFAULTS, kw)
 
 
 def gp_optimizer_options(kw: dict) -> dict:
-    """``gp``'s ``**optimizer_kwargs`` with its defaults (``GP_OPTIMIZER_DEFAULTS``) filled in."""
+    """As ``ntk_gp_optimizer_options``, with ``gp``'s defaults (``GP_OPTIMIZER_DEFAULTS``)."""
     return _fill(GP_OPTIMIZER_DEFAULTS, kw)
 
 
@@ -747,13 +754,20 @@ def stationary_model(kernel: str = "matern52", *, shared: bool = False,
     )
 
 
-def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: float = 0.0,
-       q: int = 1, fit: bool = True, fit_method: str = "lbfgs", num_fit_steps: int = 20,
-       fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
-       log_ei: bool = True, signal: float | None = None, ard: bool | str = "auto",
-       **optimizer_kwargs) -> Algorithm:
+_GPD = GP_OPTIMIZER_DEFAULTS
+
+
+def _gp(*, kernel: str = "rbf", acquisition: str = "ei", beta: float = 4.0, xi: float = 0.0,
+        q: int = 1, fit: bool = True, fit_method: str = "lbfgs", num_fit_steps: int = 20,
+        fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
+        log_ei: bool = True, signal: float | None = None, ard: bool | str = "auto",
+        num_candidates: int = _GPD["num_candidates"], num_restarts: int = _GPD["num_restarts"],
+        num_steps: int = _GPD["num_steps"], num_ts_candidates: int = _GPD["num_ts_candidates"],
+        jitter: float | None = _GPD["jitter"], n_constraints: int = _GPD["n_constraints"],
+        posterior_inverse: bool | None = _GPD["posterior_inverse"]) -> Algorithm:
     """The standard GP baseline of the papers, at BoTorch's level: by default an RBF kernel whose
-    lengthscales are ARD or shared, chosen by BIC at each fit (``kernel="rbf", ard="auto"``).
+    lengthscales are ARD or shared, chosen by BIC at each fit (``kernel="rbf",
+    fit={"ard": "auto"}``).
 
     Hyper-parameters by MAP with the dimension-scaled priors of Hvarfner et al. 2024, L-BFGS from
     the warm start and the prior modes, refitted on a schedule; EI maximised through LogEI (module
@@ -770,31 +784,34 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
       beta: UCB exploration, the acquisition is ``-(mu - sqrt(beta) sigma)`` (Srinivas et al. 2010).
       xi: EI/PI margin.
       q: points per round (see the module docstring for the batch rule).
-      fit: fit lengthscales, signal and noise by MAP (else keep the prior modes).
-      fit_method: ``"lbfgs"`` (at most ``num_fit_steps`` iterations per start, fewer once
-        converged: ``fit_hyperparameters``) or ``"adam"`` (the former
-        fit: ``num_fit_steps`` Adam steps of ``fit_learning_rate`` from the warm start).
-      refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
-        after every update.
-      log_ei: maximise ``"ei"`` through its logarithm (LogEI); ``False``: EI itself.
-      signal: ``None`` fits the signal variance (prior ``LogNormal(0, 1)``); a number fixes it
-        (standardised units). ``signal=1.0`` with ``kernel="rbf"`` is BoTorch's ``SingleTaskGP``
-        since 0.12 exactly: an RBF kernel without an outputscale (``gpytorch_modules.py``,
-        "a dimension-agnostic RBF kernel without outputscale").
-      ard: ``True``: one lengthscale per input dimension (BoTorch's and the papers');
+      fit: the hyper-parameter fit (``ntkbo.parts.Fit``): ``enabled`` (``True``, paper: fit
+        lengthscales, signal and noise by MAP; ``False``: keep the prior modes); ``method``
+        (``"lbfgs"``: at most ``num_steps`` iterations per start, fewer once converged,
+        ``fit_hyperparameters``; or ``"adam"``, the former fit: ``num_steps`` Adam steps of
+        ``learning_rate`` from the warm start); ``num_steps`` (20); ``learning_rate`` (0.1);
+        ``refit_until`` (100) and ``refit_ratio`` (1.1; paper 1: a refit after every update),
+        the refit schedule of the module docstring; ``ard`` (``"auto"``; paper ``True``).
+        ``ard=True``: one lengthscale per input dimension (BoTorch's and the papers');
         ``False``: one lengthscale shared by all dimensions (isotropic), under the same
         dimension-scaled prior (its ``log(d) / 2`` shift keeps ``r^2 = |z - z'|^2 / ell^2`` of
-        order one either way); ``"auto"`` (default; L-BFGS fits only): at every fit both, keeping
+        order one either way); ``"auto"`` (L-BFGS fits only): at every fit both, keeping
         the one with the lower Bayesian information criterion ``-2 log p(y | X, theta) + k log n``
         (``select_by_bic``; ``k = d + 2`` against 3 hyper-parameters), so the shared lengthscale is
         used while the data cannot support ``d`` of them. Two models per refit: ARD from the
         warm start, the shared lengthscale from ARD's mean and the prior modes, and ARD from
         the prior modes too unless its warm fit already settled the choice.
-      **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
-        optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
-        ``n_constraints`` (``K`` for ``acquisition="cei"``), ``posterior_inverse``
-        (``kernel_bo``); defaults ``GP_OPTIMIZER_DEFAULTS`` (``num_restarts=10, num_steps=100``,
-        tuned on the dev suite; ``posterior_inverse=False``).
+      search: the acquisition search (``ntkbo.parts.Search``, ``kernel_bo``): ``num_candidates``
+        Sobol points (1024), the best ``num_restarts`` (10) refined by ``num_steps`` (100)
+        ascent steps (both tuned on the dev suite), ``num_ts_candidates`` (1024) points of a
+        Thompson draw, ``log_ei`` (``True``: maximise ``"ei"`` through its logarithm, LogEI;
+        paper ``False``: EI itself), ``posterior_inverse`` (``False``: the triangular solves),
+        ``jitter`` (``None``: ``ntkbo.gp.default_jitter``, relative Cholesky jitter). The
+        defaults are ``GP_OPTIMIZER_DEFAULTS`` and ``log_ei``'s.
+      signal: ``None`` fits the signal variance (prior ``LogNormal(0, 1)``); a number fixes it
+        (standardised units). ``signal=1.0`` with ``kernel="rbf"`` is BoTorch's ``SingleTaskGP``
+        since 0.12 exactly: an RBF kernel without an outputscale (``gpytorch_modules.py``,
+        "a dimension-agnostic RBF kernel without outputscale").
+      n_constraints: ``K``, the constraint models of ``acquisition="cei"`` (default 0).
 
     Returns:
       The ``ntkbo.Algorithm``.
@@ -815,28 +832,39 @@ def gp(kernel: str = "rbf", acquisition: str = "ei", *, beta: float = 4.0, xi: f
     return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
                      num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
                      fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
-                     log_ei=log_ei, **gp_optimizer_options(optimizer_kwargs))
+                     log_ei=log_ei, num_candidates=num_candidates, num_restarts=num_restarts,
+                     num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
+                     n_constraints=n_constraints, posterior_inverse=posterior_inverse)
 
 
 NTK_INPUT_MAPS = ("centered", "sphere")
 
 
-def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activation="relu",
-           W_std: float = 2.0**0.5, b_std: float | None = 0.1, lam: float = 1e-2,
-           signal: float = 1.0, beta: float = 4.0, xi: float = 0.0, q: int = 1, fit: bool = False,
-           fit_method: str = "lbfgs", num_fit_steps: int = 20, fit_learning_rate: float = 0.1,
-           refit_until: int = 100, refit_ratio: float = 1.1, log_ei: bool = True,
-           input_map: str = "sphere", **optimizer_kwargs) -> Algorithm:
+_NTKD = OPTIMIZER_DEFAULTS
+
+
+def _ntk_gp(*, kernel_fn=None, acquisition: str = "ucb", depth: int = 2, activation="relu",
+            W_std: float = 2.0**0.5, b_std: float | None = 0.1, lam: float = 1e-2,
+            signal: float = 1.0, beta: float = 4.0, xi: float = 0.0, q: int = 1,
+            fit: bool = False, fit_method: str = "lbfgs", num_fit_steps: int = 20,
+            fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
+            log_ei: bool = True, input_map: str = "sphere",
+            num_candidates: int = _NTKD["num_candidates"],
+            num_restarts: int = _NTKD["num_restarts"], num_steps: int = _NTKD["num_steps"],
+            num_ts_candidates: int = _NTKD["num_ts_candidates"],
+            jitter: float | None = _NTKD["jitter"], n_constraints: int = _NTKD["n_constraints"],
+            posterior_inverse: bool | None = _NTKD["posterior_inverse"]) -> Algorithm:
     """GP-BO with an exact infinite-width NTK kernel (NTK-GP-UCB/EI/TS of the papers' baselines).
 
     The kernel is ``signal * Theta(e(z), e(z'))`` on inputs ``z`` mapped to the unit cube, with
     ``Theta`` the ``"ntk"`` kernel of ``kernel_fn`` (an ntkbo or neural-tangents ``kernel_fn``; by
     default ``ntkbo.kernels.mlp(depth, width=1, activation, W_std, b_std)``, ``width`` being
     irrelevant to the ``"ntk"``-parameterised limit), and noise variance ``lam`` on standardised
-    outputs. ``fit=True`` fits ``signal`` and ``lam`` by maximum a posteriori (L-BFGS from the warm
-    start, on ``gp``'s refit schedule) with weak log-normal priors centred on the given values. The
-    posterior is NeuralBO's uncertainty in the infinite-width limit (Phan-Trong et al. 2023,
-    Algorithm 1, line 3, with the exact NTK in place of the empirical one).
+    outputs. ``fit={"enabled": True}`` fits ``signal`` and ``lam`` by maximum a posteriori
+    (L-BFGS from the warm start, on ``gp``'s refit schedule) with weak log-normal priors centred
+    on the given values. The posterior is NeuralBO's uncertainty in the infinite-width limit
+    (Phan-Trong et al. 2023, Algorithm 1, line 3, with the exact NTK in place of the empirical
+    one).
 
     The input map ``e`` (``input_map``): ``"sphere"`` (default) is ``to_sphere``, the unit sphere of
     ``R^(d+1)`` with the box centre at the pole, the input domain of the NTK theory; there the NTK
@@ -846,37 +874,36 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
     corners (on Branin it did worse than random search; docs/decisions.md, 2026-11-22).
 
     Args:
-      kernel_fn: an ntkbo or neural-tangents ``kernel_fn(x1, x2, get)`` whose ``"ntk"`` kernel is
-        used; ``None`` (default): ``ntkbo.kernels.mlp(depth, 1, activation, W_std, b_std)``.
+      network: the MLP whose NTK is the kernel (``ntkbo.parts.Network``): ``depth`` hidden
+        layers (2), ``activation`` (``"relu"``, any ``activation=`` of ``ntkbo.kernels``),
+        ``W_std`` (``sqrt(2)``, He scaling, ``"ntk"`` parameterisation), ``b_std`` (0.1;
+        ``None``: no biases); or, in its place, an ntkbo or neural-tangents
+        ``kernel_fn(x1, x2, get)`` whose ``"ntk"`` kernel is used. Default: the MLP,
+        ``ntkbo.kernels.mlp(depth, 1, activation, W_std, b_std)``.
       acquisition: ``"ucb"`` (default), ``"ei"``, ``"logei"``, ``"pi"``, ``"ts"``, ``"mean"`` or
         ``"cei"``, as for ``gp``.
-      depth: hidden layers of the default MLP kernel (ignored with ``kernel_fn``).
-      activation: the default MLP's activation, any ``activation=`` of ``ntkbo.kernels``.
-      W_std: the default MLP's weight scale (``"ntk"`` parameterisation; ``sqrt(2)``: He scaling).
-      b_std: the default MLP's bias scale; ``None``: no biases.
       lam: noise variance of the GP on standardised outputs (the regulariser ``lambda`` of the
         papers).
       signal: the kernel's scale factor (standardised units).
       beta: UCB exploration, the acquisition is ``-(mu - sqrt(beta) sigma)`` (Srinivas et al. 2010).
       xi: EI/PI margin.
       q: points per round (see the module docstring for the batch rule).
-      fit: fit ``signal`` and ``lam`` by MAP under log-normal priors centred on the given values
-        (default ``False``: both fixed, as in the papers).
-      fit_method: ``"lbfgs"`` (at most ``num_fit_steps`` iterations per start, fewer once
-        converged: ``fit_hyperparameters``) or ``"adam"``
-        (``num_fit_steps`` Adam steps of ``fit_learning_rate``).
-      num_fit_steps: the most iterations per start (L-BFGS) or steps (Adam) per fit.
-      fit_learning_rate: Adam's learning rate (``fit_method="adam"`` only).
-      refit_until, refit_ratio: the refit schedule (module docstring); ``refit_ratio=1`` refits
-        after every update. Used only with ``fit=True``.
-      log_ei: maximise ``"ei"`` through its logarithm (LogEI); ``False``: EI itself.
+      fit: the hyper-parameter fit (``ntkbo.parts.Fit``): ``enabled`` (``False``, as in the
+        papers: ``signal`` and ``lam`` fixed; ``True``: both fitted by MAP under log-normal
+        priors centred on the given values); ``method`` (``"lbfgs"``: at most ``num_steps``
+        iterations per start, fewer once converged, ``fit_hyperparameters``; or ``"adam"``:
+        ``num_steps`` Adam steps of ``learning_rate``); ``num_steps`` (20); ``learning_rate``
+        (0.1, Adam only); ``refit_until`` (100) and ``refit_ratio`` (1.1), the refit schedule of
+        the module docstring (``refit_ratio=1`` refits after every update).
+      search: the acquisition search (``ntkbo.parts.Search``, ``kernel_bo``): ``num_candidates``
+        Sobol points (1024), the best ``num_restarts`` (4) refined by ``num_steps`` (30) ascent
+        steps, ``num_ts_candidates`` (1024) points of a Thompson draw, ``log_ei`` (``True``:
+        maximise ``"ei"`` through its logarithm, LogEI; ``False``: EI itself),
+        ``posterior_inverse`` (``None``: one inverse of the factor per suggest, then matrix
+        products, on an accelerator; the triangular solves on CPU), ``jitter`` (``None``:
+        ``ntkbo.gp.default_jitter``). The defaults are ``OPTIMIZER_DEFAULTS`` and ``log_ei``'s.
       input_map: ``"sphere"`` (default) or ``"centered"``, the map ``e`` above.
-      **optimizer_kwargs: ``num_candidates``, ``num_restarts``, ``num_steps`` (acquisition
-        optimiser), ``num_ts_candidates`` (Thompson sampling), ``jitter`` (Cholesky),
-        ``n_constraints`` (``K`` for ``acquisition="cei"``), ``posterior_inverse``
-        (``kernel_bo``; default ``None``: one inverse of the factor per suggest, then matrix
-        products, on an accelerator; the triangular solves on CPU); defaults
-        ``OPTIMIZER_DEFAULTS``.
+      n_constraints: ``K``, the constraint models of ``acquisition="cei"`` (default 0).
 
     Returns:
       The ``ntkbo.Algorithm``.
@@ -904,4 +931,24 @@ def ntk_gp(kernel_fn=None, acquisition: str = "ucb", *, depth: int = 2, activati
     return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
                      num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
                      fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
-                     log_ei=log_ei, **ntk_gp_optimizer_options(optimizer_kwargs))
+                     log_ei=log_ei, num_candidates=num_candidates, num_restarts=num_restarts,
+                     num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
+                     n_constraints=n_constraints, posterior_inverse=posterior_inverse)
+
+
+#: Where ``gp``'s and ``ntk_gp``'s plain options sit among their parts (``ntkbo.parts``):
+#: the hyper-parameter fit and the acquisition search; ``ntk_gp``'s network is the MLP whose NTK
+#: is the kernel, or a ``kernel_fn`` given as ``network=``.
+_FIT = dict(enabled="fit", method="fit_method", num_steps="num_fit_steps",
+            learning_rate="fit_learning_rate", refit_until="refit_until",
+            refit_ratio="refit_ratio")
+_SEARCH = dict(num_candidates="num_candidates", num_restarts="num_restarts",
+               num_steps="num_steps", num_ts_candidates="num_ts_candidates", log_ei="log_ei",
+               posterior_inverse="posterior_inverse", jitter="jitter")
+LAYOUT = Layout({"fit": {**_FIT, "ard": "ard"}, "search": _SEARCH})
+NTK_LAYOUT = Layout({"network": dict(depth="depth", activation="activation", W_std="W_std",
+                                     b_std="b_std"),
+                     "fit": _FIT, "search": _SEARCH}, custom={"network": "kernel_fn"})
+
+gp = grouped(_gp, LAYOUT)
+ntk_gp = grouped(_ntk_gp, NTK_LAYOUT)

@@ -50,6 +50,7 @@ from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import as_kernel, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, train
 from ntkbo.optimize import maximize_acquisition
+from ntkbo.parts import Layout, grouped
 from ntkbo.pde import Pde
 from ntkbo.validation import check_choice, check_int, check_positive
 
@@ -80,15 +81,14 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #:   (``depth=1``, as the ``"authors"`` preset maps 4 ``Linear`` layers to ``depth=3``); reading
 #:   it as hidden layers is ``depth=2``, one argument away.
 #: * ``pinn_bo``, ``"authors"``: the released code (github.com/phantrdat/pinn-bo,
-#:   ``pinn_neuralbo.py`` at 9fcc59da):
-#:   Adam, ``MSE_data + MSE_residual`` (``loss="mean"``, ``pde_weight = 1``), ``nu = 1``, warm
-#:   starts, weight decay toward 0 (``reg_center="zero"``), 40,000 uniform residual points, the
-#:   argmin of 50,000 uniform candidates (its Adam refinement received no gradient: ``"none"``;
-#:   ntkbo's candidates are scrambled Sobol points plus the best observed points and
-#:   perturbations of them, which no option removes), biases on; the network and training of three
-#:   of its seven problem configs (Rastrigin-20,
-#:   Michalewicz-30, Cosine Mixture-50): 4 ``Linear`` layers (3 hidden) of 50, learning rate
-#:   ``0.01``, 200 epochs.
+#:   ``pinn_neuralbo.py`` at 9fcc59da): Adam, ``MSE_data + MSE_residual``
+#:   (``loss_reduction="mean"``, residual ``weight = 1``), ``nu = 1``, warm starts, weight decay
+#:   toward 0 (``reg_center="zero"``), 40,000 uniform residual points, the argmin of 50,000 uniform
+#:   candidates (its Adam refinement received no gradient: ``"none"``; ntkbo's candidates are
+#:   scrambled Sobol points plus the best observed points and perturbations of them, which no
+#:   option removes), biases on; the network and training of three of its seven problem configs
+#:   (Rastrigin-20, Michalewicz-30, Cosine Mixture-50): 4 ``Linear`` layers (3 hidden) of 50,
+#:   learning rate ``0.01``, 200 epochs.
 #: * ``pinn_ntk_gp``, ``"paper"``: the GP of Definition 5.3.1 / Lemma 5.3.4 on that network's NTK
 #:   (no biases, ``W_std = 1``, the grid's smallest ``L = 2``: one hidden layer, ``depth=1``) with
 #:   Algorithm 4's ``nu_t`` (``"thesis"``, ``gamma_t`` replaced by ``I(f; Y_t)``: the maximal
@@ -106,18 +106,41 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #: DropWave, 5,000 residual points for the heat problems); its tanh and Xavier initialisation.
 PRESETS_BY_NAME = {
     "pinn_bo": {
-        "paper": dict(width=100, depth=1, W_std=1.0, b_std=None, loss="sum", pde_weight=1.0,
-                      lam=0.0, optimizer="gd", learning_rate=1e-2, num_steps=100,
-                      warm_start=False),
-        "authors": dict(width=50, depth=3, loss="mean", pde_weight=1.0, nu=1.0,
-                        reg_center="zero", optimizer="adam", learning_rate=1e-2, num_steps=200,
-                        warm_start=True, num_residuals=40_000, num_candidates=50_000,
-                        method="none"),
+        "paper": dict(network=dict(width=100, depth=1, W_std=1.0, b_std=None),
+                      residuals=dict(weight=1.0), lam=0.0,
+                      training=dict(loss_reduction="sum", optimizer="gd", learning_rate=1e-2,
+                                    num_steps=100, warm_start=False)),
+        "authors": dict(network=dict(width=50, depth=3), residuals=dict(num_points=40_000,
+                                                                        weight=1.0),
+                        nu=1.0,
+                        training=dict(loss_reduction="mean", reg_center="zero", optimizer="adam",
+                                      learning_rate=1e-2, num_steps=200, warm_start=True),
+                        search=dict(num_candidates=50_000, method="none")),
     },
     "pinn_ntk_gp": {
-        "paper": dict(depth=1, W_std=1.0, b_std=None, acquisition="ts", nu="thesis"),
+        "paper": dict(network=dict(depth=1, W_std=1.0, b_std=None), acquisition="ts",
+                      nu="thesis"),
     },
 }
+
+#: Where ``pinn_bo``'s plain options sit among its parts (``ntkbo.parts``).
+LAYOUT = Layout({
+    "network": dict(width="width", depth="depth", activation="activation", W_std="W_std",
+                    b_std="b_std"),
+    "residuals": dict(num_points="num_residuals", noise_std="rhs_noise_std", weight="pde_weight"),
+    "training": dict(loss_reduction="loss", reg_center="reg_center", optimizer="optimizer",
+                     learning_rate="learning_rate", num_steps="num_steps",
+                     warm_start="warm_start"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="acq_steps", method="method"),
+})
+#: ``pinn_ntk_gp``'s: the network whose NTK is the kernel, no training.
+NTK_GP_LAYOUT = Layout({
+    "network": dict(depth="depth", activation="activation", W_std="W_std", b_std="b_std"),
+    "residuals": dict(num_points="num_residuals", noise_std="rhs_noise_std"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   num_steps="acq_steps", method="method", jitter="jitter"),
+})
 
 __all__ = [
     "PRESETS_BY_NAME",
@@ -486,11 +509,11 @@ class PinnBOState(NamedTuple):
     params: Params
 
 
-def pinn_bo(
+def _pinn_bo(
     pde: Pde,
+    *,
     width: int = 64,
     depth: int = 2,
-    *,
     activation="erf",
     W_std=1.0,
     b_std=0.1,
@@ -515,18 +538,19 @@ def pinn_bo(
     The loss is Eq. (5.1) of the module docstring (``ntkbo`` halves the whole loss, as
     ``neural_bo.train`` does). ``N[h]`` is computed by automatic differentiation of the network in
     its input (``Problem.pde.operator``), with the chain rule through the map of the box to the
-    network's input cube (the authors' code skipped it). ``loss="sum"`` (Eq. 5.1: ``w_u = w_r = 1``)
-    or ``"mean"`` (the code: ``MSE_data + MSE_residual``, ``w_u = 1 / t``,
-    ``w_r = pde_weight / (N_r r)`` for ``r`` equations per point); with ``"sum"``,
-    ``w_r = pde_weight``. ``pde_weight=0`` removes the PDE data (the network then fits the data
-    only). The query is greedy (Algorithm 4 lines 5-6): ``x_t = argmin_x h(x; theta_{t-1})``, found
-    by ``ntkbo.optimize`` (Sobol candidates, the best observed points and their perturbations, then
-    projected gradient descent, since ``h`` is smooth; the code's Adam refinement received no
-    gradient). The thesis justifies the greedy rule as Thompson sampling: in the infinite-width
-    limit, a network trained from its random ``theta_0`` on the ``nu``-scaled loss is a draw from
-    ``GP(mu_t, nu^2 sigma_t^2)`` (Lemma 5.3.4); at a finite width it is only approximately one.
-    ``theta_0`` is drawn once in ``init`` (Algorithm 4 line 1) and training restarts from it every
-    round unless ``warm_start=True`` (the code).
+    network's input cube (the authors' code skipped it). ``training.loss_reduction="sum"`` (Eq.
+    5.1: ``w_u = w_r = 1``) or ``"mean"`` (the code: ``MSE_data + MSE_residual``, ``w_u = 1 / t``,
+    ``w_r = weight / (N_r r)`` for ``r`` equations per point, ``weight`` the residuals' weight);
+    with ``"sum"``, ``w_r = weight``. ``residuals.weight=0`` removes the PDE data (the network then
+    fits the data only). The query is greedy (Algorithm 4 lines 5-6):
+    ``x_t = argmin_x h(x; theta_{t-1})``, found by ``ntkbo.optimize`` (Sobol candidates, the best
+    observed points and their perturbations, then projected gradient descent, since ``h`` is
+    smooth; the code's Adam refinement received no gradient). The thesis justifies the greedy rule
+    as Thompson sampling: in the infinite-width limit, a network trained from its random
+    ``theta_0`` on the ``nu``-scaled loss is a draw from ``GP(mu_t, nu^2 sigma_t^2)`` (Lemma
+    5.3.4); at a finite width it is only approximately one. ``theta_0`` is drawn once in ``init``
+    (Algorithm 4 line 1) and training restarts from it every round unless
+    ``training.warm_start=True`` (the code).
 
     Units. Inputs: the box is mapped to ``[-1, 1]^d``
     (``c(x) = 2 (x - lower) / (upper - lower) - 1``), the network sees ``c(x)`` and operators are
@@ -538,14 +562,14 @@ def pinn_bo(
     Defaults and deviations:
 
     * Network: ``depth=2`` hidden layers of ``width=64``, activation ``"erf"``, biases
-      ``b_std=0.1``. The thesis grid-searches width in ``{100, 200, 500}`` and depth in
+      ``b_std=0.1`` (the ``network`` part). The thesis grid-searches width in ``{100, 200, 500}`` and depth in
       ``{2, 3, 4}`` per function on 50 initial points (its depth ``L`` counts the weight matrices: 1
       to 3 hidden layers); the code uses tanh (e.g. 4 ``Linear`` layers of 50, 3 hidden). ``tanh``
       has no closed-form NTK, so ntkbo uses ``erf`` (the same sigmoid shape) for both models; pass
-      ``activation="gelu"`` etc.
-    * Training: Adam (the code; the thesis says (S)GD with ExponentialLR 0.95),
-      ``learning_rate=1e-2``, ``num_steps=200`` per update, every update (the code's setting for
-      DropWave, heat and the beam; the thesis says every 10 iterations), from ``theta_0``
+      ``network={"activation": "gelu"}`` etc.
+    * Training (the ``training`` part): Adam (the code; the thesis says (S)GD with ExponentialLR
+      0.95), ``learning_rate=1e-2``, ``num_steps=200`` per update, every update (the code's setting
+      for DropWave, heat and the beam; the thesis says every 10 iterations), from ``theta_0``
       (``warm_start=False``), ``lam=0`` (the thesis has no regulariser; the code uses weight decay,
       ``reg_center="zero"`` with ``lam > 0``).
     * ``nu``: a constant (``1``, the code: ``exploration_coeff = 1``) or a function of ``t``. The
@@ -555,9 +579,9 @@ def pinn_bo(
       evaluates it with ``gamma_t`` replaced by the information gain of the observed points
       ``I(f; Y_t)`` (the first bound of Lemma 5.3.8), i.e.
       ``nu_t = B + R~ sqrt(2 I(f; Y_t | U_r) + log 1/delta)``.
-    * PDE data: ``num_residuals`` (``N_r``) uniform points of the box drawn in ``init`` (the code
-      draws 40,000 uniform points; 64 here by default, for cost), with ``u_j = g(z_j)`` exact (``g``
-      is cheap; ``rhs_noise_std`` adds the thesis's ``eta``).
+    * PDE data: ``residuals.num_points`` (``N_r``) uniform points of the box drawn in ``init`` (the
+      code draws 40,000 uniform points; 64 here by default, for cost), with ``u_j = g(z_j)`` exact
+      (``g`` is cheap; ``residuals.noise_std`` adds the thesis's ``eta``).
     * Presets (:data:`PRESETS_BY_NAME`): ``pinn_bo(pde, preset="paper")`` (the thesis) and
       ``preset="authors"`` (the released code), ``pinn_ntk_gp(pde, preset="paper")``.
 
@@ -566,24 +590,27 @@ def pinn_bo(
 
     Args:
       pde: the equation ``N[f] = g`` (``problem.pde``); required, since ``init`` only sees the box.
-      width, depth: hidden width ``m`` and number of hidden layers.
-      activation: a smooth activation of ``ntkbo.kernels.ACTIVATIONS`` (``"erf"``, ``"gelu"``, ...);
-        ReLU's second derivative is zero almost everywhere, so second-order operators need smooth ones.
-      W_std, b_std: NTK-parameterisation scales (``ntkbo.kernels.mlp``).
-      num_residuals: ``N_r``, PDE points drawn uniformly in the box in ``init``.
-      rhs_noise_std: std of the noise ``eta`` on ``u_j = g(z_j) + eta`` (default exact ``g``).
-      loss: ``"sum"`` (Eq. 5.1) or ``"mean"`` (the code: mean data error + ``pde_weight`` times
-        the mean residual error).
-      pde_weight: ``alpha_r``, the weight of the residual term (code: 1).
+      network: the network ``h`` (``ntkbo.parts.Network``, NTK parameterisation,
+        ``ntkbo.kernels.mlp``): ``width`` ``m`` (64; paper 100), ``depth`` hidden layers (2; paper
+        1), ``activation`` (``"erf"``; a smooth one of ``ntkbo.kernels.ACTIVATIONS``: ReLU's
+        second derivative is zero almost everywhere, so second-order operators need smooth
+        ones), ``W_std`` (1.0), ``b_std`` (0.1; paper ``None``, no biases).
+      residuals: the PDE data (``ntkbo.parts.Residuals``): ``num_points`` ``N_r`` (64), drawn
+        uniformly in the box in ``init``; ``noise_std`` (0.0: exact ``g``), the std of the noise
+        ``eta`` on ``u_j = g(z_j) + eta``; ``weight`` ``alpha_r`` (1.0, as the code), the weight
+        of the residual term.
       nu: ``nu_t``: a positive number (code: 1) or a function of the observation count.
-      lam: penalty ``lam |theta - center|^2 / 2`` (thesis: none, 0).
-      reg_center: ``"init"`` (``theta_0``) or ``"zero"`` (weight decay, as the code's Adam).
-      optimizer: ``"adam"`` (code) or ``"gd"`` (thesis's (S)GD without the scheduler).
-      learning_rate: step size (code: 1e-3 to 2e-2 per problem).
-      num_steps: training steps per update (code: 100 to 500 epochs, full batch here).
-      warm_start: continue from ``theta_{t-1}`` (code) instead of ``theta_0``.
-      num_candidates, num_restarts, acq_steps, method: ``ntkbo.optimize.maximize_acquisition`` of
-        ``-h`` (``method="none"``: the code's pure candidate search).
+      lam: penalty ``lam |theta - center|^2 / 2`` (default and thesis: none, 0).
+      training: the training of each update (``ntkbo.parts.Training``): ``loss_reduction``
+        (``"mean"``, the code: mean data error + ``weight`` times the mean residual error; paper
+        ``"sum"``, Eq. 5.1), ``reg_center`` (``"init"``, ``theta_0``; or ``"zero"``, weight decay,
+        as the code's Adam), ``optimizer`` (``"adam"``, the code; paper ``"gd"``, (S)GD without
+        the scheduler), ``learning_rate`` (1e-2; the code: 1e-3 to 2e-2 per problem),
+        ``num_steps`` per update (200; paper 100 epochs; the code: 100 to 500, full batch here),
+        ``warm_start`` (``False``: from ``theta_0``; ``True``: from ``theta_{t-1}``, the code).
+      search: ``ntkbo.optimize.maximize_acquisition`` of ``-h`` (``ntkbo.parts.Search``):
+        ``num_candidates`` (1024), ``num_restarts`` (4), ``num_steps`` (20), ``method``
+        (``"pgd"``; ``"none"``: the code's pure candidate search).
 
     Returns:
       ``Algorithm``; ``suggest`` returns ``(x (1, d), info)`` with ``info`` a
@@ -694,10 +721,10 @@ class PinnGPState(NamedTuple):
     factor: JointFactor
 
 
-def pinn_ntk_gp(
+def _pinn_ntk_gp(
     pde: Pde,
-    depth: int = 2,
     *,
+    depth: int = 2,
     activation="erf",
     W_std=1.0,
     b_std=0.1,
@@ -735,17 +762,22 @@ def pinn_ntk_gp(
 
     Args:
       pde: the linear equation ``N[f] = g`` (``problem.pde``).
-      depth, activation, W_std, b_std: the network whose NTK is the kernel (smooth activation).
+      network: the network whose NTK is the kernel (``ntkbo.parts.Network``; smooth activation):
+        ``depth`` (2; paper 1), ``activation`` (``"erf"``), ``W_std`` (1.0), ``b_std`` (0.1;
+        paper ``None``).
       lam1, lam2: noise variances of the (standardised) observations and of the PDE data.
-      num_residuals: ``N_r``; the joint Gram matrix is ``(N_r r + C)`` square.
+      residuals: the PDE data (``ntkbo.parts.Residuals``): ``num_points`` ``N_r`` (32; the joint
+        Gram matrix is ``(N_r r + C)`` square), ``noise_std`` (0.0), the std of the noise on
+        ``g``.
       acquisition: ``"ts"`` (independent per-candidate draws, no refinement), ``"lcb"`` or ``"mean"``.
       nu: exploration scale: a number, a function of ``t``, or ``"thesis"``: ``B + R~ sqrt(2 I(f;
         Y_t | U_r) + log(1 / delta))`` with ``R~ = sqrt((R1/lam1)^2 + (R2/lam2)^2)`` (Algorithm 4
         line 4 with ``gamma_t`` replaced by ``I(f; Y_t)``, ``pinn_bo``).
       B, R1, R2, delta: the constants of ``nu="thesis"``.
-      num_candidates, num_restarts, acq_steps: acquisition optimiser (``ntkbo.optimize``).
-      method: refinement (``None``: ``"none"`` for ``"ts"``, ``"pgd"`` otherwise).
-      jitter: relative Cholesky jitter (``None``: ``ntkbo.gp.default_jitter``).
+      search: the acquisition optimiser (``ntkbo.optimize``, ``ntkbo.parts.Search``):
+        ``num_candidates`` (1024), ``num_restarts`` (4), ``num_steps`` (20), ``method`` (the
+        refinement; ``None``: ``"none"`` for ``"ts"``, ``"pgd"`` otherwise), ``jitter``
+        (relative Cholesky jitter; ``None``: ``ntkbo.gp.default_jitter``).
 
     Returns:
       ``Algorithm``; ``suggest``'s ``info`` is a :class:`PinnGPSuggestInfo`: ``mean``, ``std``
@@ -840,3 +872,7 @@ def pinn_ntk_gp(
         return x[None, :], info
 
     return Algorithm(init, suggest, update)
+
+
+pinn_bo = grouped(_pinn_bo, LAYOUT)
+pinn_ntk_gp = grouped(_pinn_ntk_gp, NTK_GP_LAYOUT)
