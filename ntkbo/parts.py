@@ -221,24 +221,31 @@ class Layout:
 
     ``parts`` maps a part's argument name (a key of ``PARTS``) to ``{field: plain option}``;
     ``custom`` maps a part's argument name to the plain option that takes a value that is not a
-    part (GO-UCB's ``network=(init_fn, apply_fn)``, ``ntk_gp``'s kernel function).
+    part (GO-UCB's ``network=(init_fn, apply_fn)``, ``ntk_gp``'s kernel function); ``renames``
+    maps a top-level option's public name to the plain one it stands for, where the plain name
+    means something else elsewhere in the library (DNGO's ``beta`` is a noise precision, every
+    other ``beta`` an exploration weight).
     """
 
     parts: Mapping[str, Mapping[str, str]]
     custom: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    renames: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def plain_names(self) -> set[str]:
-        """Every plain option some part (or custom value) stands for."""
-        return {o for fields in self.parts.values() for o in fields.values()} | set(
-            self.custom.values())
+        """Every plain option some part, custom value or renamed option stands for."""
+        return ({o for fields in self.parts.values() for o in fields.values()}
+                | set(self.custom.values()) | set(self.renames.values()))
 
     def public_name(self, plain: str) -> str:
-        """The name a user gives for plain option ``plain``: ``"part.field"``, or ``plain`` itself
-        when no part stands for it."""
+        """The name a user gives for plain option ``plain``: ``"part.field"``, its renamed
+        public name, or ``plain`` itself."""
         for name, fields in self.parts.items():
             for f, o in fields.items():
                 if o == plain:
                     return f"{name}.{f}"
+        for public, o in self.renames.items():
+            if o == plain:
+                return public
         return plain
 
     def public_message(self, message: str) -> str:
@@ -298,7 +305,7 @@ class Layout:
         """``options`` with each part replaced by the plain options it stands for (fields not
         given are left out, so the factory's defaults apply)."""
         nested = self.fields(options, where)
-        out = {k: v for k, v in options.items() if k not in self.parts}
+        out = {self.renames.get(k, k): v for k, v in options.items() if k not in self.parts}
         for name, value in options.items():
             if name in self.custom and _is_custom(value):
                 out[self.custom[name]] = value
@@ -313,11 +320,12 @@ class Layout:
         order of the plain options (a part where the first option it stands for was)."""
         owner = {o: name for name, fields in self.parts.items() for o in fields.values()}
         owner.update({o: name for name, o in self.custom.items()})
+        public = {o: p for p, o in self.renames.items()}
         out: dict[str, Any] = {}
         for k, v in plain.items():
             name = owner.get(k)
             if name is None:
-                out[k] = v
+                out[public.get(k, k)] = v
             elif name not in out:
                 custom = self.custom.get(name)
                 if custom is not None and plain.get(custom) is not None:
@@ -384,7 +392,10 @@ def grouped(plain: Callable, layout: Layout) -> Callable:
     if missing and not any(p.kind is inspect.Parameter.VAR_KEYWORD
                            for p in sig.parameters.values()):
         raise TypeError(f"{plain.__name__} has no options {missing}")
+    public = {o: name for name, o in layout.renames.items()}
     for p in sig.parameters.values():
+        if p.name in public:
+            p = p.replace(name=public[p.name])
         if p.name in owner:
             part = owner[p.name]
             if part not in placed:

@@ -114,7 +114,7 @@ def _state(algo, branin):
 
 
 def test_ei_batch_is_kriging_believer(branin):
-    algo = NL.neural_linear(q=2, alpha=1.0, beta=50.0, **SMALL)
+    algo = NL.neural_linear(q=2, prior_precision=1.0, noise_precision=50.0, **SMALL)
     state = _state(algo, branin)
     x, info = jax.jit(algo.suggest)(jax.random.PRNGKey(3), state)
     b = np.asarray(branin.bounds)

@@ -38,7 +38,8 @@ def test_every_plain_option_has_exactly_one_public_name(name):
     ``search.num_steps`` mapped to ``num_steps``, the training's (two public names for one
     plain option, none for the ascent's ``num_acq_steps``)."""
     layout = A.layout(A._FACTORIES[name])
-    public = set(inspect.signature(A._FACTORIES[name]).parameters) - set(layout.parts)
+    public = {layout.renames.get(k, k)
+              for k in inspect.signature(A._FACTORIES[name]).parameters} - set(layout.parts)
     plain = set(inspect.signature(_plain(name)).parameters)
     stood_for = [o for fields in layout.parts.values() for o in fields.values()]
     stood_for += list(layout.custom.values())
@@ -76,6 +77,25 @@ def test_one_field_one_meaning_across_factories():
                ("residuals", "weight"): {"pde_weight"}}
     for (part, field), plains in seen.items():
         assert plains <= allowed.get((part, field), {field}), (part, field, plains)
+
+
+def test_beta_is_an_exploration_weight_wherever_it_is_an_option():
+    """``beta`` weighs exploration in GP-UCB, GO-UCB, Neural-CBO and STO-BNTS; DNGO's noise
+    precision (its paper's ``beta``) is the option ``noise_precision`` (and its prior precision
+    ``alpha`` is ``prior_precision``), while records keep ``alpha`` and ``beta``, the names its
+    cells hash. Mutation caught (checked): the ``renames`` of ``neural_linear``'s ``LAYOUT``
+    removed (its signature has ``beta`` again)."""
+    for name in BASES:
+        params = inspect.signature(A._FACTORIES[name]).parameters
+        assert "alpha" not in params, name
+        if "beta" in params and A.base_name(name) == "neural_linear":
+            raise AssertionError("neural_linear takes beta")
+    algo = A.get("dngo", noise_precision=3.0, prior_precision=0.5)
+    assert algo.config["noise_precision"] == 3.0 and algo.config["prior_precision"] == 0.5
+    flat = A.resolved_options("dngo", noise_precision=3.0, prior_precision=0.5)
+    assert flat["beta"] == 3.0 and flat["alpha"] == 0.5
+    with pytest.raises(TypeError, match="beta is noise_precision"):
+        A.get("dngo", beta=3.0)
 
 
 def test_records_keep_the_plain_options_the_cells_hash():

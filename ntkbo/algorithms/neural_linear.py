@@ -14,7 +14,8 @@ activations, plus the constant ``b_std_L`` when the readout has a bias), so the 
     m_N = beta A^-1 Phi^T y
     f(x) | D ~ N(phi(x) . m_N, phi(x)^T A^-1 phi(x))           (the latent function, no noise)
 
-``alpha`` and ``beta`` are fixed numbers (NeuralLinTS: prior ``gamma I``, ``alpha = 1 / gamma``,
+``alpha`` and ``beta`` (the options ``prior_precision`` and ``noise_precision``) are fixed numbers
+(NeuralLinTS: prior ``gamma I``, ``alpha = 1 / gamma``,
 noise ``sigma^2 = 1 / beta``) or, with ``"evidence"`` (default, DNGO's marginal likelihood), set by
 MacKay's fixed-point iterations (Bishop eqs. 3.91-3.95; :func:`blr_posterior`). The acquisition is
 EI under the latent posterior (``"ei"``, DNGO) or one draw ``w~ ~ N(m_N, A^-1)`` minimised
@@ -93,16 +94,17 @@ NUM_BEST = 4
 #: and its weight decay (not stated: ``1e-4`` stays).
 PRESETS_BY_NAME = {
     "dngo": {
-        "paper": dict(network=dict(width=50, depth=3), alpha="evidence", beta="evidence",
-                      training=dict(learning_rate=1e-2, num_steps=500, weight_decay=0.0),
+        "paper": dict(network=dict(width=50, depth=3), prior_precision="evidence",
+                      noise_precision="evidence", training=dict(learning_rate=1e-2, num_steps=500, weight_decay=0.0),
                       y_transform="standardize"),
-        "authors": dict(network=dict(width=10, depth=3), alpha="evidence", beta="evidence",
-                        training=dict(learning_rate=1e-2, num_steps=100, weight_decay=0.0),
+        "authors": dict(network=dict(width=10, depth=3), prior_precision="evidence",
+                        noise_precision="evidence", training=dict(learning_rate=1e-2, num_steps=100, weight_decay=0.0),
                         y_transform="standardize", search=dict(num_restarts=20)),
     },
     "neural_lin_ts": {
-        "paper": dict(network=dict(width=500, depth=1, W_std=1.0, b_std=1.0), alpha=0.01,
-                      beta=100.0, training=dict(learning_rate=1e-3),
+        "paper": dict(network=dict(width=500, depth=1, W_std=1.0, b_std=1.0),
+                      prior_precision=0.01, noise_precision=100.0,
+                      training=dict(learning_rate=1e-3),
                       search=dict(num_candidates=10, num_restarts=10, num_steps=500,
                                   method="pgd")),
     },
@@ -116,7 +118,7 @@ LAYOUT = Layout({
                      weight_decay="weight_decay"),
     "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
                    num_steps="num_acq_steps", method="acq_method"),
-})
+}, renames={"prior_precision": "alpha", "noise_precision": "beta"})
 
 __all__ = [
     "BLRPosterior", "LAYOUT", "NeuralLinearState", "NeuralLinearSuggestInfo",
@@ -372,7 +374,9 @@ def _neural_linear(
         ``num_restarts`` (4; NeuralLinTS's 10), ``num_steps`` of ascent per start (30;
         NeuralLinTS's 500) and ``method`` (``"pgd"``).
       acquisition: ``"ei"`` (DNGO) or ``"ts"`` (NeuralLinTS).
-      alpha, beta: prior and noise precisions (numbers ``> 0``) or ``"evidence"``.
+      prior_precision, noise_precision: the papers' ``alpha`` and ``beta`` (numbers ``> 0``) or
+        ``"evidence"`` (named apart from the exploration weight ``beta`` of the other
+        algorithms).
       num_evidence_iters: MacKay fixed-point iterations.
       q: points per suggest (the batch rule above).
       y_transform: the output warp before standardisation
