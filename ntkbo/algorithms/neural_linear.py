@@ -95,10 +95,12 @@ NUM_BEST = 4
 PRESETS_BY_NAME = {
     "dngo": {
         "paper": dict(network=dict(width=50, depth=3), prior_precision="evidence",
-                      noise_precision="evidence", training=dict(learning_rate=1e-2, num_steps=500, weight_decay=0.0),
+                      noise_precision="evidence",
+                      training=dict(learning_rate=1e-2, num_steps=500, weight_decay=0.0),
                       y_transform="standardize"),
         "authors": dict(network=dict(width=10, depth=3), prior_precision="evidence",
-                        noise_precision="evidence", training=dict(learning_rate=1e-2, num_steps=100, weight_decay=0.0),
+                        noise_precision="evidence",
+                        training=dict(learning_rate=1e-2, num_steps=100, weight_decay=0.0),
                         y_transform="standardize", search=dict(num_restarts=20)),
     },
     "neural_lin_ts": {
