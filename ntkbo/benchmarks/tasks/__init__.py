@@ -71,8 +71,8 @@ class Task(NamedTuple):
         return int(self.lower.shape[0])
 
 
-_PUSH_PAPER = ("Wang & Jegelka 2017 (MES) / Wang et al. 2018 (EBO); NeuralBO seed-000 section "
-               "6.6, STO-BNTS seed-003 section 3.4")
+_PUSH_PAPER = ("Wang & Jegelka 2017 (MES) / Wang et al. 2018 (EBO); NeuralBO (Phan-Trong et al. "
+               "2023) section 6.6, STO-BNTS (Dai et al. 2022) section 3.4")
 _PUSH_OPTS = (("velocity_noise", 0.0), ("noise_seed", None))
 
 _TASKS: dict[str, Task] = {
@@ -87,12 +87,12 @@ _TASKS: dict[str, Task] = {
                          cost="5-20 ms"),
     "rover60": Task("rover60", np.zeros(rover.DIM), np.ones(rover.DIM), rover.rover60,
                     options=(("jitter", 1e-4), ("jitter_seed", 0)),
-                    paper="Wang et al. 2018 (EBO); TuRBO; STO-BNTS seed-003 section 3.4 (20-D)",
+                    paper="Wang et al. 2018 (EBO); TuRBO; STO-BNTS (Dai et al. 2022) section 3.4 (20-D)",
                     cost="about 1 ms"),
     "lunar_lander12": Task("lunar_lander12", np.full(lunar_lander.DIM, lunar_lander.LOWER),
                            np.full(lunar_lander.DIM, lunar_lander.UPPER),
                            lunar_lander.lunar_lander12, options=(("episodes", 20), ("seed0", 0)),
-                           paper="TuRBO (Eriksson et al. 2019); STO-BNTS seed-003 section 3.4",
+                           paper="TuRBO (Eriksson et al. 2019); STO-BNTS (Dai et al. 2022) section 3.4",
                            cost="0.3-2 s (20 episodes)"),
 }
 for _m in hpo.MODELS:
@@ -101,12 +101,14 @@ for _m in hpo.MODELS:
         _TASKS[f"hpo_{_m}_{_d}"] = Task(
             f"hpo_{_m}_{_d}", np.zeros(_n), np.full(_n, hpo.BOX_UPPER), hpo.hpo,
             fixed=(("model", _m), ("dataset", _d)), options=(("folds", 5),),
-            paper="GO-UCB seed-002 section 6.3 (RF, MLP, GB); STO-BNTS seed-003 section 3.3 (RF)",
+            paper=("GO-UCB (Liu and Wang 2023) section 6.3 (RF, MLP, GB); STO-BNTS (Dai et al. "
+                   "2022) section 3.3 (RF)"),
             cost=hpo.COSTS.get(f"hpo_{_m}_{_d}", ""))
 _TASKS["hpo_mlp_digits_size"] = Task(
     "hpo_mlp_digits_size", np.zeros(len(hpo.SIZE_SPACE)),
     np.full(len(hpo.SIZE_SPACE), hpo.BOX_UPPER), hpo.size_objective, options=(("folds", 5),),
-    paper="constrained tuning in the manner of Neural-CBO (seed-001 chapter 4); not its MNIST task",
+    paper="constrained tuning in the manner of Neural-CBO (Phan Trong's thesis, chapter 4); not its "
+          "MNIST task",
     cost=hpo.COSTS.get("hpo_mlp_digits_size", ""), constraint=hpo.size_constraint)
 
 
