@@ -28,6 +28,7 @@ jax.config.update("jax_enable_x64", True)  # targets go down to 1e-8, as ``ntkbo
 
 from ntkbo import cache  # noqa: E402
 from ntkbo.experiments import coco  # noqa: E402
+from ntkbo.parts import merge  # noqa: E402
 
 FIELDS = ("dims", "instances", "functions", "budget_multiplier")
 
@@ -49,7 +50,7 @@ def resolve(spec: dict, scale: str) -> tuple[dict, list[dict]]:
     for a in spec["algorithms"]:
         label = a.get("label", a["name"])
         algorithms.append({"label": label, "name": a["name"],
-                           "options": {**a.get("options", {}), **extra.get(label, {})}})
+                           "options": merge(a.get("options", {}), extra.get(label, {}))})
     return settings, algorithms
 
 

@@ -177,7 +177,7 @@ INSTANCES = {"random_search": (1, 2), "gp_ei": (1,)}
 #: GP-EI with fixed hyper-parameters and a cheap acquisition optimiser: any model-based algorithm
 #: exercises ask_tell's suggest/update path; this one cost the least CPU of those measured here
 #: (about 6 s, mostly compilation; ntk_gp_ei 7-9 s, random search 1.3 s).
-MODEL = ("gp_ei", {"fit": False, "num_restarts": 1, "num_steps": 5})
+MODEL = ("gp_ei", {"fit": {"enabled": False}, "search": {"num_restarts": 1, "num_steps": 5}})
 
 
 @pytest.fixture(scope="module")

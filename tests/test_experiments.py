@@ -101,7 +101,7 @@ label = "rs"
 name = "random_search"
 [[algorithms]]
 name = "ntk_gp_ucb"
-options = { depth = 3 }
+options = { network.depth = 3 }
 [[problems]]
 name = "ackley"
 dims = [3, 10, 20]
@@ -136,9 +136,10 @@ def test_spec_toml_expands_the_grid_with_scale_caps(tmp_path):
     assert {c.digest for c in cpu}.isdisjoint(c.digest for c in full.values())
     assert len({c.digest for c in cpu}) == len(cpu)
     assert spec.resolve("cpu")[0].digest == cpu[0].digest  # stable
-    # resolved options = factory signature defaults + the given ones (independent: inspect)
+    # resolved options = the plain function's signature defaults + the given ones, flat (the
+    # part's field under its plain name; independent: inspect)
     opts = full["ntk_gp_ucb__hartmann6__d6"].options
-    sig = inspect.signature(ntkbo.algorithms.ntk_gp).parameters
+    sig = inspect.signature(ntkbo.algorithms.ntk_gp.plain).parameters
     assert opts["depth"] == 3 and opts["acquisition"] == "ucb" and opts["lam"] == sig["lam"].default
 
 
@@ -238,7 +239,7 @@ def test_cells_equal_plain_vmap_and_record_provenance(study):
     np.testing.assert_array_equal(cells["ntk__ackley__d2"].x[:, :4],
                                   cells["random_search__ackley__d2"].x[:, :4])
     meta = cells["ntk__branin__d2"].meta
-    sig = inspect.signature(ntkbo.algorithms.ntk_gp).parameters
+    sig = inspect.signature(ntkbo.algorithms.ntk_gp.plain).parameters
     assert meta["algorithm"]["options"]["W_std"] == sig["W_std"].default  # defaults resolved
     assert meta["versions"]["jax"] == jax.__version__ and meta["n_devices"] == 1
     assert meta["block"] == BLOCK

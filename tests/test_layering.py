@@ -194,8 +194,8 @@ def test_no_import_cycle_counting_function_level_imports():
 #: need no model, and no model or driver needs them (the drivers take any ``Problem``:
 #: ``ntkbo.objective``).
 LAYERS = [
-    ("ntkbo.base", "ntkbo.validation", "ntkbo.provenance", "ntkbo.lapack_threads", "ntkbo.linalg",
-     "ntkbo.qmc", "ntkbo.pde", "ntkbo.objective", "ntkbo.search_space", "ntkbo.data",
+    ("ntkbo.base", "ntkbo.parts", "ntkbo.validation", "ntkbo.provenance", "ntkbo.lapack_threads",
+     "ntkbo.linalg", "ntkbo.qmc", "ntkbo.pde", "ntkbo.objective", "ntkbo.search_space", "ntkbo.data",
      "ntkbo.cache", "ntkbo.programs"),
     ("ntkbo.kernels", "ntkbo.benchmarks"),
     ("ntkbo.nets",),

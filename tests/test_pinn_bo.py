@@ -303,14 +303,15 @@ def test_pinn_ntk_gp_minimize():
     "kwargs,match",
     [
         (dict(pde=None), r"pde must be an ntkbo.pde.Pde"),
-        (dict(training=dict(loss_reduction="l1")), r"loss must be one of \('sum', 'mean'\)"),
-        (dict(residuals=dict(num_points=0)), r"num_residuals must be an int >= 1"),
+        (dict(training=dict(loss_reduction="l1")),
+         r"training\.loss_reduction must be one of \('sum', 'mean'\)"),
+        (dict(residuals=dict(num_points=0)), r"residuals\.num_points must be an int >= 1"),
         (dict(nu=-1.0), r"nu must be finite and > 0"),
         (dict(network=dict(activation="tanh")), r"activation"),
         (dict(training=dict(optimizer="sgd")), r"optimizer must be one of"),
         (dict(training=dict(warm_start=1)), r"warm_start must be a bool"),
         (dict(search=dict(num_restarts=9, num_candidates=8)),
-         r"num_restarts=9 must be <= num_candidates=8"),
+         r"search\.num_restarts=9 must be <= search\.num_candidates=8"),
     ],
 )
 def test_pinn_bo_bad_arguments(kwargs, match):

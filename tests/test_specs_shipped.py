@@ -148,6 +148,8 @@ def test_coco_spec_resolves_its_cpu_scale():
     settings, algorithms = coco_study.resolve(spec, "cpu")
     assert settings["dims"] == [2, 3] and settings["instances"] == "1-3"
     opts = {a["label"]: a["options"] for a in algorithms}
-    assert opts["NeuralGreedy"]["width"] == 256 and opts["NeuralBO"] == {"warm_start": False}
+    assert opts["NeuralGreedy"]["network"] == {"width": 256}
+    assert opts["NeuralGreedy"]["training"] == {"optimizer": "levenberg_marquardt", "num_steps": 5}
+    assert opts["NeuralBO"] == {"training": {"warm_start": False}}
     with pytest.raises(ValueError, match="--scale 'gpu'"):
         coco_study.resolve(spec, "gpu")
