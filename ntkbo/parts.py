@@ -15,9 +15,10 @@ A field means the same thing in every algorithm that reads it; each factory read
 that exist in its method and refuses the others with a ``ValueError`` naming them (NeuralBO's
 network has no ``parameterization``: it is always the NTK one).
 
-:func:`grouped` turns a factory written with plain keyword options into one that takes these
-parts; the registry (``ntkbo.algorithms``) keeps each factory's plain options as its records'
-form, which is what experiment cells hash.
+Each algorithm module keeps its implementation with plain keyword options and a :class:`Layout`
+(which part field stands for which plain option); its public factory, marked with
+:func:`composed`, takes the parts and flattens them. The registry (``ntkbo.algorithms``) keeps the
+plain options as the records' form that experiment cells hash.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar, Union, cast
 
 
 class _Unset:
@@ -210,6 +211,12 @@ class Residuals(Part):
     weight: Any = UNSET
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: What a factory's part argument takes: the part, a mapping of its fields, or None (the
+#: algorithm's defaults).
+PartOption = Union[Part, Mapping[str, Any], None]
+
 #: The part classes by argument name.
 PARTS: dict[str, type[Part]] = {"network": Network, "training": Training, "search": Search,
                                 "fit": Fit, "residuals": Residuals}
@@ -378,57 +385,57 @@ def _as_fields(value) -> dict | None:
     return None
 
 
-def grouped(plain: Callable, layout: Layout) -> Callable:
-    """The factory ``plain`` (plain keyword options) taking parts instead: its signature has each
-    part of ``layout`` (default ``None``, the algorithm's defaults) where the first option it
-    stands for was, and ``plain``'s other options as they were. ``plain`` and ``layout`` are its
-    attributes ``plain`` and ``layout``."""
-    sig = inspect.signature(plain)
-    taken = layout.plain_names()
-    params, placed = [], set()
-    owner = {o: p for p, fields in layout.parts.items() for o in fields.values()}
-    owner.update({o: p for p, o in layout.custom.items()})
-    missing = sorted(taken - set(sig.parameters))
-    if missing and not any(p.kind is inspect.Parameter.VAR_KEYWORD
-                           for p in sig.parameters.values()):
-        raise TypeError(f"{plain.__name__} has no options {missing}")
-    public = {o: name for name, o in layout.renames.items()}
-    for p in sig.parameters.values():
-        if p.name in public:
-            p = p.replace(name=public[p.name])
-        if p.name in owner:
-            part = owner[p.name]
-            if part not in placed:
-                placed.add(part)
-                params.append(inspect.Parameter(part, inspect.Parameter.KEYWORD_ONLY,
-                                                default=None))
-            continue
-        kind = (inspect.Parameter.KEYWORD_ONLY
-                if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and params
-                and any(q.kind is inspect.Parameter.KEYWORD_ONLY for q in params) else p.kind)
-        params.append(p.replace(kind=kind))
-    params.sort(key=lambda q: q.kind)  # keep a valid order: positional, keyword-only, **kwargs
-    public_sig = sig.replace(parameters=params)
-    where = plain.__name__.lstrip("_")
+def composed(plain: Callable, layout: Layout) -> Callable[[F], F]:
+    """Marks ``public`` (a factory written with parts, whose body flattens them:
+    ``return plain(**layout.flatten(locals(), name))``) as the public face of ``plain`` (its
+    implementation with the flat options): ``plain`` and ``layout`` become its attributes, the
+    registry's records read them, and the two signatures are checked against each other once, at
+    import (each flat option reached through exactly one public name, the top-level defaults
+    equal), so they cannot drift apart. Calls get the errors a caller can act on: an unknown
+    option names where a flat name went (``width is network.width``) and a validation error
+    names a part's field as the caller writes it (``search.num_steps must be ...``)."""
 
-    @functools.wraps(plain)
-    def factory(*args, **options):
-        try:
-            public_sig.bind_partial(*args, **options)
-        except TypeError as err:
-            raise TypeError(f"{where}: {err}{layout.hint(options)}") from None
-        try:
-            return plain(*args, **layout.flatten(options, where))
-        except ValueError as err:  # name the option as the caller gave it
-            raise ValueError(layout.public_message(str(err))) from None
+    def decorate(public: F) -> F:
+        where = public.__name__
+        pub, flat = inspect.signature(public), inspect.signature(plain)
+        owner = {o: p for p, fields in layout.parts.items() for o in fields.values()}
+        owner.update({o: p for p, o in layout.custom.items()})
+        renamed = {o: name for name, o in layout.renames.items()}
+        expected = []
+        for p in flat.parameters.values():
+            name = owner.get(p.name, renamed.get(p.name, p.name))
+            if name not in expected:
+                expected.append(name)
+        if sorted(pub.parameters) != sorted(expected):
+            raise TypeError(f"{where}: its options {sorted(pub.parameters)} do not stand for "
+                            f"{plain.__name__}'s {sorted(expected)}")
+        for p in flat.parameters.values():
+            if p.name in owner:
+                continue
+            q = pub.parameters[renamed.get(p.name, p.name)]
+            if q.default is not p.default and q.default != p.default:
+                raise TypeError(f"{where}: the default of {q.name} is {q.default!r}, "
+                                f"{plain.__name__}'s {p.default!r}")
 
-    factory.__name__ = factory.__qualname__ = plain.__name__.lstrip("_")
-    factory.__signature__ = public_sig  # type: ignore[attr-defined]
-    del factory.__wrapped__  # type: ignore[attr-defined]  # inspect must read the public signature
-    factory.plain = plain  # type: ignore[attr-defined]
-    factory.layout = layout  # type: ignore[attr-defined]
-    return factory
+        @functools.wraps(public)
+        def factory(*args, **options):
+            try:
+                pub.bind(*args, **options)
+            except TypeError as err:
+                raise TypeError(f"{where}: {err}{layout.hint(options)}") from None
+            try:
+                return public(*args, **options)
+            except ValueError as err:  # name the option as the caller gave it
+                raise ValueError(layout.public_message(str(err))) from None
+
+        del factory.__wrapped__  # type: ignore[attr-defined]  # the registry reads plain, layout
+        factory.__signature__ = pub  # type: ignore[attr-defined]
+        factory.plain = plain  # type: ignore[attr-defined]
+        factory.layout = layout  # type: ignore[attr-defined]
+        return cast(F, factory)
+
+    return decorate
 
 
-__all__ = ["UNSET", "Fit", "Layout", "Network", "PARTS", "Part", "Residuals", "Search",
-           "Training", "grouped", "merge", "set_option"]
+__all__ = ["UNSET", "Fit", "Layout", "Network", "PARTS", "Part", "PartOption", "Residuals",
+           "Search", "Training", "composed", "merge", "set_option"]

@@ -8,7 +8,7 @@ import pytest
 
 import ntkbo
 from ntkbo import algorithms as A
-from ntkbo.parts import PARTS, Network, Search, Training, set_option
+from ntkbo.parts import PARTS, Layout, Network, PartOption, Search, Training, composed, set_option
 
 #: What ``get(name, ...)`` needs from a problem (PINN-BO's ``pde``).
 PDE = ntkbo.benchmarks.get("dropwave_pde").pde
@@ -141,7 +141,7 @@ def test_mistakes_name_what_the_caller_wrote():
     with pytest.raises(ValueError, match=r"training must be a Training"):
         A.neural_bo(training=100)
     # the implementation's check says "num_acq_steps must be ...": rewritten to the public name.
-    # Mutation caught (checked): the rewrite removed from ``grouped``.
+    # Mutation caught (checked): the rewrite removed from ``composed``.
     with pytest.raises(ValueError, match=r"^search\.num_steps must be an int"):
         A.neural_bo(search={"num_steps": -1})
     with pytest.raises(ValueError, match=r"search\.num_restarts=4 exceeds search\.num_candidates"):
@@ -167,3 +167,28 @@ def test_parts_show_what_they_set():
     assert Training(num_steps=3).given() == {"num_steps": 3}
     assert Network() == Network() and Network(width=2) != Network(width=3)
     assert ntkbo.base.describe(Search(num_candidates=8)) == ({"num_candidates": 8}, True)
+
+
+def test_a_public_factory_cannot_drift_from_its_implementation():
+    """``composed`` checks, once at import, that the public factory's options stand for the
+    implementation's flat ones (each through one name) with the same top-level defaults; a
+    drift is a ``TypeError`` naming it. The toy implementation here stands in for an algorithm."""
+    layout = Layout({"network": {"width": "width"}})
+
+    def plain(*, width=8, lam=0.1):
+        return width, lam
+
+    @composed(plain, layout)
+    def good(*, network: PartOption = None, lam: float = 0.1):
+        return plain(**layout.flatten(dict(network=network, lam=lam), "good"))
+
+    assert good(network={"width": 3}) == (3, 0.1) and good() == (8, 0.1)
+    assert good.plain is plain and good.layout is layout
+    with pytest.raises(TypeError, match="default of lam is 0.2"):
+        @composed(plain, layout)
+        def other_default(*, network: PartOption = None, lam: float = 0.2):
+            return plain(**layout.flatten(dict(network=network, lam=lam), "other_default"))
+    with pytest.raises(TypeError, match="do not stand for"):
+        @composed(plain, layout)
+        def missing(*, network: PartOption = None):
+            return plain(**layout.flatten(dict(network=network), "missing"))

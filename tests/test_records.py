@@ -24,7 +24,7 @@ BRANIN = ntkbo.benchmarks.get("branin")
 
 
 def _module_factory(name):
-    """The function of plain options behind the registry's ``name`` (``ntkbo.parts.grouped``'s
+    """The function of plain options behind the registry's ``name`` (``ntkbo.parts.composed``'s
     ``plain``, with a partial's bound keywords)."""
     f = A._FACTORIES[name].__wrapped__
     if isinstance(f, functools.partial):
@@ -43,7 +43,7 @@ def test_every_registered_algorithm_records_its_name_and_every_default(name):
     parts by the factory's layout. Catches a record that drops keyword-only options, a partial's
     fixed option or the optimiser's options."""
     algo = A.get(name, **({"n_constraints": 1} if A.models_constraints(name) else {}))
-    # the plain function's defaults (ntkbo.parts.grouped), the parts' fields under their names
+    # the plain function's defaults (ntkbo.parts.composed), the parts' fields under their names
     params = inspect.signature(A._plain(_module_factory(name))).parameters
     expected = {k: p.default for k, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):

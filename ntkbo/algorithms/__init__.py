@@ -134,7 +134,7 @@ def _function_of(factory):
 
 
 def _plain(factory):
-    """The function of plain keyword options behind ``factory`` (``ntkbo.parts.grouped``), with a
+    """The function of plain keyword options behind ``factory`` (``ntkbo.parts.composed``), with a
     partial's arguments kept."""
     if isinstance(factory, functools.partial):
         return functools.partial(_plain(factory.func), *factory.args, **factory.keywords)

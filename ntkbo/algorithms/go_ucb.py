@@ -56,7 +56,7 @@ from ntkbo import data as D
 from ntkbo import optimize, qmc
 from ntkbo.algorithms.observations import best_points, from_unit, standardize, to_unit
 from ntkbo.base import Algorithm
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 
 Array = jax.Array
 Params = Any
@@ -812,80 +812,7 @@ def _go_ucb(
     refit_every: int = 1,
     refit_steps: int | None = None,
 ) -> Algorithm:
-    """GO-UCB (see the module docstring for the formulas, conventions and defaults).
-
-    Sign convention and scaling. ntkbo minimises ``f``; the paper maximises. The surrogate models
-    ``u = -(y - m) / s``, the *negated* observations standardised by the mean ``m`` and standard
-    deviation ``s`` of the Phase-I observations, so every formula above holds verbatim with ``y``
-    replaced by ``u`` (GO-UCB run on ``-f``): the upper confidence bound on ``u`` is a lower
-    confidence bound ``m - s UCB_u(x)`` on ``y``, and its maximiser is the point suggested. ``m``
-    and ``s`` are computed once, when the oracle runs, and then frozen: ``w0`` is fitted in those
-    units, and ``b_t`` stores pseudo-targets in them, so re-standardising in Phase II would change
-    the meaning of ``w0`` (the centre of the ridge penalty) and of every stored ``z_i``. Inputs are
-    mapped to the unit cube ``[0, 1]^d`` (``z = (x - lower) / (upper - lower)``) before the network
-    sees them.
-
-    Output. The paper's output ``x ~ U{x_1..x_T}`` is for its simple-regret statement; the drivers
-    report the best observation, as for every ntkbo algorithm.
-
-    Inside jit. The phase is a traced value: ``suggest`` selects the phase with ``lax.cond`` and
-    ``update`` selects "still Phase I", "run the oracle" and "Phase-II update" with ``lax.switch``,
-    so ``suggest`` and ``update`` compile once per capacity and run under ``vmap`` (where both
-    branches are evaluated and the right one selected).
-
-
-    Args:
-      horizon: ``T``, the Phase-II horizon the schedules are tuned for (Phase-II rounds; set it to
-        about ``budget - n_explore``). The run may go past it.
-      n_explore: Phase-I length ``T1`` (observations, the initial design included); ``None`` for
-        ``ceil(sqrt(horizon))``.
-      lam: ``lambda`` of eqs. (3)-(5): ``"paper"`` (``sqrt(T) ln^2 T``) or a positive number.
-      beta: ``beta_t``: ``"theory"`` (``beta_scale (1 + t / T)``), ``"paper"``
-        (``p^3 F^4 t / T``), a non-negative number, or a callable ``(t, T, p) -> ()``.
-      beta_scale: the constant of ``"theory"``.
-      F: the output bound of ``"paper"`` (standardised units).
-      optimistic: ``"linearized"`` (closed-form bonus, default) or ``"joint"`` (the paper's joint
-        gradient ascent over ``x`` and ``w`` with projection on the ball).
-      network: the surrogate ``f_x(w)``: an ``(init_fn, apply_fn)`` pair (a longer tuple such as
-        ``ntkbo.kernels.mlp(...)``'s triple is cut to its first two entries), or
-        ``ntkbo.parts.Network`` for the default ``sigmoid_network(width, input_scale)``:
-        ``width`` (default and paper 25) and ``input_scale``, ``5.0`` shows it the paper's input
-        box ``[-5, 5]^d``, ``None`` (default) the unit cube. ``input_scale`` is a plain number,
-        so that an experiment spec (TOML) can set it; a pair takes none.
-      training: the regression oracle (``ntkbo.parts.Training``, ``fit_oracle``): ``optimizer``
-        ``"adam"`` (default) or ``"sgd"`` (paper), full-batch; ``learning_rate`` (``1e-2``; paper
-        ``1e-11``); ``num_steps`` (2000, paper too); ``num_restarts`` random initialisations, the
-        best kept (4; the paper states none); ``refit_every``, **not in the paper**
-        (``oracle_refit``): ``k >= 1`` re-runs the oracle on all observations every ``k``
-        Phase-II observations and restarts ``Sigma``, ``b`` around the new ``w0`` (default 1:
-        after every observation), ``0`` the paper's single fit; ``refit_steps``, optimiser steps
-        of a refit, warm-started from ``w_t`` (``None``: ``num_steps``).
-      search: the optimistic step (``ntkbo.parts.Search``): ``num_candidates`` Sobol candidates
-        (1024; Kronecker beyond 256 dimensions), plus the 4 best observed points (and, for
-        ``"linearized"``, ``num_candidates // 4`` perturbations of them, as
-        ``maximize_acquisition`` adds); ``num_restarts`` starts refined by ascent, the best
-        candidates (4); ``num_steps``, ``"linearized"``: projected ascent steps per start (30;
-        ``ntkbo.optimize.maximize_acquisition``'s ``"pgd"``); ``joint_steps`` and
-        ``joint_learning_rate``, ``"joint"``: plain gradient-ascent steps on ``(x, w)`` and their
-        size (default and paper: 2000, ``1e-4``), ``x`` in unit-cube coordinates.
-      sigma_phase1: include the Phase-I points, linearised at ``w0``, in ``Sigma`` and ``b``
-        (reading (b) of the ``i = 0`` term of eqs. 3-5); default reading (a), ``Sigma_1 = lam I``.
-      q: points per round (batch rule: ``optimistic_points``).
-
-    Returns:
-      An ``ntkbo.Algorithm``. ``suggest`` returns ``(x (q, d), info)`` with ``info`` a NamedTuple of
-      arrays of fixed structure: ``phase`` ``()`` int32 (1 or 2), ``t`` ``()`` int32 (Phase-II index
-      of the first point), ``beta`` ``()``, ``lam`` ``()``, and per point ``(q,)``: ``acq_value``
-      (the optimistic value of ``u``: ``linearized_ucb``, or ``f_x(w)`` at the joint ascent's
-      ``w``), ``mean`` (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma_t^-1}``) and
-      ``ball_max`` (the largest ``|w - w_t|^2_{Sigma_t} / beta_t`` over the ascent's iterates: 1 at
-      the linearised maximiser, at most 1 for the joint ascent); in Phase I these are NaN
-      (:class:`GOUCBSuggestInfo`). ``update`` returns ``(state, GOUCBUpdateInfo)``: whether it ran
-      the oracle and the oracle's final loss.
-
-    Raises:
-      ValueError: an invalid argument, naming it.
-    """
+    """``go_ucb`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_int("horizon", horizon, 1)
     if n_explore is None:
         n_explore = n_explore_paper(horizon)
@@ -1022,4 +949,94 @@ def _go_ucb(
     return Algorithm(init, suggest, update)
 
 
-go_ucb = grouped(_go_ucb, LAYOUT)
+@composed(_go_ucb, LAYOUT)
+def go_ucb(
+    horizon: int = 100,
+    *,
+    n_explore: int | None = None,
+    lam: Union[float, str] = "paper",
+    beta: Union[float, str, Callable[[Array, int, int], Array]] = "theory",
+    beta_scale: float = 1.0,
+    F: float = 1.0,
+    optimistic: str = "linearized",
+    network: Any = None,
+    sigma_phase1: bool = False,
+    training: PartOption = None,
+    q: int = 1,
+    search: PartOption = None,
+) -> Algorithm:
+    """GO-UCB (see the module docstring for the formulas, conventions and defaults).
+
+    Sign convention and scaling. ntkbo minimises ``f``; the paper maximises. The surrogate models
+    ``u = -(y - m) / s``, the *negated* observations standardised by the mean ``m`` and standard
+    deviation ``s`` of the Phase-I observations, so every formula above holds verbatim with ``y``
+    replaced by ``u`` (GO-UCB run on ``-f``): the upper confidence bound on ``u`` is a lower
+    confidence bound ``m - s UCB_u(x)`` on ``y``, and its maximiser is the point suggested. ``m``
+    and ``s`` are computed once, when the oracle runs, and then frozen: ``w0`` is fitted in those
+    units, and ``b_t`` stores pseudo-targets in them, so re-standardising in Phase II would change
+    the meaning of ``w0`` (the centre of the ridge penalty) and of every stored ``z_i``. Inputs are
+    mapped to the unit cube ``[0, 1]^d`` (``z = (x - lower) / (upper - lower)``) before the network
+    sees them.
+
+    Output. The paper's output ``x ~ U{x_1..x_T}`` is for its simple-regret statement; the drivers
+    report the best observation, as for every ntkbo algorithm.
+
+    Inside jit. The phase is a traced value: ``suggest`` selects the phase with ``lax.cond`` and
+    ``update`` selects "still Phase I", "run the oracle" and "Phase-II update" with ``lax.switch``,
+    so ``suggest`` and ``update`` compile once per capacity and run under ``vmap`` (where both
+    branches are evaluated and the right one selected).
+
+
+    Args:
+      horizon: ``T``, the Phase-II horizon the schedules are tuned for (Phase-II rounds; set it to
+        about ``budget - n_explore``). The run may go past it.
+      n_explore: Phase-I length ``T1`` (observations, the initial design included); ``None`` for
+        ``ceil(sqrt(horizon))``.
+      lam: ``lambda`` of eqs. (3)-(5): ``"paper"`` (``sqrt(T) ln^2 T``) or a positive number.
+      beta: ``beta_t``: ``"theory"`` (``beta_scale (1 + t / T)``), ``"paper"``
+        (``p^3 F^4 t / T``), a non-negative number, or a callable ``(t, T, p) -> ()``.
+      beta_scale: the constant of ``"theory"``.
+      F: the output bound of ``"paper"`` (standardised units).
+      optimistic: ``"linearized"`` (closed-form bonus, default) or ``"joint"`` (the paper's joint
+        gradient ascent over ``x`` and ``w`` with projection on the ball).
+      network: the surrogate ``f_x(w)``: an ``(init_fn, apply_fn)`` pair (a longer tuple such as
+        ``ntkbo.kernels.mlp(...)``'s triple is cut to its first two entries), or
+        ``ntkbo.parts.Network`` for the default ``sigmoid_network(width, input_scale)``:
+        ``width`` (default and paper 25) and ``input_scale``, ``5.0`` shows it the paper's input
+        box ``[-5, 5]^d``, ``None`` (default) the unit cube. ``input_scale`` is a plain number,
+        so that an experiment spec (TOML) can set it; a pair takes none.
+      training: the regression oracle (``ntkbo.parts.Training``, ``fit_oracle``): ``optimizer``
+        ``"adam"`` (default) or ``"sgd"`` (paper), full-batch; ``learning_rate`` (``1e-2``; paper
+        ``1e-11``); ``num_steps`` (2000, paper too); ``num_restarts`` random initialisations, the
+        best kept (4; the paper states none); ``refit_every``, **not in the paper**
+        (``oracle_refit``): ``k >= 1`` re-runs the oracle on all observations every ``k``
+        Phase-II observations and restarts ``Sigma``, ``b`` around the new ``w0`` (default 1:
+        after every observation), ``0`` the paper's single fit; ``refit_steps``, optimiser steps
+        of a refit, warm-started from ``w_t`` (``None``: ``num_steps``).
+      search: the optimistic step (``ntkbo.parts.Search``): ``num_candidates`` Sobol candidates
+        (1024; Kronecker beyond 256 dimensions), plus the 4 best observed points (and, for
+        ``"linearized"``, ``num_candidates // 4`` perturbations of them, as
+        ``maximize_acquisition`` adds); ``num_restarts`` starts refined by ascent, the best
+        candidates (4); ``num_steps``, ``"linearized"``: projected ascent steps per start (30;
+        ``ntkbo.optimize.maximize_acquisition``'s ``"pgd"``); ``joint_steps`` and
+        ``joint_learning_rate``, ``"joint"``: plain gradient-ascent steps on ``(x, w)`` and their
+        size (default and paper: 2000, ``1e-4``), ``x`` in unit-cube coordinates.
+      sigma_phase1: include the Phase-I points, linearised at ``w0``, in ``Sigma`` and ``b``
+        (reading (b) of the ``i = 0`` term of eqs. 3-5); default reading (a), ``Sigma_1 = lam I``.
+      q: points per round (batch rule: ``optimistic_points``).
+
+    Returns:
+      An ``ntkbo.Algorithm``. ``suggest`` returns ``(x (q, d), info)`` with ``info`` a NamedTuple of
+      arrays of fixed structure: ``phase`` ``()`` int32 (1 or 2), ``t`` ``()`` int32 (Phase-II index
+      of the first point), ``beta`` ``()``, ``lam`` ``()``, and per point ``(q,)``: ``acq_value``
+      (the optimistic value of ``u``: ``linearized_ucb``, or ``f_x(w)`` at the joint ascent's
+      ``w``), ``mean`` (``f_x(w_t)``), ``bonus`` (``sqrt(beta_t) |g|_{Sigma_t^-1}``) and
+      ``ball_max`` (the largest ``|w - w_t|^2_{Sigma_t} / beta_t`` over the ascent's iterates: 1 at
+      the linearised maximiser, at most 1 for the joint ascent); in Phase I these are NaN
+      (:class:`GOUCBSuggestInfo`). ``update`` returns ``(state, GOUCBUpdateInfo)``: whether it ran
+      the oracle and the oracle's final loss.
+
+    Raises:
+      ValueError: an invalid argument, naming it.
+    """
+    return _go_ucb(**LAYOUT.flatten(locals(), "go_ucb"))

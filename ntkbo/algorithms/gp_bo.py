@@ -60,7 +60,7 @@ from ntkbo.algorithms.constrained_ei import constrained_kernel_bo
 from ntkbo.algorithms.observations import (best_points, from_unit, standardize,  # noqa: F401
                                           standardized_data, to_sphere, to_unit, unit_box)
 from ntkbo.base import Algorithm, NoInfo
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.kernels.stationary import STATIONARY
 
 Array = jax.Array
@@ -765,6 +765,102 @@ def _gp(*, kernel: str = "rbf", acquisition: str = "ei", beta: float = 4.0, xi: 
         num_steps: int = _GPD["num_steps"], num_ts_candidates: int = _GPD["num_ts_candidates"],
         jitter: float | None = _GPD["jitter"], n_constraints: int = _GPD["n_constraints"],
         posterior_inverse: bool | None = _GPD["posterior_inverse"]) -> Algorithm:
+    """``gp`` with its flat options (``LAYOUT`` places them in the parts)."""
+    if kernel not in STATIONARY:
+        raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
+    if signal is not None:
+        check_number("signal", signal, low=0.0, allow_low=False)
+    if not (isinstance(ard, bool) or ard == "auto"):
+        raise ValueError(f"ard must be True, False or 'auto', got {ard!r}")
+    if ard == "auto" and fit_method != "lbfgs":
+        raise ValueError(f"ard='auto' selects between two L-BFGS fits; it needs "
+                         f"fit_method='lbfgs', got {fit_method!r}")
+    model = stationary_model(kernel, shared=ard is False, signal=signal)
+    if ard == "auto":
+        model = model._replace(fit=select_by_bic(stationary_model(kernel, shared=True,
+                                                                  signal=signal)))
+    return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
+                     num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
+                     fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
+                     log_ei=log_ei, num_candidates=num_candidates, num_restarts=num_restarts,
+                     num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
+                     n_constraints=n_constraints, posterior_inverse=posterior_inverse)
+
+
+NTK_INPUT_MAPS = ("centered", "sphere")
+
+
+_NTKD = OPTIMIZER_DEFAULTS
+
+
+def _ntk_gp(*, kernel_fn=None, acquisition: str = "ucb", depth: int = 2, activation="relu",
+            W_std: float = 2.0**0.5, b_std: float | None = 0.1, lam: float = 1e-2,
+            signal: float = 1.0, beta: float = 4.0, xi: float = 0.0, q: int = 1,
+            fit: bool = False, fit_method: str = "lbfgs", num_fit_steps: int = 20,
+            fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
+            log_ei: bool = True, input_map: str = "sphere",
+            num_candidates: int = _NTKD["num_candidates"],
+            num_restarts: int = _NTKD["num_restarts"], num_steps: int = _NTKD["num_steps"],
+            num_ts_candidates: int = _NTKD["num_ts_candidates"],
+            jitter: float | None = _NTKD["jitter"], n_constraints: int = _NTKD["n_constraints"],
+            posterior_inverse: bool | None = _NTKD["posterior_inverse"]) -> Algorithm:
+    """``ntk_gp`` with its flat options (``NTK_LAYOUT`` places them in the parts)."""
+    from ntkbo.kernels import as_kernel, mlp
+
+    if kernel_fn is None:
+        kernel_fn = mlp(depth, 1, activation, W_std=W_std, b_std=b_std)[2]
+    theta = as_kernel(kernel_fn, "ntk")
+    if input_map not in NTK_INPUT_MAPS:
+        raise ValueError(f"input_map must be one of {NTK_INPUT_MAPS}, got {input_map!r}")
+    embed = to_sphere if input_map == "sphere" else (lambda z: 2.0 * z - 1.0)
+    check_number("lam", lam, low=0.0, allow_low=False)
+    check_number("signal", signal, low=0.0, allow_low=False)
+
+    model = _Model(
+        kernel=lambda p, a, b: jnp.exp(p["log_signal"]) * theta(embed(a), embed(b)),
+        noise=lambda p: jnp.exp(p["log_noise"]),
+        init_params=lambda d, dt: {"log_signal": jnp.full((), jnp.log(signal), dt),
+                                   "log_noise": jnp.full((), jnp.log(lam), dt)},
+        log_prior=lambda p, d: (_log_space_normal_logpdf(p["log_signal"], jnp.log(signal), 1.0)
+                                + _log_space_normal_logpdf(p["log_noise"], jnp.log(lam), 2.0)),
+        fitted=lambda p: {"log_signal": True, "log_noise": True},
+    )
+    return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
+                     num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
+                     fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
+                     log_ei=log_ei, num_candidates=num_candidates, num_restarts=num_restarts,
+                     num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
+                     n_constraints=n_constraints, posterior_inverse=posterior_inverse)
+
+
+#: Where ``gp``'s and ``ntk_gp``'s plain options sit among their parts (``ntkbo.parts``):
+#: the hyper-parameter fit and the acquisition search; ``ntk_gp``'s network is the MLP whose NTK
+#: is the kernel, or a ``kernel_fn`` given as ``network=``.
+_FIT = dict(enabled="fit", method="fit_method", num_steps="num_fit_steps",
+            learning_rate="fit_learning_rate", refit_until="refit_until",
+            refit_ratio="refit_ratio")
+_SEARCH = dict(num_candidates="num_candidates", num_restarts="num_restarts",
+               num_steps="num_steps", num_ts_candidates="num_ts_candidates", log_ei="log_ei",
+               posterior_inverse="posterior_inverse", jitter="jitter")
+LAYOUT = Layout({"fit": {**_FIT, "ard": "ard"}, "search": _SEARCH})
+NTK_LAYOUT = Layout({"network": dict(depth="depth", activation="activation", W_std="W_std",
+                                     b_std="b_std"),
+                     "fit": _FIT, "search": _SEARCH}, custom={"network": "kernel_fn"})
+
+
+@composed(_gp, LAYOUT)
+def gp(
+    *,
+    kernel: str = "rbf",
+    acquisition: str = "ei",
+    beta: float = 4.0,
+    xi: float = 0.0,
+    q: int = 1,
+    fit: PartOption = None,
+    search: PartOption = None,
+    signal: float | None = None,
+    n_constraints: int = _GPD["n_constraints"],
+) -> Algorithm:
     """The standard GP baseline of the papers, at BoTorch's level: by default an RBF kernel whose
     lengthscales are ARD or shared, chosen by BIC at each fit (``kernel="rbf",
     fit={"ard": "auto"}``).
@@ -816,44 +912,24 @@ def _gp(*, kernel: str = "rbf", acquisition: str = "ei", beta: float = 4.0, xi: 
     Returns:
       The ``ntkbo.Algorithm``.
     """
-    if kernel not in STATIONARY:
-        raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
-    if signal is not None:
-        check_number("signal", signal, low=0.0, allow_low=False)
-    if not (isinstance(ard, bool) or ard == "auto"):
-        raise ValueError(f"ard must be True, False or 'auto', got {ard!r}")
-    if ard == "auto" and fit_method != "lbfgs":
-        raise ValueError(f"ard='auto' selects between two L-BFGS fits; it needs "
-                         f"fit_method='lbfgs', got {fit_method!r}")
-    model = stationary_model(kernel, shared=ard is False, signal=signal)
-    if ard == "auto":
-        model = model._replace(fit=select_by_bic(stationary_model(kernel, shared=True,
-                                                                  signal=signal)))
-    return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
-                     num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
-                     fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
-                     log_ei=log_ei, num_candidates=num_candidates, num_restarts=num_restarts,
-                     num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
-                     n_constraints=n_constraints, posterior_inverse=posterior_inverse)
+    return _gp(**LAYOUT.flatten(locals(), "gp"))
 
 
-NTK_INPUT_MAPS = ("centered", "sphere")
-
-
-_NTKD = OPTIMIZER_DEFAULTS
-
-
-def _ntk_gp(*, kernel_fn=None, acquisition: str = "ucb", depth: int = 2, activation="relu",
-            W_std: float = 2.0**0.5, b_std: float | None = 0.1, lam: float = 1e-2,
-            signal: float = 1.0, beta: float = 4.0, xi: float = 0.0, q: int = 1,
-            fit: bool = False, fit_method: str = "lbfgs", num_fit_steps: int = 20,
-            fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
-            log_ei: bool = True, input_map: str = "sphere",
-            num_candidates: int = _NTKD["num_candidates"],
-            num_restarts: int = _NTKD["num_restarts"], num_steps: int = _NTKD["num_steps"],
-            num_ts_candidates: int = _NTKD["num_ts_candidates"],
-            jitter: float | None = _NTKD["jitter"], n_constraints: int = _NTKD["n_constraints"],
-            posterior_inverse: bool | None = _NTKD["posterior_inverse"]) -> Algorithm:
+@composed(_ntk_gp, NTK_LAYOUT)
+def ntk_gp(
+    *,
+    network: Any = None,
+    acquisition: str = "ucb",
+    lam: float = 1e-2,
+    signal: float = 1.0,
+    beta: float = 4.0,
+    xi: float = 0.0,
+    q: int = 1,
+    fit: PartOption = None,
+    search: PartOption = None,
+    input_map: str = "sphere",
+    n_constraints: int = _NTKD["n_constraints"],
+) -> Algorithm:
     """GP-BO with an exact infinite-width NTK kernel (NTK-GP-UCB/EI/TS of the papers' baselines).
 
     The kernel is ``signal * Theta(e(z), e(z'))`` on inputs ``z`` mapped to the unit cube, with
@@ -908,47 +984,4 @@ def _ntk_gp(*, kernel_fn=None, acquisition: str = "ucb", depth: int = 2, activat
     Returns:
       The ``ntkbo.Algorithm``.
     """
-    from ntkbo.kernels import as_kernel, mlp
-
-    if kernel_fn is None:
-        kernel_fn = mlp(depth, 1, activation, W_std=W_std, b_std=b_std)[2]
-    theta = as_kernel(kernel_fn, "ntk")
-    if input_map not in NTK_INPUT_MAPS:
-        raise ValueError(f"input_map must be one of {NTK_INPUT_MAPS}, got {input_map!r}")
-    embed = to_sphere if input_map == "sphere" else (lambda z: 2.0 * z - 1.0)
-    check_number("lam", lam, low=0.0, allow_low=False)
-    check_number("signal", signal, low=0.0, allow_low=False)
-
-    model = _Model(
-        kernel=lambda p, a, b: jnp.exp(p["log_signal"]) * theta(embed(a), embed(b)),
-        noise=lambda p: jnp.exp(p["log_noise"]),
-        init_params=lambda d, dt: {"log_signal": jnp.full((), jnp.log(signal), dt),
-                                   "log_noise": jnp.full((), jnp.log(lam), dt)},
-        log_prior=lambda p, d: (_log_space_normal_logpdf(p["log_signal"], jnp.log(signal), 1.0)
-                                + _log_space_normal_logpdf(p["log_noise"], jnp.log(lam), 2.0)),
-        fitted=lambda p: {"log_signal": True, "log_noise": True},
-    )
-    return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
-                     num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
-                     fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
-                     log_ei=log_ei, num_candidates=num_candidates, num_restarts=num_restarts,
-                     num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
-                     n_constraints=n_constraints, posterior_inverse=posterior_inverse)
-
-
-#: Where ``gp``'s and ``ntk_gp``'s plain options sit among their parts (``ntkbo.parts``):
-#: the hyper-parameter fit and the acquisition search; ``ntk_gp``'s network is the MLP whose NTK
-#: is the kernel, or a ``kernel_fn`` given as ``network=``.
-_FIT = dict(enabled="fit", method="fit_method", num_steps="num_fit_steps",
-            learning_rate="fit_learning_rate", refit_until="refit_until",
-            refit_ratio="refit_ratio")
-_SEARCH = dict(num_candidates="num_candidates", num_restarts="num_restarts",
-               num_steps="num_steps", num_ts_candidates="num_ts_candidates", log_ei="log_ei",
-               posterior_inverse="posterior_inverse", jitter="jitter")
-LAYOUT = Layout({"fit": {**_FIT, "ard": "ard"}, "search": _SEARCH})
-NTK_LAYOUT = Layout({"network": dict(depth="depth", activation="activation", W_std="W_std",
-                                     b_std="b_std"),
-                     "fit": _FIT, "search": _SEARCH}, custom={"network": "kernel_fn"})
-
-gp = grouped(_gp, LAYOUT)
-ntk_gp = grouped(_ntk_gp, NTK_LAYOUT)
+    return _ntk_gp(**NTK_LAYOUT.flatten(locals(), "ntk_gp"))

@@ -59,7 +59,7 @@ from ntkbo import optimize, qmc
 from ntkbo.algorithms.observations import (  # noqa: F401  (embed, input_dim re-exported)
     embed, from_unit, input_dim, standardize, to_sphere, to_unit, unit_box)
 from ntkbo.base import Algorithm
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
 # The shared numerics live in their layers (the other neural algorithms use them too); they stay
@@ -773,62 +773,7 @@ def _neural_bo(
     chunk_size: int | None = None,
     jitter: float | None = None,
 ) -> Algorithm:
-    """NeuralBO (see the module docstring for the formulas, conventions and defaults).
-
-    Each step of a round is a module function of arrays, which the tests call directly: ``init_u``
-    and ``update_u`` (``U_0 = lam I`` and line 7), ``targets`` and ``train_nn`` (TrainNN, line 6,
-    over ``train``), ``candidates`` (the set ``D_t``), ``posterior`` (``h`` and ``sigma^2``, line 3,
-    over ``variance_dual`` / ``variance_primal`` / ``variance_diag``) and ``thompson_select`` (lines
-    4-5); ``neural_bo`` validates its options and wires them into ``init``, ``update`` and
-    ``suggest``.
-
-    Args:
-      network: the network (``ntkbo.parts.Network``): ``width`` ``m`` (default and paper 500),
-        ``depth`` hidden layers (1, the paper's ``L = 2``), ``activation`` (ReLU), ``W_std``
-        (``"paper"``: ``(sqrt(d), 1, ..., 1)``, ``paper_W_std``; or scales as in
-        ``ntkbo.kernels.mlp``), ``b_std`` (``None``, the paper's: no biases).
-      training: TrainNN (``ntkbo.parts.Training``, ``train_nn``): ``optimizer`` ``"gd"``
-        (default, paper) or ``"adam"``; ``learning_rate`` (``None``: GD's ``1 / (lam + s tr K)``,
-        Adam's ``1e-2``); ``num_steps`` ``J`` (200); ``warm_start`` (``True``: from
-        ``theta_{t-1}``; the paper's is ``False``, from ``theta_0``); ``keep_optimizer_state``
-        (``False``; Adam's moments across rounds, as the authors' code, needs ``warm_start``);
-        ``reg_center`` (``"init"``, the paper's penalty toward ``theta_0``, or ``"zero"``);
-        ``penalty`` (``None``: ``lam``, the paper's ``m lam / 2 |theta - theta_0|^2`` with its
-        ``m`` absorbed; the authors' Adam ``weight_decay = wd`` with their ``nn.MSELoss()`` is
-        ``wd / (2 width)`` with ``loss_reduction="mean"``, ``PRESETS["authors"]``);
-        ``loss_reduction`` (``"sum"``, paper, or ``"mean"``).
-      search: the candidate set ``D_t`` (``ntkbo.parts.Search``, ``candidates``):
-        ``num_candidates`` Sobol points (2048), ``num_best`` best observed points (4) and
-        ``num_perturbations`` Gaussian perturbations of them (512) of std ``perturb_scale``
-        (0.02 of the box), ``sampler`` (``"sobol"``, scrambled, Kronecker beyond 256
-        dimensions, or ``"kronecker"``), ``chunk_size`` (``None``: about ``2^22 / p`` rows per
-        chunk); with ``thompson="pathwise"`` also ``num_restarts`` (4) best candidates refined
-        by ``method`` (``"pgd"``) for ``num_steps`` (30).
-      lam: ``lambda``: ``U_0 = lam I``, the variance prefactor, the training penalty (paper: 0.01).
-      nu: exploration ``nu_t``: a number (paper grid ``{0.1, 1, 10}``), ``"by_dimension"`` (the
-        default: 1.0 when ``d <= 6``, else 0.3, ``nu_by_dimension``), ``"repo"`` for the
-        authors' increasing schedule ``nu_repo``, or a function of the observation count ``t``
-        (int array).
-      features: ``"static"`` (paper: ``g(x; theta_0)``) or ``"dynamic"`` (``g(x; theta_t)``).
-      uncertainty: ``"dual"``, ``"primal"`` or ``"diag"`` (``posterior``).
-      standardize_y: standardise the observations before training.
-      q: points per suggest (``q`` independent draws).
-      thompson: ``"independent"`` (the paper's per-point draws over the candidates, Lemma 2) or
-        ``"pathwise"`` (one joint draw with the same marginals, a function of ``x`` whose
-        minimiser is refined by gradients; ``pathwise_direction``).
-      input_map: ``"sphere"`` (default: unit-norm inputs, ``to_sphere``), ``"cube"`` (the unit
-        cube itself) or ``"centered"`` (``[-1, 1]^d``); ``embed``.
-      jitter: relative Cholesky jitter of the dual form (``None``: ``ntkbo.gp.default_jitter``).
-
-    Returns:
-      An ``ntkbo.Algorithm``: ``suggest`` returns ``(x (q, d), NeuralBOSuggestInfo)``,
-      ``update`` returns ``(state, NeuralBOUpdateInfo)`` (TrainNN's losses and fit). Its
-      functions are ``build``'s raw ones with ``nu_t`` from the ``nu`` schedule and ``lam``
-      fixed.
-
-    Raises:
-      ValueError: an invalid argument, naming it.
-    """
+    """``neural_bo`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_positive("lam", lam)
     nu_fn = nu_schedule(nu)
     raw = _build(width=width, depth=depth, activation=activation, W_std=W_std, b_std=b_std, features=features,
@@ -886,19 +831,7 @@ def _build(
     chunk_size: int | None = None,
     jitter: float | None = None,
 ) -> NeuralBOFns:
-    """NeuralBO's raw ``init``, ``suggest`` and ``update`` (``NeuralBOFns``) for ``neural_bo``'s
-    structural options (the same parts and options but ``nu`` and ``lam``, validated here), with
-    the continuous hyper-parameters as arguments of the functions, blackjax's ``build_kernel``
-    pattern: ``nu`` (the round's exploration scale ``nu_t`` of Alg. 1 line 4) and ``lam``
-    (``U_0 = lam I``, the variance prefactor and the training penalty). ``neural_bo(nu=...,
-    lam=..., **options)`` is ``build(**options)`` with ``nu_t`` from its schedule and ``lam``
-    fixed, so a loop of these functions under ``jax.vmap`` over ``nu`` or ``lam`` runs each
-    value's computation. The hyper-parameters are not validated (they may be traced): ``nu >= 0``
-    and ``lam > 0``.
-
-    Raises:
-      ValueError: an invalid option, naming it.
-    """
+    """``build`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_choice("features", features, FEATURES)
     _check_choice("uncertainty", uncertainty, UNCERTAINTIES)
     _check_choice("optimizer", optimizer, OPTIMIZERS)
@@ -1051,5 +984,106 @@ def _build(
     return NeuralBOFns(init, suggest, update)
 
 
-neural_bo = grouped(_neural_bo, LAYOUT)
-build = grouped(_build, LAYOUT)
+@composed(_neural_bo, LAYOUT)
+def neural_bo(
+    *,
+    network: PartOption = None,
+    lam: float = 0.01,
+    nu: Union[float, str, Callable[[Array], Array]] = "by_dimension",
+    features: str = "static",
+    uncertainty: str = "dual",
+    training: PartOption = None,
+    standardize_y: bool = True,
+    q: int = 1,
+    thompson: str = "independent",
+    search: PartOption = None,
+    input_map: str = "sphere",
+    jitter: float | None = None,
+) -> Algorithm:
+    """NeuralBO (see the module docstring for the formulas, conventions and defaults).
+
+    Each step of a round is a module function of arrays, which the tests call directly: ``init_u``
+    and ``update_u`` (``U_0 = lam I`` and line 7), ``targets`` and ``train_nn`` (TrainNN, line 6,
+    over ``train``), ``candidates`` (the set ``D_t``), ``posterior`` (``h`` and ``sigma^2``, line 3,
+    over ``variance_dual`` / ``variance_primal`` / ``variance_diag``) and ``thompson_select`` (lines
+    4-5); ``neural_bo`` validates its options and wires them into ``init``, ``update`` and
+    ``suggest``.
+
+    Args:
+      network: the network (``ntkbo.parts.Network``): ``width`` ``m`` (default and paper 500),
+        ``depth`` hidden layers (1, the paper's ``L = 2``), ``activation`` (ReLU), ``W_std``
+        (``"paper"``: ``(sqrt(d), 1, ..., 1)``, ``paper_W_std``; or scales as in
+        ``ntkbo.kernels.mlp``), ``b_std`` (``None``, the paper's: no biases).
+      training: TrainNN (``ntkbo.parts.Training``, ``train_nn``): ``optimizer`` ``"gd"``
+        (default, paper) or ``"adam"``; ``learning_rate`` (``None``: GD's ``1 / (lam + s tr K)``,
+        Adam's ``1e-2``); ``num_steps`` ``J`` (200); ``warm_start`` (``True``: from
+        ``theta_{t-1}``; the paper's is ``False``, from ``theta_0``); ``keep_optimizer_state``
+        (``False``; Adam's moments across rounds, as the authors' code, needs ``warm_start``);
+        ``reg_center`` (``"init"``, the paper's penalty toward ``theta_0``, or ``"zero"``);
+        ``penalty`` (``None``: ``lam``, the paper's ``m lam / 2 |theta - theta_0|^2`` with its
+        ``m`` absorbed; the authors' Adam ``weight_decay = wd`` with their ``nn.MSELoss()`` is
+        ``wd / (2 width)`` with ``loss_reduction="mean"``, ``PRESETS["authors"]``);
+        ``loss_reduction`` (``"sum"``, paper, or ``"mean"``).
+      search: the candidate set ``D_t`` (``ntkbo.parts.Search``, ``candidates``):
+        ``num_candidates`` Sobol points (2048), ``num_best`` best observed points (4) and
+        ``num_perturbations`` Gaussian perturbations of them (512) of std ``perturb_scale``
+        (0.02 of the box), ``sampler`` (``"sobol"``, scrambled, Kronecker beyond 256
+        dimensions, or ``"kronecker"``), ``chunk_size`` (``None``: about ``2^22 / p`` rows per
+        chunk); with ``thompson="pathwise"`` also ``num_restarts`` (4) best candidates refined
+        by ``method`` (``"pgd"``) for ``num_steps`` (30).
+      lam: ``lambda``: ``U_0 = lam I``, the variance prefactor, the training penalty (paper: 0.01).
+      nu: exploration ``nu_t``: a number (paper grid ``{0.1, 1, 10}``), ``"by_dimension"`` (the
+        default: 1.0 when ``d <= 6``, else 0.3, ``nu_by_dimension``), ``"repo"`` for the
+        authors' increasing schedule ``nu_repo``, or a function of the observation count ``t``
+        (int array).
+      features: ``"static"`` (paper: ``g(x; theta_0)``) or ``"dynamic"`` (``g(x; theta_t)``).
+      uncertainty: ``"dual"``, ``"primal"`` or ``"diag"`` (``posterior``).
+      standardize_y: standardise the observations before training.
+      q: points per suggest (``q`` independent draws).
+      thompson: ``"independent"`` (the paper's per-point draws over the candidates, Lemma 2) or
+        ``"pathwise"`` (one joint draw with the same marginals, a function of ``x`` whose
+        minimiser is refined by gradients; ``pathwise_direction``).
+      input_map: ``"sphere"`` (default: unit-norm inputs, ``to_sphere``), ``"cube"`` (the unit
+        cube itself) or ``"centered"`` (``[-1, 1]^d``); ``embed``.
+      jitter: relative Cholesky jitter of the dual form (``None``: ``ntkbo.gp.default_jitter``).
+
+    Returns:
+      An ``ntkbo.Algorithm``: ``suggest`` returns ``(x (q, d), NeuralBOSuggestInfo)``,
+      ``update`` returns ``(state, NeuralBOUpdateInfo)`` (TrainNN's losses and fit). Its
+      functions are ``build``'s raw ones with ``nu_t`` from the ``nu`` schedule and ``lam``
+      fixed.
+
+    Raises:
+      ValueError: an invalid argument, naming it.
+    """
+    return _neural_bo(**LAYOUT.flatten(locals(), "neural_bo"))
+
+
+@composed(_build, LAYOUT)
+def build(
+    *,
+    network: PartOption = None,
+    features: str = "static",
+    uncertainty: str = "dual",
+    training: PartOption = None,
+    standardize_y: bool = True,
+    q: int = 1,
+    thompson: str = "independent",
+    search: PartOption = None,
+    input_map: str = "sphere",
+    jitter: float | None = None,
+) -> NeuralBOFns:
+    """NeuralBO's raw ``init``, ``suggest`` and ``update`` (``NeuralBOFns``) for ``neural_bo``'s
+    structural options (the same parts and options but ``nu`` and ``lam``, validated here), with
+    the continuous hyper-parameters as arguments of the functions, blackjax's ``build_kernel``
+    pattern: ``nu`` (the round's exploration scale ``nu_t`` of Alg. 1 line 4) and ``lam``
+    (``U_0 = lam I``, the variance prefactor and the training penalty). ``neural_bo(nu=...,
+    lam=..., **options)`` is ``build(**options)`` with ``nu_t`` from its schedule and ``lam``
+    fixed, so a loop of these functions under ``jax.vmap`` over ``nu`` or ``lam`` runs each
+    value's computation. The hyper-parameters are not validated (they may be traced): ``nu >= 0``
+    and ``lam > 0``.
+
+    Raises:
+      ValueError: an invalid option, naming it.
+    """
+    return _build(**LAYOUT.flatten(locals(), "build"))

@@ -51,7 +51,7 @@ from ntkbo.feature_gp import extend_dual_factor, gram_variance
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
 from ntkbo.nets import TrainInfo, gd_learning_rate, paper_W_std, train
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.validation import check_choice, check_int, check_positive, check_told
 
 Array = jax.Array
@@ -337,93 +337,7 @@ def _neural_cbo(
     input_map: str = "sphere",
     chunk_size: int = 1024,
 ) -> Algorithm:
-    """Neural-CBO (the module docstring has the algorithm and how the defaults were chosen).
-
-    Sign convention. The thesis writes ``x* = argmax`` but its regret, experiments and code minimise
-    ``f``; ntkbo minimises. The thesis's maximisation-form EI ``E[max(0, v - mu^+ + E(m))]`` with
-    the incumbent ``max v(x_k)`` becomes, for minimisation, ``E[max(0, mu^+ - v + E(m))]`` with the
-    incumbent ``min v(x_k)``:
-    ``ntkbo.acquisition.expected_improvement(v, sigma_f, mu^+, xi=-epsilon)`` (maximised through its
-    logarithm, so that candidates far from the incumbent are still ranked when EI underflows). The
-    constraints keep their sign: optimistic feasibility is ``LCB_k <= 0``.
-
-    Model (shared with NeuralBO, imported from ``ntkbo.algorithms.neural_bo``). Each function's
-    network is NeuralBO's: a ReLU MLP in NTK parameterisation with the paper scales
-    (``paper_W_std``), inputs mapped to the unit cube then onto the unit sphere
-    (``input_map="sphere"``), outputs standardised per function. The ``K + 1`` networks have the
-    same architecture and are trained and evaluated together by ``jax.vmap`` over stacked
-    parameters. ``sigma`` is ``variance_dual`` (exactly the primal ``lam g^T U^-1 g``) with static
-    features ``g(x; W_0)``, as the theory, computed from the per-layer factors of the empirical NTK
-    (``ntkbo.kernels.structured``) without forming ``g``. TrainNN is ``neural_bo.train``:
-    ``num_steps = 300`` full-batch Adam steps (learning rate ``1e-2``, the authors' code's
-    optimiser) from ``W_0`` with the penalty ``lam / 2 |W - W_0|^2``; ``optimizer="gd"`` uses
-    NeuralBO's GD at ``gd_learning_rate``, which fits the standardised data much less in 300 steps
-    (measured on constrained Branin: its incumbent, a predicted mean, then lags the observations).
-
-    Deviations from the thesis, and why:
-
-    * Network: NeuralBO's Gaussian NTK-parameterised init rather than the symmetric ``(Psi, Psi)`` /
-      ``(q, -q)`` init with a fixed Rademacher output layer (which makes ``a(x; W_0) = 0``): the
-      mean of a network at init is absorbed by standardisation and the penalty, and the building
-      functions are shared with NeuralBO. One width for all functions (vmapped); the code uses
-      per-function widths.
-    * Training: full-batch Adam from ``W_0`` every round instead of the theory's one-pass SGD with
-      ``alpha_t <= nu / (T + 1)^2`` (which barely moves the weights); the code retrains full-batch
-      with Adam from the current weights (``warm_start=True``).
-    * ``lam``: the thesis's ``U_0 = I`` is ``lam = 1``; the default ``lam = 1e-5`` (chosen on the
-      constrained dev suite, docs/decisions.md; the code's weight decay is ``1e-3..5e-3``) lets the
-      networks fit the standardised data.
-    * Incumbent over the points *observed feasible* (the code, and the usual constrained-EI rule);
-      the thesis's ``mu^+`` ranges over all evaluated points and is kept as the fallback above.
-    * The acquisition is maximised over a candidate set (``num_candidates`` scrambled Sobol points,
-      the ``num_best`` best observed-feasible points and ``num_perturbations`` Gaussian
-      perturbations of them), like the code (10,000-50,000 Sobol points); ``q = 1`` point per round.
-
-    The thesis's depth, two readings. The experiments take ``L = 2`` "to reduce computational costs"
-    (section 4.3). Eq. (4.1) counts ``L`` hidden layers ``W^(1) .. W^(L)`` and a separate readout
-    ``q``, so there ``L = 2`` is two hidden layers, ``depth=2``; Lemma B.1.5's parameter count
-    ``p = m d + m^2 (L - 2) + m`` counts ``L`` weight matrices with the readout, ``L - 1`` hidden
-    layers, and the authors' code (two ``Linear`` layers) has one: ``depth=1``. ``PRESETS["paper"]``
-    takes the second reading, ``depth=1``, and ``U_0 = I`` (Algorithm 3 line 2, Eqs. 4.3-4.4:
-    ``lam = 1``, which here also weights the training penalty ``lam / 2 |W - W_0|^2`` that the
-    thesis's one-pass SGD, Eq. (4.2), does not have); ``neural_cbo(preset="paper",
-    network={"depth": 2})`` is Eq. (4.1)'s reading. Everything else is the defaults, which
-    depart from the thesis as listed above (training, initialisation, width).
-    ``PRESETS["one_layer"]`` is the defaults before any tuning (one hidden layer, ``lam = 0.01``).
-
-    Args:
-      n_constraints: ``K >= 1``, the number of black-box constraints (``problem.n_constraints``).
-      network: every function's network (``ntkbo.parts.Network``; NeuralBO's, ``W_std`` its
-        ``paper_W_std``): ``width`` ``m`` (default 128; thesis ``m = T``), ``depth`` hidden layers
-        (default 2; thesis ``L = 2``, one hidden layer by Lemma B.1.5's count and the authors'
-        code, two by Eq. (4.1)'s; ``preset="paper"`` takes one, see above), ``activation``
-        (ReLU) and ``b_std`` (``None``: no biases), as NeuralBO.
-      training: TrainNN (``ntkbo.parts.Training``, ``neural_bo.train``): ``optimizer``
-        ``"adam"`` (default) or ``"gd"``; ``learning_rate`` (``None``: Adam's ``1e-2``, GD's
-        ``gd_learning_rate``; thesis 0.001 for its SGD); ``num_steps`` (300); ``warm_start``
-        (``False``: from ``W_0`` every round; the authors' code: ``True``).
-      search: the candidate set (``ntkbo.parts.Search``, ``candidate_set``): ``num_candidates``
-        scrambled Sobol points (2048), the ``num_best`` best observed-feasible points (4) and
-        ``num_perturbations`` Gaussian perturbations of them (512) of std ``perturb_scale``
-        (0.02 of the box); ``chunk_size`` candidates evaluated per chunk (1024; bounds the
-        ``(K + 1) x chunk x (w + C)`` factors and cross kernels, ``w`` the factor width of
-        ``ntkbo.kernels.structured``).
-      lam: ``lambda`` of the variance and the training penalty (thesis ``U_0 = I``: ``lam = 1``;
-        default ``1e-5``, chosen on the constrained dev suite: docs/decisions.md).
-      beta: ``"theory"`` (Lemma 4.1.5 with ``B``, ``R``, ``delta``) or a fixed number ``>= 0``.
-      B, R, delta: the RKHS-norm bound, noise sub-Gaussianity and confidence of Lemma 4.1.5.
-      epsilon: the slack ``E(m) >= 0`` of the EI and (over ``t + 1``) of the LCB (default 0).
-      input_map: ``"sphere"`` or ``"cube"`` (``neural_bo.embed``).
-
-    Returns:
-      An ``ntkbo.Algorithm`` with ``n_constraints = K``; ``update`` takes ``y`` ``(q, 1 + K)``.
-      ``suggest`` returns ``(x (1, d), info)`` with ``info`` a :class:`NeuralCBOSuggestInfo`:
-      ``acq_value`` ``(1,)`` (log EI),
-      ``mean``/``std`` ``(1,)`` (objective, standardised), ``lcb`` ``(1, K)`` (original units),
-      ``estimated_feasible`` (some candidate had every LCB <= 0), ``beta`` ``(K,)``,
-      ``incumbent`` ``()``; ``update`` returns ``(state, ntkbo.nets.TrainInfo)`` with
-      ``train_loss`` ``(K + 1, 2)`` and ``train_ok`` ``(K + 1,)``.
-    """
+    """``neural_cbo`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_int("n_constraints", n_constraints, 1)
     check_choice("optimizer", optimizer, OPTIMIZERS)
     check_choice("input_map", input_map, INPUT_MAPS)
@@ -552,4 +466,106 @@ def _neural_cbo(
     return Algorithm(init, suggest, update, K)
 
 
-neural_cbo = grouped(_neural_cbo, LAYOUT)
+@composed(_neural_cbo, LAYOUT)
+def neural_cbo(
+    n_constraints: int = 1,
+    *,
+    network: PartOption = None,
+    lam: float = 1e-5,
+    beta: Union[float, str] = "theory",
+    B: float = 1.0,
+    R: float = 0.1,
+    delta: float = 0.1,
+    epsilon: float = 0.0,
+    training: PartOption = None,
+    search: PartOption = None,
+    input_map: str = "sphere",
+) -> Algorithm:
+    """Neural-CBO (the module docstring has the algorithm and how the defaults were chosen).
+
+    Sign convention. The thesis writes ``x* = argmax`` but its regret, experiments and code minimise
+    ``f``; ntkbo minimises. The thesis's maximisation-form EI ``E[max(0, v - mu^+ + E(m))]`` with
+    the incumbent ``max v(x_k)`` becomes, for minimisation, ``E[max(0, mu^+ - v + E(m))]`` with the
+    incumbent ``min v(x_k)``:
+    ``ntkbo.acquisition.expected_improvement(v, sigma_f, mu^+, xi=-epsilon)`` (maximised through its
+    logarithm, so that candidates far from the incumbent are still ranked when EI underflows). The
+    constraints keep their sign: optimistic feasibility is ``LCB_k <= 0``.
+
+    Model (shared with NeuralBO, imported from ``ntkbo.algorithms.neural_bo``). Each function's
+    network is NeuralBO's: a ReLU MLP in NTK parameterisation with the paper scales
+    (``paper_W_std``), inputs mapped to the unit cube then onto the unit sphere
+    (``input_map="sphere"``), outputs standardised per function. The ``K + 1`` networks have the
+    same architecture and are trained and evaluated together by ``jax.vmap`` over stacked
+    parameters. ``sigma`` is ``variance_dual`` (exactly the primal ``lam g^T U^-1 g``) with static
+    features ``g(x; W_0)``, as the theory, computed from the per-layer factors of the empirical NTK
+    (``ntkbo.kernels.structured``) without forming ``g``. TrainNN is ``neural_bo.train``:
+    ``num_steps = 300`` full-batch Adam steps (learning rate ``1e-2``, the authors' code's
+    optimiser) from ``W_0`` with the penalty ``lam / 2 |W - W_0|^2``; ``optimizer="gd"`` uses
+    NeuralBO's GD at ``gd_learning_rate``, which fits the standardised data much less in 300 steps
+    (measured on constrained Branin: its incumbent, a predicted mean, then lags the observations).
+
+    Deviations from the thesis, and why:
+
+    * Network: NeuralBO's Gaussian NTK-parameterised init rather than the symmetric ``(Psi, Psi)`` /
+      ``(q, -q)`` init with a fixed Rademacher output layer (which makes ``a(x; W_0) = 0``): the
+      mean of a network at init is absorbed by standardisation and the penalty, and the building
+      functions are shared with NeuralBO. One width for all functions (vmapped); the code uses
+      per-function widths.
+    * Training: full-batch Adam from ``W_0`` every round instead of the theory's one-pass SGD with
+      ``alpha_t <= nu / (T + 1)^2`` (which barely moves the weights); the code retrains full-batch
+      with Adam from the current weights (``warm_start=True``).
+    * ``lam``: the thesis's ``U_0 = I`` is ``lam = 1``; the default ``lam = 1e-5`` (chosen on the
+      constrained dev suite, docs/decisions.md; the code's weight decay is ``1e-3..5e-3``) lets the
+      networks fit the standardised data.
+    * Incumbent over the points *observed feasible* (the code, and the usual constrained-EI rule);
+      the thesis's ``mu^+`` ranges over all evaluated points and is kept as the fallback above.
+    * The acquisition is maximised over a candidate set (``num_candidates`` scrambled Sobol points,
+      the ``num_best`` best observed-feasible points and ``num_perturbations`` Gaussian
+      perturbations of them), like the code (10,000-50,000 Sobol points); ``q = 1`` point per round.
+
+    The thesis's depth, two readings. The experiments take ``L = 2`` "to reduce computational costs"
+    (section 4.3). Eq. (4.1) counts ``L`` hidden layers ``W^(1) .. W^(L)`` and a separate readout
+    ``q``, so there ``L = 2`` is two hidden layers, ``depth=2``; Lemma B.1.5's parameter count
+    ``p = m d + m^2 (L - 2) + m`` counts ``L`` weight matrices with the readout, ``L - 1`` hidden
+    layers, and the authors' code (two ``Linear`` layers) has one: ``depth=1``. ``PRESETS["paper"]``
+    takes the second reading, ``depth=1``, and ``U_0 = I`` (Algorithm 3 line 2, Eqs. 4.3-4.4:
+    ``lam = 1``, which here also weights the training penalty ``lam / 2 |W - W_0|^2`` that the
+    thesis's one-pass SGD, Eq. (4.2), does not have); ``neural_cbo(preset="paper",
+    network={"depth": 2})`` is Eq. (4.1)'s reading. Everything else is the defaults, which
+    depart from the thesis as listed above (training, initialisation, width).
+    ``PRESETS["one_layer"]`` is the defaults before any tuning (one hidden layer, ``lam = 0.01``).
+
+    Args:
+      n_constraints: ``K >= 1``, the number of black-box constraints (``problem.n_constraints``).
+      network: every function's network (``ntkbo.parts.Network``; NeuralBO's, ``W_std`` its
+        ``paper_W_std``): ``width`` ``m`` (default 128; thesis ``m = T``), ``depth`` hidden layers
+        (default 2; thesis ``L = 2``, one hidden layer by Lemma B.1.5's count and the authors'
+        code, two by Eq. (4.1)'s; ``preset="paper"`` takes one, see above), ``activation``
+        (ReLU) and ``b_std`` (``None``: no biases), as NeuralBO.
+      training: TrainNN (``ntkbo.parts.Training``, ``neural_bo.train``): ``optimizer``
+        ``"adam"`` (default) or ``"gd"``; ``learning_rate`` (``None``: Adam's ``1e-2``, GD's
+        ``gd_learning_rate``; thesis 0.001 for its SGD); ``num_steps`` (300); ``warm_start``
+        (``False``: from ``W_0`` every round; the authors' code: ``True``).
+      search: the candidate set (``ntkbo.parts.Search``, ``candidate_set``): ``num_candidates``
+        scrambled Sobol points (2048), the ``num_best`` best observed-feasible points (4) and
+        ``num_perturbations`` Gaussian perturbations of them (512) of std ``perturb_scale``
+        (0.02 of the box); ``chunk_size`` candidates evaluated per chunk (1024; bounds the
+        ``(K + 1) x chunk x (w + C)`` factors and cross kernels, ``w`` the factor width of
+        ``ntkbo.kernels.structured``).
+      lam: ``lambda`` of the variance and the training penalty (thesis ``U_0 = I``: ``lam = 1``;
+        default ``1e-5``, chosen on the constrained dev suite: docs/decisions.md).
+      beta: ``"theory"`` (Lemma 4.1.5 with ``B``, ``R``, ``delta``) or a fixed number ``>= 0``.
+      B, R, delta: the RKHS-norm bound, noise sub-Gaussianity and confidence of Lemma 4.1.5.
+      epsilon: the slack ``E(m) >= 0`` of the EI and (over ``t + 1``) of the LCB (default 0).
+      input_map: ``"sphere"`` or ``"cube"`` (``neural_bo.embed``).
+
+    Returns:
+      An ``ntkbo.Algorithm`` with ``n_constraints = K``; ``update`` takes ``y`` ``(q, 1 + K)``.
+      ``suggest`` returns ``(x (1, d), info)`` with ``info`` a :class:`NeuralCBOSuggestInfo`:
+      ``acq_value`` ``(1,)`` (log EI),
+      ``mean``/``std`` ``(1,)`` (objective, standardised), ``lcb`` ``(1, K)`` (original units),
+      ``estimated_feasible`` (some candidate had every LCB <= 0), ``beta`` ``(K,)``,
+      ``incumbent`` ``()``; ``update`` returns ``(state, ntkbo.nets.TrainInfo)`` with
+      ``train_loss`` ``(K + 1, 2)`` and ``train_ok`` ``(K + 1,)``.
+    """
+    return _neural_cbo(**LAYOUT.flatten(locals(), "neural_cbo"))

@@ -57,7 +57,7 @@ from ntkbo.kernels import mlp, mlp_spec
 from ntkbo.nets import (draw_params, jvp_term, member_fn, prior_variances, target_noise,
                         train_member, zero_last_layer)
 from ntkbo.nets import train as _nbo_train
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 
@@ -324,68 +324,7 @@ def _neural_greedy(
     num_best: int = 0,
     jitter: float | None = None,
 ) -> Algorithm:
-    """Neural Greedy (Algorithm 1) with SimpleSMB or PosteriorSMB (the module docstring has the
-    algorithm).
-
-    The query (App. F.2): the network's minimiser over the box by random restarts and gradient
-    descent: ``ntkbo.optimize.maximize_acquisition`` on ``-f~`` in the unit cube, with
-    ``search.num_candidates=10`` uniform starts all refined (``search.num_restarts=10``) for
-    ``search.num_steps=500`` steps. The paper uses plain GD with a fixed step 0.01; ntkbo's
-    ``"pgd"`` (projected, normalised, step-adapted gradient ascent) is used by default because a
-    fixed step is scale dependent and the paper does not say how the box constraint is enforced.
-    ``search.num_best > 0`` adds the best observed points and their perturbations as starts (not
-    in the paper).
-
-    Exploration ``T_e`` (``num_explore``): uniform random points while fewer than ``num_explore``
-    observations exist, counting ``ntkbo.minimize``'s initial design. Section 2: ``T_e`` "typically
-    <= 10" (the default 10); App. F.2's rule ``5 d`` clipped to ``[0.025 T, 0.075 T]`` is
-    :func:`paper_num_explore`.
-
-    Batches (``q > 1``, not defined by the paper): ``q`` independently initialised networks (and
-    target noises) trained on the same data, each giving its own minimiser (``jax.vmap``). For
-    PosteriorSMB these are ``q`` independent NTK-GP posterior draws, i.e. parallel Thompson sampling
-    (Kandasamy et al. 2018); in the exploration phase, ``q`` independent uniform points. The points
-    are distinct with probability one.
-
-    Building blocks (pure; for ``theory_checks`` and ``vmap`` over hyper-parameters):
-    :func:`smb_network`, :func:`train_smb`, :func:`simple_smb`, :func:`posterior_smb`,
-    :func:`paper_num_explore`.
-
-    Args:
-      smb: ``"simple"`` (Algorithm 2) or ``"posterior"`` (Algorithm 3).
-      network: the network (``ntkbo.parts.Network``, ``smb_network``): ``width`` (default 256;
-        paper 5000), ``depth`` hidden layers (1, the paper's) and ``activation`` (``"erf"``; the
-        paper's tanh has no closed-form kernel); its scales are ``gamma``.
-      training: the network's training (``ntkbo.parts.Training``, ``train_smb``): ``optimizer``
-        (``"levenberg_marquardt"``; paper ``"adam"``; or ``"gd"``), ``num_steps`` (5; ``None``:
-        the optimiser's default count, the paper's, which does not give it) and
-        ``learning_rate`` (``None``: the optimiser's default; paper ``1e-3``).
-      search: the minimisation of the network (``ntkbo.parts.Search``,
-        ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` starts (10, the paper's)
-        drawn by ``sampler`` (``"uniform"``, the paper's), ``num_restarts`` of them refined (10,
-        the paper's) by ``method`` (``"pgd"``; the paper's plain GD, above) for ``num_steps``
-        (100; paper 500), and ``num_best`` best observed points added as starts with
-        perturbations (0, the paper's).
-      gamma: ``sigma_W = sigma_b = gamma`` (default 1.5, chosen on the dev suite,
-        docs/decisions.md; paper: tuned in ``[0.5, 5]``).
-      sigma: ``sigma`` (``sigma^2`` the noise variance of the builders, on standardised outputs;
-        default 0.1, paper experiments 0, Theorem 3 ``sqrt(1 + 2/T)``); ``>= 0``.
-      nu: the output / exploration scale ``nu`` (paper: 1).
-      num_explore: ``T_e``, observations (initial design included) before the greedy phase.
-      q: points per suggest (independent networks; Batches, above).
-      input_map: ``"sphere"`` (default) or ``"cube"`` (``smb_network``).
-      jitter: relative Cholesky jitter (Levenberg-Marquardt and GD step size).
-
-    Returns:
-      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a
-      :class:`GreedySuggestInfo`: ``acq_value`` ``(q,)`` (``-f~`` at ``x``, standardised units; 0
-      while exploring), ``train_loss`` ``(q, 2)``, ``train_ok`` ``(q,)``, ``explore`` ``()``
-      (bool: random points) and ``duplicates_replaced``; ``update`` only appends the
-      observations (``NoInfo``).
-
-    Raises:
-      ValueError: an invalid argument, naming it.
-    """
+    """``neural_greedy`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_choice("smb", smb, SMBS)
     check_int("width", width, 1)
     check_int("depth", depth, 1)
@@ -465,4 +404,81 @@ def _neural_greedy(
     return Algorithm(init, suggest, update)
 
 
-neural_greedy = grouped(_neural_greedy, LAYOUT)
+@composed(_neural_greedy, LAYOUT)
+def neural_greedy(
+    *,
+    smb: str = "simple",
+    network: PartOption = None,
+    gamma: float = 1.5,
+    sigma: float = 0.1,
+    nu: float = 1.0,
+    training: PartOption = None,
+    num_explore: int = 10,
+    q: int = 1,
+    input_map: str = "sphere",
+    search: PartOption = None,
+    jitter: float | None = None,
+) -> Algorithm:
+    """Neural Greedy (Algorithm 1) with SimpleSMB or PosteriorSMB (the module docstring has the
+    algorithm).
+
+    The query (App. F.2): the network's minimiser over the box by random restarts and gradient
+    descent: ``ntkbo.optimize.maximize_acquisition`` on ``-f~`` in the unit cube, with
+    ``search.num_candidates=10`` uniform starts all refined (``search.num_restarts=10``) for
+    ``search.num_steps=500`` steps. The paper uses plain GD with a fixed step 0.01; ntkbo's
+    ``"pgd"`` (projected, normalised, step-adapted gradient ascent) is used by default because a
+    fixed step is scale dependent and the paper does not say how the box constraint is enforced.
+    ``search.num_best > 0`` adds the best observed points and their perturbations as starts (not
+    in the paper).
+
+    Exploration ``T_e`` (``num_explore``): uniform random points while fewer than ``num_explore``
+    observations exist, counting ``ntkbo.minimize``'s initial design. Section 2: ``T_e`` "typically
+    <= 10" (the default 10); App. F.2's rule ``5 d`` clipped to ``[0.025 T, 0.075 T]`` is
+    :func:`paper_num_explore`.
+
+    Batches (``q > 1``, not defined by the paper): ``q`` independently initialised networks (and
+    target noises) trained on the same data, each giving its own minimiser (``jax.vmap``). For
+    PosteriorSMB these are ``q`` independent NTK-GP posterior draws, i.e. parallel Thompson sampling
+    (Kandasamy et al. 2018); in the exploration phase, ``q`` independent uniform points. The points
+    are distinct with probability one.
+
+    Building blocks (pure; for ``theory_checks`` and ``vmap`` over hyper-parameters):
+    :func:`smb_network`, :func:`train_smb`, :func:`simple_smb`, :func:`posterior_smb`,
+    :func:`paper_num_explore`.
+
+    Args:
+      smb: ``"simple"`` (Algorithm 2) or ``"posterior"`` (Algorithm 3).
+      network: the network (``ntkbo.parts.Network``, ``smb_network``): ``width`` (default 256;
+        paper 5000), ``depth`` hidden layers (1, the paper's) and ``activation`` (``"erf"``; the
+        paper's tanh has no closed-form kernel); its scales are ``gamma``.
+      training: the network's training (``ntkbo.parts.Training``, ``train_smb``): ``optimizer``
+        (``"levenberg_marquardt"``; paper ``"adam"``; or ``"gd"``), ``num_steps`` (5; ``None``:
+        the optimiser's default count, the paper's, which does not give it) and
+        ``learning_rate`` (``None``: the optimiser's default; paper ``1e-3``).
+      search: the minimisation of the network (``ntkbo.parts.Search``,
+        ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` starts (10, the paper's)
+        drawn by ``sampler`` (``"uniform"``, the paper's), ``num_restarts`` of them refined (10,
+        the paper's) by ``method`` (``"pgd"``; the paper's plain GD, above) for ``num_steps``
+        (100; paper 500), and ``num_best`` best observed points added as starts with
+        perturbations (0, the paper's).
+      gamma: ``sigma_W = sigma_b = gamma`` (default 1.5, chosen on the dev suite,
+        docs/decisions.md; paper: tuned in ``[0.5, 5]``).
+      sigma: ``sigma`` (``sigma^2`` the noise variance of the builders, on standardised outputs;
+        default 0.1, paper experiments 0, Theorem 3 ``sqrt(1 + 2/T)``); ``>= 0``.
+      nu: the output / exploration scale ``nu`` (paper: 1).
+      num_explore: ``T_e``, observations (initial design included) before the greedy phase.
+      q: points per suggest (independent networks; Batches, above).
+      input_map: ``"sphere"`` (default) or ``"cube"`` (``smb_network``).
+      jitter: relative Cholesky jitter (Levenberg-Marquardt and GD step size).
+
+    Returns:
+      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a
+      :class:`GreedySuggestInfo`: ``acq_value`` ``(q,)`` (``-f~`` at ``x``, standardised units; 0
+      while exploring), ``train_loss`` ``(q, 2)``, ``train_ok`` ``(q,)``, ``explore`` ``()``
+      (bool: random points) and ``duplicates_replaced``; ``update`` only appends the
+      observations (``NoInfo``).
+
+    Raises:
+      ValueError: an invalid argument, naming it.
+    """
+    return _neural_greedy(**LAYOUT.flatten(locals(), "neural_greedy"))

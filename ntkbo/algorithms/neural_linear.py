@@ -49,7 +49,7 @@ from ntkbo.algorithms.observations import Y_TRANSFORMS, best_points, from_unit, 
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, train
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 
@@ -331,71 +331,7 @@ def _neural_linear(
     acq_method: str = "pgd",
     y_transform: str = "standardize",
 ) -> Algorithm:
-    """DNGO / NeuralLinTS (the model is the module docstring's).
-
-    Acquisition (``acquisition=``; ntkbo minimises, and both rules are written for minimisation):
-
-    * ``"ei"`` (DNGO): expected improvement below the best standardised observation under the latent
-      posterior above, maximised through ``ntkbo.acquisition.log_expected_improvement`` (same
-      argmax, no underflow far from the data).
-    * ``"ts"`` (NeuralLinTS): one draw ``w~ ~ N(m_N, A^-1)`` and the minimiser of ``phi(x) . w~``, a
-      smooth function of ``x``.
-
-    Both are maximised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best
-    observed points and their perturbations, projected-gradient refinement).
-
-    Batches (``q > 1``; neither paper defines one): ``"ts"``: ``q`` independent draws of ``w~``
-    (parallel Thompson sampling, Kandasamy et al. 2018). ``"ei"``: kriging believer (Ginsbourger et
-    al. 2010): after each choice ``x_j``, the observation ``phi(x_j) . m_N`` is believed, which
-    leaves ``m_N`` unchanged, adds ``beta phi(x_j) phi(x_j)^T`` to ``A`` and lowers the incumbent to
-    ``min(best, phi(x_j) . m_N)``; the next point maximises EI under the updated posterior. The
-    network and ``alpha, beta`` are kept.
-
-    Network and training (DNGO: 3 hidden layers of 50 tanh units; tanh has no closed form in
-    ntkbo's kernel registry, so ``"erf"``, its closed-form analogue, is the default): NTK
-    parameterisation, ``W_std = 1``, ``b_std = 1``, retrained at every update from the same
-    initialisation ``theta_0`` (drawn in ``init`` from its key) with full-batch Adam, learning rate
-    ``1e-2``, ``num_steps = 500``, on
-    ``1/2 sum (h - y)^2 + 1/2 weight_decay |theta|^2`` (``ntkbo.algorithms.neural_bo.train``).
-    Inputs are mapped to the unit cube.
-
-    Outputs are standardised, after an optional warp (``y_transform``, none by default:
-    ``ntkbo.algorithms.observations.transform_outputs``). On Branin DNGO's EI needs the log warp
-    (docs/decisions.md, 2026-11-22).
-
-    Args:
-      network: the network (``ntkbo.parts.Network``; ``ntkbo.kernels.mlp``, NTK
-        parameterisation): ``width`` (default 50, DNGO's; NeuralLinTS's 500), ``depth`` hidden
-        layers (3, DNGO's; NeuralLinTS's 1), ``activation`` (``"erf"``; DNGO's tanh), ``W_std``
-        (1) and ``b_std`` (1).
-      training: full-batch Adam from the initialisation (``ntkbo.parts.Training``):
-        ``num_steps`` (500), ``learning_rate`` (``1e-2``; NeuralLinTS's ``1e-3``) and
-        ``weight_decay`` (``1e-4``; DNGO's 0).
-      search: the acquisition's maximisation (``ntkbo.parts.Search``,
-        ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` (1024; NeuralLinTS's 10),
-        ``num_restarts`` (4; NeuralLinTS's 10), ``num_steps`` of ascent per start (30;
-        NeuralLinTS's 500) and ``method`` (``"pgd"``).
-      acquisition: ``"ei"`` (DNGO) or ``"ts"`` (NeuralLinTS).
-      prior_precision, noise_precision: the papers' ``alpha`` and ``beta`` (numbers ``> 0``) or
-        ``"evidence"`` (named apart from the exploration weight ``beta`` of the other
-        algorithms).
-      num_evidence_iters: MacKay fixed-point iterations.
-      q: points per suggest (the batch rule above).
-      y_transform: the output warp before standardisation
-        (``ntkbo.algorithms.observations.transform_outputs``): ``"standardize"`` (none, DNGO),
-        ``"log"`` or ``"rank"``.
-
-    Returns:
-      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a
-      :class:`NeuralLinearSuggestInfo` for EI, a :class:`NeuralLinearThompsonInfo` for TS:
-      ``acq_value``, ``mean``, ``std`` ``(q,)`` (the latent posterior at ``x``, standardised units;
-      for EI with ``q > 1``, after the believed points before it), ``alpha``, ``beta``;
-      ``update`` returns ``(state, ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``,
-      ``train_ok``).
-
-    Raises:
-      ValueError: an invalid argument, naming it.
-    """
+    """``neural_linear`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_int("width", width, 1)
     check_int("depth", depth, 1)
     check_choice("acquisition", acquisition, ACQUISITIONS)
@@ -497,4 +433,82 @@ def _neural_linear(
     return Algorithm(init, suggest, update)
 
 
-neural_linear = grouped(_neural_linear, LAYOUT)
+@composed(_neural_linear, LAYOUT)
+def neural_linear(
+    *,
+    network: PartOption = None,
+    acquisition: str = "ei",
+    prior_precision="evidence",
+    noise_precision="evidence",
+    num_evidence_iters: int = 100,
+    training: PartOption = None,
+    q: int = 1,
+    search: PartOption = None,
+    y_transform: str = "standardize",
+) -> Algorithm:
+    """DNGO / NeuralLinTS (the model is the module docstring's).
+
+    Acquisition (``acquisition=``; ntkbo minimises, and both rules are written for minimisation):
+
+    * ``"ei"`` (DNGO): expected improvement below the best standardised observation under the latent
+      posterior above, maximised through ``ntkbo.acquisition.log_expected_improvement`` (same
+      argmax, no underflow far from the data).
+    * ``"ts"`` (NeuralLinTS): one draw ``w~ ~ N(m_N, A^-1)`` and the minimiser of ``phi(x) . w~``, a
+      smooth function of ``x``.
+
+    Both are maximised by ``ntkbo.optimize.maximize_acquisition`` (Sobol candidates, the best
+    observed points and their perturbations, projected-gradient refinement).
+
+    Batches (``q > 1``; neither paper defines one): ``"ts"``: ``q`` independent draws of ``w~``
+    (parallel Thompson sampling, Kandasamy et al. 2018). ``"ei"``: kriging believer (Ginsbourger et
+    al. 2010): after each choice ``x_j``, the observation ``phi(x_j) . m_N`` is believed, which
+    leaves ``m_N`` unchanged, adds ``beta phi(x_j) phi(x_j)^T`` to ``A`` and lowers the incumbent to
+    ``min(best, phi(x_j) . m_N)``; the next point maximises EI under the updated posterior. The
+    network and ``alpha, beta`` are kept.
+
+    Network and training (DNGO: 3 hidden layers of 50 tanh units; tanh has no closed form in
+    ntkbo's kernel registry, so ``"erf"``, its closed-form analogue, is the default): NTK
+    parameterisation, ``W_std = 1``, ``b_std = 1``, retrained at every update from the same
+    initialisation ``theta_0`` (drawn in ``init`` from its key) with full-batch Adam, learning rate
+    ``1e-2``, ``num_steps = 500``, on
+    ``1/2 sum (h - y)^2 + 1/2 weight_decay |theta|^2`` (``ntkbo.algorithms.neural_bo.train``).
+    Inputs are mapped to the unit cube.
+
+    Outputs are standardised, after an optional warp (``y_transform``, none by default:
+    ``ntkbo.algorithms.observations.transform_outputs``). On Branin DNGO's EI needs the log warp
+    (docs/decisions.md, 2026-11-22).
+
+    Args:
+      network: the network (``ntkbo.parts.Network``; ``ntkbo.kernels.mlp``, NTK
+        parameterisation): ``width`` (default 50, DNGO's; NeuralLinTS's 500), ``depth`` hidden
+        layers (3, DNGO's; NeuralLinTS's 1), ``activation`` (``"erf"``; DNGO's tanh), ``W_std``
+        (1) and ``b_std`` (1).
+      training: full-batch Adam from the initialisation (``ntkbo.parts.Training``):
+        ``num_steps`` (500), ``learning_rate`` (``1e-2``; NeuralLinTS's ``1e-3``) and
+        ``weight_decay`` (``1e-4``; DNGO's 0).
+      search: the acquisition's maximisation (``ntkbo.parts.Search``,
+        ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` (1024; NeuralLinTS's 10),
+        ``num_restarts`` (4; NeuralLinTS's 10), ``num_steps`` of ascent per start (30;
+        NeuralLinTS's 500) and ``method`` (``"pgd"``).
+      acquisition: ``"ei"`` (DNGO) or ``"ts"`` (NeuralLinTS).
+      prior_precision, noise_precision: the papers' ``alpha`` and ``beta`` (numbers ``> 0``) or
+        ``"evidence"`` (named apart from the exploration weight ``beta`` of the other
+        algorithms).
+      num_evidence_iters: MacKay fixed-point iterations.
+      q: points per suggest (the batch rule above).
+      y_transform: the output warp before standardisation
+        (``ntkbo.algorithms.observations.transform_outputs``): ``"standardize"`` (none, DNGO),
+        ``"log"`` or ``"rank"``.
+
+    Returns:
+      An ``ntkbo.Algorithm``; ``suggest`` returns ``(x (q, d), info)``, ``info`` a
+      :class:`NeuralLinearSuggestInfo` for EI, a :class:`NeuralLinearThompsonInfo` for TS:
+      ``acq_value``, ``mean``, ``std`` ``(q,)`` (the latent posterior at ``x``, standardised units;
+      for EI with ``q > 1``, after the believed points before it), ``alpha``, ``beta``;
+      ``update`` returns ``(state, ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``,
+      ``train_ok``).
+
+    Raises:
+      ValueError: an invalid argument, naming it.
+    """
+    return _neural_linear(**LAYOUT.flatten(locals(), "neural_linear"))

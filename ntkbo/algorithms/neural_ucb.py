@@ -54,7 +54,7 @@ from ntkbo.base import Algorithm
 from ntkbo.feature_gp import DiagU, dual_factor, variance_diag, variance_dual
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, gd_learning_rate, train
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
                               check_positive)
 
@@ -438,6 +438,56 @@ def _neural_ucb(
     jitter: float | None = None,
     y_transform: str = "standardize",
 ) -> Algorithm:
+    """``neural_ucb`` with its flat options (``LAYOUT`` places them in the parts)."""
+    return _make("ucb", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
+                 W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
+                 learning_rate=learning_rate, q=q, input_map=input_map,
+                 num_candidates=num_candidates, num_restarts=num_restarts,
+                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter,
+                 y_transform=y_transform)
+
+
+def _neural_ts(
+    *,
+    width: int = 20,
+    depth: int = 1,
+    lam: float = 0.01,
+    nu: float | str = "by_dimension",
+    activation="relu",
+    W_std=math.sqrt(2.0),
+    b_std=None,
+    u: str = "full",
+    num_steps: int = 100,
+    learning_rate: float | None = None,
+    q: int = 1,
+    input_map: str = "sphere",
+    num_candidates: int = 2048,
+    num_restarts: int = 1,
+    jitter: float | None = None,
+    y_transform: str = "standardize",
+) -> Algorithm:
+    """``neural_ts`` with its flat options (``TS_LAYOUT`` places them in the parts)."""
+    return _make("ts", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
+                 W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
+                 learning_rate=learning_rate, q=q, input_map=input_map,
+                 num_candidates=num_candidates, num_restarts=num_restarts, num_acq_steps=0,
+                 acq_method="none", jitter=jitter, y_transform=y_transform)
+
+
+@composed(_neural_ucb, LAYOUT)
+def neural_ucb(
+    *,
+    network: PartOption = None,
+    lam: float = 0.01,
+    nu: float | str = "by_dimension",
+    u: str = "full",
+    training: PartOption = None,
+    q: int = 1,
+    input_map: str = "sphere",
+    search: PartOption = None,
+    jitter: float | None = None,
+    y_transform: str = "standardize",
+) -> Algorithm:
     """NeuralUCB (Zhou et al. 2020, Algorithm 1; formulas, conventions and defaults in the module
     docstring).
 
@@ -504,30 +554,20 @@ def _neural_ucb(
     Raises:
       ValueError: an invalid argument, naming it.
     """
-    return _make("ucb", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
-                 W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
-                 learning_rate=learning_rate, q=q, input_map=input_map,
-                 num_candidates=num_candidates, num_restarts=num_restarts,
-                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter,
-                 y_transform=y_transform)
+    return _neural_ucb(**LAYOUT.flatten(locals(), "neural_ucb"))
 
 
-def _neural_ts(
+@composed(_neural_ts, TS_LAYOUT)
+def neural_ts(
     *,
-    width: int = 20,
-    depth: int = 1,
+    network: PartOption = None,
     lam: float = 0.01,
     nu: float | str = "by_dimension",
-    activation="relu",
-    W_std=math.sqrt(2.0),
-    b_std=None,
     u: str = "full",
-    num_steps: int = 100,
-    learning_rate: float | None = None,
+    training: PartOption = None,
     q: int = 1,
     input_map: str = "sphere",
-    num_candidates: int = 2048,
-    num_restarts: int = 1,
+    search: PartOption = None,
     jitter: float | None = None,
     y_transform: str = "standardize",
 ) -> Algorithm:
@@ -546,12 +586,4 @@ def _neural_ts(
       lam, nu, u, q, input_map, jitter, y_transform: as :func:`neural_ucb`'s (``nu`` STO-BNTS's
         1.0, ``lam`` 0.001, ``u`` ``"diag"``).
     """
-    return _make("ts", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
-                 W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
-                 learning_rate=learning_rate, q=q, input_map=input_map,
-                 num_candidates=num_candidates, num_restarts=num_restarts, num_acq_steps=0,
-                 acq_method="none", jitter=jitter, y_transform=y_transform)
-
-
-neural_ucb = grouped(_neural_ucb, LAYOUT)
-neural_ts = grouped(_neural_ts, TS_LAYOUT)
+    return _neural_ts(**TS_LAYOUT.flatten(locals(), "neural_ts"))

@@ -50,7 +50,7 @@ from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import as_kernel, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, train
 from ntkbo.optimize import maximize_acquisition
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.pde import Pde
 from ntkbo.validation import check_choice, check_int, check_positive
 
@@ -533,94 +533,7 @@ def _pinn_bo(
     acq_steps: int = 20,
     method: str = "pgd",
 ) -> Algorithm:
-    """PINN-BO: the network model of the module docstring (Algorithm 4).
-
-    The loss is Eq. (5.1) of the module docstring (``ntkbo`` halves the whole loss, as
-    ``neural_bo.train`` does). ``N[h]`` is computed by automatic differentiation of the network in
-    its input (``Problem.pde.operator``), with the chain rule through the map of the box to the
-    network's input cube (the authors' code skipped it). ``training.loss_reduction="sum"`` (Eq.
-    5.1: ``w_u = w_r = 1``) or ``"mean"`` (the code: ``MSE_data + MSE_residual``, ``w_u = 1 / t``,
-    ``w_r = weight / (N_r r)`` for ``r`` equations per point, ``weight`` the residuals' weight);
-    with ``"sum"``, ``w_r = weight``. ``residuals.weight=0`` removes the PDE data (the network then
-    fits the data only). The query is greedy (Algorithm 4 lines 5-6):
-    ``x_t = argmin_x h(x; theta_{t-1})``, found by ``ntkbo.optimize`` (Sobol candidates, the best
-    observed points and their perturbations, then projected gradient descent, since ``h`` is
-    smooth; the code's Adam refinement received no gradient). The thesis justifies the greedy rule
-    as Thompson sampling: in the infinite-width limit, a network trained from its random
-    ``theta_0`` on the ``nu``-scaled loss is a draw from ``GP(mu_t, nu^2 sigma_t^2)`` (Lemma
-    5.3.4); at a finite width it is only approximately one. ``theta_0`` is drawn once in ``init``
-    (Algorithm 4 line 1) and training restarts from it every round unless
-    ``training.warm_start=True`` (the code).
-
-    Units. Inputs: the box is mapped to ``[-1, 1]^d``
-    (``c(x) = 2 (x - lower) / (upper - lower) - 1``), the network sees ``c(x)`` and operators are
-    applied to ``x -> h(c(x))`` in the original coordinates. Outputs: observations are standardised,
-    ``f = m + s f_s`` (``m``, ``s`` the mean and std of the valid ``y``), and since ``N`` is linear
-    the PDE data become ``N[f_s] = (u - N[m]) / s`` (``N[m]`` is ``N`` applied to the constant
-    ``m``: non-zero for the operators containing ``f`` itself).
-
-    Defaults and deviations:
-
-    * Network: ``depth=2`` hidden layers of ``width=64``, activation ``"erf"``, biases
-      ``b_std=0.1`` (the ``network`` part). The thesis grid-searches width in ``{100, 200, 500}`` and depth in
-      ``{2, 3, 4}`` per function on 50 initial points (its depth ``L`` counts the weight matrices: 1
-      to 3 hidden layers); the code uses tanh (e.g. 4 ``Linear`` layers of 50, 3 hidden). ``tanh``
-      has no closed-form NTK, so ntkbo uses ``erf`` (the same sigmoid shape) for both models; pass
-      ``network={"activation": "gelu"}`` etc.
-    * Training (the ``training`` part): Adam (the code; the thesis says (S)GD with ExponentialLR
-      0.95), ``learning_rate=1e-2``, ``num_steps=200`` per update, every update (the code's setting
-      for DropWave, heat and the beam; the thesis says every 10 iterations), from ``theta_0``
-      (``warm_start=False``), ``lam=0`` (the thesis has no regulariser; the code uses weight decay,
-      ``reg_center="zero"`` with ``lam > 0``).
-    * ``nu``: a constant (``1``, the code: ``exploration_coeff = 1``) or a function of ``t``. The
-      thesis's ``nu_t = B + R~ sqrt(2 gamma_t - 2 I(f; Y_t; U_r) + log 1/delta)`` needs the RKHS
-      norm bound ``B``, the sub-Gaussian constants and the maximal information gain ``gamma_t``,
-      none of which is known for a black box; ``pinn_ntk_gp(nu="thesis", B=, R1=, R2=, delta=)``
-      evaluates it with ``gamma_t`` replaced by the information gain of the observed points
-      ``I(f; Y_t)`` (the first bound of Lemma 5.3.8), i.e.
-      ``nu_t = B + R~ sqrt(2 I(f; Y_t | U_r) + log 1/delta)``.
-    * PDE data: ``residuals.num_points`` (``N_r``) uniform points of the box drawn in ``init`` (the
-      code draws 40,000 uniform points; 64 here by default, for cost), with ``u_j = g(z_j)`` exact
-      (``g`` is cheap; ``residuals.noise_std`` adds the thesis's ``eta``).
-    * Presets (:data:`PRESETS_BY_NAME`): ``pinn_bo(pde, preset="paper")`` (the thesis) and
-      ``preset="authors"`` (the released code), ``pinn_ntk_gp(pde, preset="paper")``.
-
-    The measurements on Cosine Mixture, Styblinski-Tang, DropWave and heat are in
-    docs/decisions.md (2026-11-22).
-
-    Args:
-      pde: the equation ``N[f] = g`` (``problem.pde``); required, since ``init`` only sees the box.
-      network: the network ``h`` (``ntkbo.parts.Network``, NTK parameterisation,
-        ``ntkbo.kernels.mlp``): ``width`` ``m`` (64; paper 100), ``depth`` hidden layers (2; paper
-        1), ``activation`` (``"erf"``; a smooth one of ``ntkbo.kernels.ACTIVATIONS``: ReLU's
-        second derivative is zero almost everywhere, so second-order operators need smooth
-        ones), ``W_std`` (1.0), ``b_std`` (0.1; paper ``None``, no biases).
-      residuals: the PDE data (``ntkbo.parts.Residuals``): ``num_points`` ``N_r`` (64), drawn
-        uniformly in the box in ``init``; ``noise_std`` (0.0: exact ``g``), the std of the noise
-        ``eta`` on ``u_j = g(z_j) + eta``; ``weight`` ``alpha_r`` (1.0, as the code), the weight
-        of the residual term.
-      nu: ``nu_t``: a positive number (code: 1) or a function of the observation count.
-      lam: penalty ``lam |theta - center|^2 / 2`` (default and thesis: none, 0).
-      training: the training of each update (``ntkbo.parts.Training``): ``loss_reduction``
-        (``"mean"``, the code: mean data error + ``weight`` times the mean residual error; paper
-        ``"sum"``, Eq. 5.1), ``reg_center`` (``"init"``, ``theta_0``; or ``"zero"``, weight decay,
-        as the code's Adam), ``optimizer`` (``"adam"``, the code; paper ``"gd"``, (S)GD without
-        the scheduler), ``learning_rate`` (1e-2; the code: 1e-3 to 2e-2 per problem),
-        ``num_steps`` per update (200; paper 100 epochs; the code: 100 to 500, full batch here),
-        ``warm_start`` (``False``: from ``theta_0``; ``True``: from ``theta_{t-1}``, the code).
-      search: ``ntkbo.optimize.maximize_acquisition`` of ``-h`` (``ntkbo.parts.Search``):
-        ``num_candidates`` (1024), ``num_restarts`` (4), ``num_steps`` (20), ``method``
-        (``"pgd"``; ``"none"``: the code's pure candidate search).
-
-    Returns:
-      ``Algorithm``; ``suggest`` returns ``(x (1, d), info)`` with ``info`` a
-      :class:`PinnBOSuggestInfo` (``mean``: ``h`` at ``x``, standardised units, ``(1,)``;
-      ``duplicates_replaced``); ``update`` returns ``(state,
-      ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``, ``train_ok`` ``()``).
-
-    Raises:
-      ValueError: an invalid argument, naming it.
-    """
+    """``pinn_bo`` with its flat options (``LAYOUT`` places them in the parts)."""
     pde = _check_common(pde, width, depth, activation, W_std, b_std, num_residuals, rhs_noise_std,
                         num_candidates, num_restarts, acq_steps, method)
     check_choice("loss", loss, LOSSES)
@@ -744,46 +657,7 @@ def _pinn_ntk_gp(
     method: Optional[str] = None,
     jitter: Optional[float] = None,
 ) -> Algorithm:
-    """The infinite-width PINN-BO: a GP on the analytic NTK of ``pinn_bo``'s network (the limit of
-    its empirical NTK as the width grows), conditioned on ``f`` observations and PDE data
-    (Definition 5.3.1 and Lemma 5.3.4).
-
-    The blocks of the module docstring are obtained by automatic differentiation of ``k`` in its
-    inputs (``pinn_kernels``; ``N`` must be
-    linear, as the theory assumes). The posterior (Lemma 5.3.4 in kernel form)::
-
-        mu(x)      = [K_ur(x, Z)  K_uu(x, X)] Khat^-1 [U; Y]
-        sigma^2(x) = k(x, x) - [K_ur(x, Z)  K_uu(x, X)] Khat^-1 [.]^T,
-        Khat       = [[K_rr + lam2 I, K_ru], [K_ur, K_uu + lam1 I]]
-
-    and the acquisition is ``"ts"`` (Thompson: the minimiser of a draw ``mu + nu sigma eps``,
-    independent per candidate as in NeuralBO), ``"lcb"`` (``mu - nu sigma``) or ``"mean"`` (greedy).
-    The interaction information ``I(f; Y_t; U_r)`` of Lemma 5.3.6 is ``interaction_information``.
-
-    Args:
-      pde: the linear equation ``N[f] = g`` (``problem.pde``).
-      network: the network whose NTK is the kernel (``ntkbo.parts.Network``; smooth activation):
-        ``depth`` (2; paper 1), ``activation`` (``"erf"``), ``W_std`` (1.0), ``b_std`` (0.1;
-        paper ``None``).
-      lam1, lam2: noise variances of the (standardised) observations and of the PDE data.
-      residuals: the PDE data (``ntkbo.parts.Residuals``): ``num_points`` ``N_r`` (32; the joint
-        Gram matrix is ``(N_r r + C)`` square), ``noise_std`` (0.0), the std of the noise on
-        ``g``.
-      acquisition: ``"ts"`` (independent per-candidate draws, no refinement), ``"lcb"`` or ``"mean"``.
-      nu: exploration scale: a number, a function of ``t``, or ``"thesis"``: ``B + R~ sqrt(2 I(f;
-        Y_t | U_r) + log(1 / delta))`` with ``R~ = sqrt((R1/lam1)^2 + (R2/lam2)^2)`` (Algorithm 4
-        line 4 with ``gamma_t`` replaced by ``I(f; Y_t)``, ``pinn_bo``).
-      B, R1, R2, delta: the constants of ``nu="thesis"``.
-      search: the acquisition optimiser (``ntkbo.optimize``, ``ntkbo.parts.Search``):
-        ``num_candidates`` (1024), ``num_restarts`` (4), ``num_steps`` (20), ``method`` (the
-        refinement; ``None``: ``"none"`` for ``"ts"``, ``"pgd"`` otherwise), ``jitter``
-        (relative Cholesky jitter; ``None``: ``ntkbo.gp.default_jitter``).
-
-    Returns:
-      ``Algorithm``; ``suggest``'s ``info`` is a :class:`PinnGPSuggestInfo`: ``mean``, ``std``
-      ``(1,)`` at the query (standardised units, ``std`` includes ``nu``), ``nu`` and
-      ``interaction_gain`` ``= I(f; Y_t | U_r)``; ``update``'s is ``NoInfo``.
-    """
+    """``pinn_ntk_gp`` with its flat options (``NTK_GP_LAYOUT`` places them in the parts)."""
     method = method or ("none" if acquisition == "ts" else "pgd")
     pde = _check_common(pde, 1, depth, activation, W_std, b_std, num_residuals, rhs_noise_std,
                         num_candidates, num_restarts, acq_steps, method)
@@ -874,5 +748,162 @@ def _pinn_ntk_gp(
     return Algorithm(init, suggest, update)
 
 
-pinn_bo = grouped(_pinn_bo, LAYOUT)
-pinn_ntk_gp = grouped(_pinn_ntk_gp, NTK_GP_LAYOUT)
+@composed(_pinn_bo, LAYOUT)
+def pinn_bo(
+    pde: Pde,
+    *,
+    network: PartOption = None,
+    residuals: PartOption = None,
+    training: PartOption = None,
+    nu: Union[float, Callable[[Array], Array]] = 1.0,
+    lam: float = 0.0,
+    search: PartOption = None,
+) -> Algorithm:
+    """PINN-BO: the network model of the module docstring (Algorithm 4).
+
+    The loss is Eq. (5.1) of the module docstring (``ntkbo`` halves the whole loss, as
+    ``neural_bo.train`` does). ``N[h]`` is computed by automatic differentiation of the network in
+    its input (``Problem.pde.operator``), with the chain rule through the map of the box to the
+    network's input cube (the authors' code skipped it). ``training.loss_reduction="sum"`` (Eq.
+    5.1: ``w_u = w_r = 1``) or ``"mean"`` (the code: ``MSE_data + MSE_residual``, ``w_u = 1 / t``,
+    ``w_r = weight / (N_r r)`` for ``r`` equations per point, ``weight`` the residuals' weight);
+    with ``"sum"``, ``w_r = weight``. ``residuals.weight=0`` removes the PDE data (the network then
+    fits the data only). The query is greedy (Algorithm 4 lines 5-6):
+    ``x_t = argmin_x h(x; theta_{t-1})``, found by ``ntkbo.optimize`` (Sobol candidates, the best
+    observed points and their perturbations, then projected gradient descent, since ``h`` is
+    smooth; the code's Adam refinement received no gradient). The thesis justifies the greedy rule
+    as Thompson sampling: in the infinite-width limit, a network trained from its random
+    ``theta_0`` on the ``nu``-scaled loss is a draw from ``GP(mu_t, nu^2 sigma_t^2)`` (Lemma
+    5.3.4); at a finite width it is only approximately one. ``theta_0`` is drawn once in ``init``
+    (Algorithm 4 line 1) and training restarts from it every round unless
+    ``training.warm_start=True`` (the code).
+
+    Units. Inputs: the box is mapped to ``[-1, 1]^d``
+    (``c(x) = 2 (x - lower) / (upper - lower) - 1``), the network sees ``c(x)`` and operators are
+    applied to ``x -> h(c(x))`` in the original coordinates. Outputs: observations are standardised,
+    ``f = m + s f_s`` (``m``, ``s`` the mean and std of the valid ``y``), and since ``N`` is linear
+    the PDE data become ``N[f_s] = (u - N[m]) / s`` (``N[m]`` is ``N`` applied to the constant
+    ``m``: non-zero for the operators containing ``f`` itself).
+
+    Defaults and deviations:
+
+    * Network: ``depth=2`` hidden layers of ``width=64``, activation ``"erf"``, biases
+      ``b_std=0.1`` (the ``network`` part). The thesis grid-searches width in ``{100, 200, 500}`` and depth in
+      ``{2, 3, 4}`` per function on 50 initial points (its depth ``L`` counts the weight matrices: 1
+      to 3 hidden layers); the code uses tanh (e.g. 4 ``Linear`` layers of 50, 3 hidden). ``tanh``
+      has no closed-form NTK, so ntkbo uses ``erf`` (the same sigmoid shape) for both models; pass
+      ``network={"activation": "gelu"}`` etc.
+    * Training (the ``training`` part): Adam (the code; the thesis says (S)GD with ExponentialLR
+      0.95), ``learning_rate=1e-2``, ``num_steps=200`` per update, every update (the code's setting
+      for DropWave, heat and the beam; the thesis says every 10 iterations), from ``theta_0``
+      (``warm_start=False``), ``lam=0`` (the thesis has no regulariser; the code uses weight decay,
+      ``reg_center="zero"`` with ``lam > 0``).
+    * ``nu``: a constant (``1``, the code: ``exploration_coeff = 1``) or a function of ``t``. The
+      thesis's ``nu_t = B + R~ sqrt(2 gamma_t - 2 I(f; Y_t; U_r) + log 1/delta)`` needs the RKHS
+      norm bound ``B``, the sub-Gaussian constants and the maximal information gain ``gamma_t``,
+      none of which is known for a black box; ``pinn_ntk_gp(nu="thesis", B=, R1=, R2=, delta=)``
+      evaluates it with ``gamma_t`` replaced by the information gain of the observed points
+      ``I(f; Y_t)`` (the first bound of Lemma 5.3.8), i.e.
+      ``nu_t = B + R~ sqrt(2 I(f; Y_t | U_r) + log 1/delta)``.
+    * PDE data: ``residuals.num_points`` (``N_r``) uniform points of the box drawn in ``init`` (the
+      code draws 40,000 uniform points; 64 here by default, for cost), with ``u_j = g(z_j)`` exact
+      (``g`` is cheap; ``residuals.noise_std`` adds the thesis's ``eta``).
+    * Presets (:data:`PRESETS_BY_NAME`): ``pinn_bo(pde, preset="paper")`` (the thesis) and
+      ``preset="authors"`` (the released code), ``pinn_ntk_gp(pde, preset="paper")``.
+
+    The measurements on Cosine Mixture, Styblinski-Tang, DropWave and heat are in
+    docs/decisions.md (2026-11-22).
+
+    Args:
+      pde: the equation ``N[f] = g`` (``problem.pde``); required, since ``init`` only sees the box.
+      network: the network ``h`` (``ntkbo.parts.Network``, NTK parameterisation,
+        ``ntkbo.kernels.mlp``): ``width`` ``m`` (64; paper 100), ``depth`` hidden layers (2; paper
+        1), ``activation`` (``"erf"``; a smooth one of ``ntkbo.kernels.ACTIVATIONS``: ReLU's
+        second derivative is zero almost everywhere, so second-order operators need smooth
+        ones), ``W_std`` (1.0), ``b_std`` (0.1; paper ``None``, no biases).
+      residuals: the PDE data (``ntkbo.parts.Residuals``): ``num_points`` ``N_r`` (64), drawn
+        uniformly in the box in ``init``; ``noise_std`` (0.0: exact ``g``), the std of the noise
+        ``eta`` on ``u_j = g(z_j) + eta``; ``weight`` ``alpha_r`` (1.0, as the code), the weight
+        of the residual term.
+      nu: ``nu_t``: a positive number (code: 1) or a function of the observation count.
+      lam: penalty ``lam |theta - center|^2 / 2`` (default and thesis: none, 0).
+      training: the training of each update (``ntkbo.parts.Training``): ``loss_reduction``
+        (``"mean"``, the code: mean data error + ``weight`` times the mean residual error; paper
+        ``"sum"``, Eq. 5.1), ``reg_center`` (``"init"``, ``theta_0``; or ``"zero"``, weight decay,
+        as the code's Adam), ``optimizer`` (``"adam"``, the code; paper ``"gd"``, (S)GD without
+        the scheduler), ``learning_rate`` (1e-2; the code: 1e-3 to 2e-2 per problem),
+        ``num_steps`` per update (200; paper 100 epochs; the code: 100 to 500, full batch here),
+        ``warm_start`` (``False``: from ``theta_0``; ``True``: from ``theta_{t-1}``, the code).
+      search: ``ntkbo.optimize.maximize_acquisition`` of ``-h`` (``ntkbo.parts.Search``):
+        ``num_candidates`` (1024), ``num_restarts`` (4), ``num_steps`` (20), ``method``
+        (``"pgd"``; ``"none"``: the code's pure candidate search).
+
+    Returns:
+      ``Algorithm``; ``suggest`` returns ``(x (1, d), info)`` with ``info`` a
+      :class:`PinnBOSuggestInfo` (``mean``: ``h`` at ``x``, standardised units, ``(1,)``;
+      ``duplicates_replaced``); ``update`` returns ``(state,
+      ntkbo.nets.TrainInfo)`` (``train_loss`` ``(2,)``, ``train_ok`` ``()``).
+
+    Raises:
+      ValueError: an invalid argument, naming it.
+    """
+    return _pinn_bo(**LAYOUT.flatten(locals(), "pinn_bo"))
+
+
+@composed(_pinn_ntk_gp, NTK_GP_LAYOUT)
+def pinn_ntk_gp(
+    pde: Pde,
+    *,
+    network: PartOption = None,
+    lam1: float = 1e-2,
+    lam2: float = 1e-4,
+    residuals: PartOption = None,
+    acquisition: str = "ts",
+    nu: Union[float, str, Callable[[Array], Array]] = 1.0,
+    B: float = 1.0,
+    R1: float = 0.1,
+    R2: float = 0.01,
+    delta: float = 0.1,
+    search: PartOption = None,
+) -> Algorithm:
+    """The infinite-width PINN-BO: a GP on the analytic NTK of ``pinn_bo``'s network (the limit of
+    its empirical NTK as the width grows), conditioned on ``f`` observations and PDE data
+    (Definition 5.3.1 and Lemma 5.3.4).
+
+    The blocks of the module docstring are obtained by automatic differentiation of ``k`` in its
+    inputs (``pinn_kernels``; ``N`` must be
+    linear, as the theory assumes). The posterior (Lemma 5.3.4 in kernel form)::
+
+        mu(x)      = [K_ur(x, Z)  K_uu(x, X)] Khat^-1 [U; Y]
+        sigma^2(x) = k(x, x) - [K_ur(x, Z)  K_uu(x, X)] Khat^-1 [.]^T,
+        Khat       = [[K_rr + lam2 I, K_ru], [K_ur, K_uu + lam1 I]]
+
+    and the acquisition is ``"ts"`` (Thompson: the minimiser of a draw ``mu + nu sigma eps``,
+    independent per candidate as in NeuralBO), ``"lcb"`` (``mu - nu sigma``) or ``"mean"`` (greedy).
+    The interaction information ``I(f; Y_t; U_r)`` of Lemma 5.3.6 is ``interaction_information``.
+
+    Args:
+      pde: the linear equation ``N[f] = g`` (``problem.pde``).
+      network: the network whose NTK is the kernel (``ntkbo.parts.Network``; smooth activation):
+        ``depth`` (2; paper 1), ``activation`` (``"erf"``), ``W_std`` (1.0), ``b_std`` (0.1;
+        paper ``None``).
+      lam1, lam2: noise variances of the (standardised) observations and of the PDE data.
+      residuals: the PDE data (``ntkbo.parts.Residuals``): ``num_points`` ``N_r`` (32; the joint
+        Gram matrix is ``(N_r r + C)`` square), ``noise_std`` (0.0), the std of the noise on
+        ``g``.
+      acquisition: ``"ts"`` (independent per-candidate draws, no refinement), ``"lcb"`` or ``"mean"``.
+      nu: exploration scale: a number, a function of ``t``, or ``"thesis"``: ``B + R~ sqrt(2 I(f;
+        Y_t | U_r) + log(1 / delta))`` with ``R~ = sqrt((R1/lam1)^2 + (R2/lam2)^2)`` (Algorithm 4
+        line 4 with ``gamma_t`` replaced by ``I(f; Y_t)``, ``pinn_bo``).
+      B, R1, R2, delta: the constants of ``nu="thesis"``.
+      search: the acquisition optimiser (``ntkbo.optimize``, ``ntkbo.parts.Search``):
+        ``num_candidates`` (1024), ``num_restarts`` (4), ``num_steps`` (20), ``method`` (the
+        refinement; ``None``: ``"none"`` for ``"ts"``, ``"pgd"`` otherwise), ``jitter``
+        (relative Cholesky jitter; ``None``: ``ntkbo.gp.default_jitter``).
+
+    Returns:
+      ``Algorithm``; ``suggest``'s ``info`` is a :class:`PinnGPSuggestInfo`: ``mean``, ``std``
+      ``(1,)`` at the query (standardised units, ``std`` includes ``nu``), ``nu`` and
+      ``interaction_gain`` ``= I(f; Y_t | U_r)``; ``update``'s is ``NoInfo``.
+    """
+    return _pinn_ntk_gp(**NTK_GP_LAYOUT.flatten(locals(), "pinn_ntk_gp"))

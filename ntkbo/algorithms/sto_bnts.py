@@ -59,7 +59,7 @@ from ntkbo import optimize
 from ntkbo.algorithms.observations import best_points, embed_inputs, from_unit, unit_view
 from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import mlp, mlp_spec
-from ntkbo.parts import Layout, grouped
+from ntkbo.parts import Layout, PartOption, composed
 # The members' numerics live in the networks layer; their names stay importable from here.
 from ntkbo.nets import (LM_DAMPING, MEMBER_OPTIMIZERS, Params, draw_params, jvp_term,
                         linear_member_fn, linear_solve, linearized_member_fn, member_fn,
@@ -414,6 +414,60 @@ def _sto_bnts(
     jitter: float | None = None,
     input_map: str = "sphere",
 ) -> Algorithm:
+    """``sto_bnts`` with its flat options (``LAYOUT`` places them in the parts)."""
+    return _make(False, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
+                 beta=beta,
+                 perturb_targets=perturb_targets, activation=activation, W_std=W_std, b_std=b_std,
+                 parameterization=parameterization, optimizer=optimizer, num_steps=num_steps,
+                 learning_rate=learning_rate, loss_reduction=loss_reduction, fixed_key=fixed_key,
+                 num_candidates=num_candidates, num_restarts=num_restarts,
+                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter, tol=tol)
+
+
+def _sto_bnts_linear(
+    *,
+    width: int = 256,
+    depth: int = 2,
+    q: int = 1,
+    sigma: float = 0.1,
+    beta: BetaSpec = 1.0,
+    perturb_targets: bool = False,
+    activation="relu",
+    W_std="paper",
+    b_std=None,
+    parameterization: str = "ntk",
+    fixed_key: bool = False,
+    num_candidates: int = 1024,
+    num_restarts: int = 4,
+    num_acq_steps: int = 30,
+    acq_method: str = "pgd",
+    jitter: float | None = None,
+    input_map: str = "sphere",
+) -> Algorithm:
+    """``sto_bnts_linear`` with its flat options (``LAYOUT_LINEAR`` places them in the parts)."""
+    return _make(True, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
+                 beta=beta,
+                 perturb_targets=perturb_targets, activation=activation, W_std=W_std, b_std=b_std,
+                 parameterization=parameterization, optimizer="levenberg_marquardt", num_steps=None,
+                 learning_rate=None, loss_reduction="sum", fixed_key=fixed_key,
+                 num_candidates=num_candidates, num_restarts=num_restarts,
+                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter)
+
+
+@composed(_sto_bnts, LAYOUT)
+def sto_bnts(
+    *,
+    network: PartOption = None,
+    q: int = 1,
+    sigma: float = 0.1,
+    beta: BetaSpec = 1.0,
+    perturb_targets: bool = False,
+    training: PartOption = None,
+    fixed_key: bool = False,
+    search: PartOption = None,
+    jitter: float | None = None,
+    input_map: str = "sphere",
+) -> Algorithm:
     """STO-BNTS (Algorithm 1; the formulas and the sign convention in the module docstring).
 
     Outputs are standardised over the valid observations (mean 0, std 1) before training, so
@@ -490,32 +544,19 @@ def _sto_bnts(
     Raises:
       ValueError: an invalid argument, naming it.
     """
-    return _make(False, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
-                 beta=beta,
-                 perturb_targets=perturb_targets, activation=activation, W_std=W_std, b_std=b_std,
-                 parameterization=parameterization, optimizer=optimizer, num_steps=num_steps,
-                 learning_rate=learning_rate, loss_reduction=loss_reduction, fixed_key=fixed_key,
-                 num_candidates=num_candidates, num_restarts=num_restarts,
-                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter, tol=tol)
+    return _sto_bnts(**LAYOUT.flatten(locals(), "sto_bnts"))
 
 
-def _sto_bnts_linear(
+@composed(_sto_bnts_linear, LAYOUT_LINEAR)
+def sto_bnts_linear(
     *,
-    width: int = 256,
-    depth: int = 2,
+    network: PartOption = None,
     q: int = 1,
     sigma: float = 0.1,
     beta: BetaSpec = 1.0,
     perturb_targets: bool = False,
-    activation="relu",
-    W_std="paper",
-    b_std=None,
-    parameterization: str = "ntk",
     fixed_key: bool = False,
-    num_candidates: int = 1024,
-    num_restarts: int = 4,
-    num_acq_steps: int = 30,
-    acq_method: str = "pgd",
+    search: PartOption = None,
     jitter: float | None = None,
     input_map: str = "sphere",
 ) -> Algorithm:
@@ -528,14 +569,4 @@ def _sto_bnts_linear(
     :class:`StoBntsSuggestInfo`; ``train_loss``/``train_grad_norm`` check the closed form (the
     gradient vanishes to rounding).
     """
-    return _make(True, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
-                 beta=beta,
-                 perturb_targets=perturb_targets, activation=activation, W_std=W_std, b_std=b_std,
-                 parameterization=parameterization, optimizer="levenberg_marquardt", num_steps=None,
-                 learning_rate=None, loss_reduction="sum", fixed_key=fixed_key,
-                 num_candidates=num_candidates, num_restarts=num_restarts,
-                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter)
-
-
-sto_bnts = grouped(_sto_bnts, LAYOUT)
-sto_bnts_linear = grouped(_sto_bnts_linear, LAYOUT_LINEAR)
+    return _sto_bnts_linear(**LAYOUT_LINEAR.flatten(locals(), "sto_bnts_linear"))
