@@ -153,8 +153,8 @@ def test_runs_vmapped_and_deterministic(vmapped, branin):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(acquisition="ucb"), "acquisition"), (dict(alpha=0.0), "alpha"),
-    (dict(beta="ml"), "beta"), (dict(network=dict(width=0)), "width"), (dict(q=0), "q"),
+    (dict(acquisition="ucb"), "acquisition"), (dict(prior_precision=0.0), "prior_precision"),
+    (dict(noise_precision="ml"), "noise_precision"), (dict(network=dict(width=0)), "width"), (dict(q=0), "q"),
     (dict(training=dict(learning_rate=-1.0)), "learning_rate"),
     (dict(num_evidence_iters=0), "num_evidence"),
     (dict(network=dict(activation="nope")), "activation"),
