@@ -72,7 +72,8 @@ class Part:
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Network(Part):
-    """A fully-connected network: ``depth`` hidden layers of ``width`` units.
+    """A fully-connected network: ``depth`` hidden layers of ``width`` units. The kernels take it
+    too: ``ntkbo.kernels.network_mlp(network)`` is ``ntkbo.kernels.mlp`` with these fields.
 
     Attributes:
       width: hidden width ``m``.

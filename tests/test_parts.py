@@ -192,3 +192,39 @@ def test_a_public_factory_cannot_drift_from_its_implementation():
         @composed(plain, layout)
         def missing(*, network: PartOption = None):
             return plain(**layout.flatten(dict(network=network), "missing"))
+
+
+def test_a_network_part_is_what_the_kernels_take():
+    """``ntkbo.kernels.network_mlp(Network(...))`` is ``mlp`` with the same fields (the kernels
+    compared exactly), and ``ntk_gp`` given the network part suggests exactly what it suggests
+    given that kernel function as its custom network: one description of the architecture for
+    the kernels and the algorithms. Not vacuous: another ``W_std`` moves the suggestion."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from ntkbo.kernels import mlp, network_mlp
+
+    net = Network(depth=2, width=16, activation="erf", W_std=1.5, b_std=0.1)
+    x = jax.random.normal(jax.random.PRNGKey(0), (5, 3))
+    for get in ("nngp", "ntk"):
+        np.testing.assert_array_equal(network_mlp(net)[2](x, x, get),
+                                      mlp(2, 16, "erf", 1.5, 0.1)[2](x, x, get))
+    problem = ntkbo.benchmarks.get("branin")
+    design = jnp.array([[-2.0, 3.0], [4.0, 11.0], [8.0, 1.0]])
+    search = {"num_candidates": 64, "num_restarts": 2, "num_steps": 3}
+
+    def suggestion(network):
+        algo = A.ntk_gp(network=network, search=search)
+        state = algo.init(jax.random.PRNGKey(0), problem.bounds, 8)
+        state, _ = algo.update(state, design, problem.fn_batch(design))
+        return np.asarray(algo.suggest(jax.random.PRNGKey(1), state)[0])
+
+    fields = {k: v for k, v in net.given().items() if k != "width"}  # the NTK has no width
+    as_part = suggestion(fields)
+    np.testing.assert_array_equal(as_part, suggestion(network_mlp(net)[2]))
+    assert not np.array_equal(as_part, suggestion({**fields, "W_std": 1.0}))
+    with pytest.raises(ValueError, match="network.width"):
+        network_mlp(Network(depth=2))
+    with pytest.raises(ValueError, match="network.W_std"):
+        network_mlp(Network(depth=1, width=8, W_std="paper"))

@@ -23,6 +23,7 @@ from ntkbo.kernels import network as nets
 from ntkbo.kernels.activations import ActivationSpec
 from ntkbo.kernels.architecture import FloatOrSeq, OptFloatOrSeq, mlp_spec
 from ntkbo.kernels.native import kernel_fn_from_spec
+from ntkbo.parts import Network
 
 BACKENDS: tuple[str, ...] = ("native", "nt")
 
@@ -98,3 +99,26 @@ def mlp(
 
     init_fn.module = apply_fn.module = module
     return init_fn, apply_fn, kernel_fn_from_spec(spec)
+
+
+def network_mlp(network: Network, backend: str = "native"):
+    """``mlp`` for an ``ntkbo.parts.Network``, the network part the algorithms take:
+    ``mlp(network.depth, network.width, activation=..., W_std=..., b_std=...,
+    parameterization=..., backend=backend)``, a field left unset taking ``mlp``'s default.
+
+    Raises:
+      ValueError: naming the field: ``depth`` or ``width`` unset, ``W_std`` a named rule (such
+        as NeuralBO's ``"paper"``, which needs the input dimension: give the scales), or
+        ``input_scale`` set (not a field of an MLP).
+    """
+    given = network.given()
+    for name in ("depth", "width"):
+        if name not in given:
+            raise ValueError(f"network.{name}: required for a kernel, got none")
+    if isinstance(given.get("W_std"), str):
+        raise ValueError(f"network.W_std: expected scales, got the rule {given['W_std']!r} "
+                         "(it needs the input dimension)")
+    if "input_scale" in given:
+        raise ValueError("network.input_scale: not a field of an MLP")
+    options = {k: v for k, v in given.items() if k not in ("depth", "width")}
+    return mlp(given["depth"], given["width"], backend=backend, **options)
