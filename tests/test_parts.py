@@ -53,8 +53,9 @@ def test_every_plain_option_has_exactly_one_public_name(name):
 def test_one_field_one_meaning_across_factories():
     """A part's field stands for plain options whose names say the same thing in every factory:
     ``search.num_steps`` is an ascent's steps (``num_steps``, ``num_acq_steps``, ``acq_steps``),
-    never a training's. Mutation caught (checked): ``neural_bo``'s ``training.num_steps`` mapped
-    to ``num_acq_steps``."""
+    never a training's. Mutation caught (checked): ``neural_bo``'s ``training.num_steps`` and
+    ``search.num_steps`` swapped (each flat option still has one public name, so the import-time
+    check of ``composed`` passes it; mapping only one of them fails at import)."""
     seen: dict[tuple[str, str], set[str]] = {}
     for name in BASES:
         layout = A.layout(A._FACTORIES[name])
