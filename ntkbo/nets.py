@@ -5,10 +5,10 @@ and its training, which the neural algorithms share.
 (``ntkbo.kernels.mlp``'s ``init_fn`` and ``apply_fn`` are this network), so that the kernels
 package never imports a module above it; this module is their public name.
 
-``train`` is NeuralBO's TrainNN (Algorithm 2): full-batch gradient descent or Adam on the
-regularised squared loss, used by NeuralBO, Neural-CBO, NeuralUCB/TS, Neural-Linear, PINN-BO and
-the Neural Greedy family. ``paper_W_std`` gives NeuralBO's experimental network in ntkbo's NTK
-parameterisation.
+``train`` is NeuralBO's TrainNN (Algorithm 2): full-batch gradient descent, Adam or any
+``optax.GradientTransformation`` on the regularised squared loss, used by NeuralBO, Neural-CBO,
+NeuralUCB/TS, Neural-Linear, PINN-BO and the Neural Greedy family. ``paper_W_std`` gives
+NeuralBO's experimental network in ntkbo's NTK parameterisation.
 
 The sample-then-optimise members (Dai et al. 2022) are drawn and trained here too, shared by
 STO-BNTS, STO-BNTS-Linear and the Neural Greedy family's posterior draws: :func:`draw_params`,
@@ -20,7 +20,7 @@ closed-form minimiser :func:`linear_solve` and the trainer :func:`train_member`.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple, cast
+from typing import Any, Callable, NamedTuple, Union, cast
 
 import jax
 import jax.numpy as jnp
@@ -30,11 +30,12 @@ from jax.flatten_util import ravel_pytree
 from ntkbo import linalg
 from ntkbo.kernels.empirical import grad_features
 from ntkbo.kernels.network import MLP, Dense, _default_float  # noqa: F401  (re-exported)
+from ntkbo.parts import is_transformation
 
-__all__ = ["Dense", "LM_DAMPING", "MEMBER_OPTIMIZERS", "MLP", "TrainInfo", "draw_params",
-           "gd_learning_rate", "jvp_term", "linear_member_fn", "linear_solve",
-           "linearized_member_fn", "make_optimizer", "member_fn", "paper_W_std", "prior_variances",
-           "sto_loss", "target_noise", "train", "train_member", "trained_member_fn",
+__all__ = ["Dense", "LM_DAMPING", "MEMBER_OPTIMIZERS", "MLP", "TrainInfo", "check_optimizer",
+           "draw_params", "gd_learning_rate", "is_transformation", "jvp_term", "linear_member_fn",
+           "linear_solve", "linearized_member_fn", "make_optimizer", "member_fn", "paper_W_std",
+           "prior_variances", "sto_loss", "target_noise", "train", "train_member", "trained_member_fn",
            "zero_last_layer"]
 
 
@@ -52,6 +53,8 @@ class TrainInfo(NamedTuple):
 
 Array = jax.Array
 Params = Any
+#: A named optimiser or an optax one.
+Optimizer = Union[str, optax.GradientTransformation]
 
 
 def _sqnorm_diff(a: Params, b: Params) -> Array:
@@ -80,21 +83,36 @@ def gd_learning_rate(g_data: Array, mask: Array, lam, reduction: str = "sum") ->
     return 1.0 / (lam + tr)
 
 
-def make_optimizer(optimizer: str, learning_rate) -> optax.GradientTransformation:
-    """TrainNN's optax optimiser: ``"gd"`` (``optax.sgd``, no momentum: its state is empty) or
-    ``"adam"`` (``optax.adam``) with step ``learning_rate`` (a number or a traced scalar; the
-    state's structure does not depend on it)."""
-    return optax.sgd(learning_rate) if optimizer == "gd" else optax.adam(learning_rate)
+def check_optimizer(name: str, optimizer, choices, transformations: bool = True) -> None:
+    """``optimizer`` must be one of the names ``choices`` or, with ``transformations``, an
+    ``optax.GradientTransformation``; ``ValueError`` naming ``name`` otherwise."""
+    if transformations and is_transformation(optimizer):
+        return
+    if not isinstance(optimizer, str) or optimizer not in choices:
+        extra = " or an optax.GradientTransformation" if transformations else ""
+        raise ValueError(f"{name} must be one of {tuple(choices)}{extra}, got {optimizer!r}")
+
+
+def make_optimizer(optimizer: Optimizer, learning_rate) -> optax.GradientTransformation:
+    """TrainNN's optax optimiser: ``"gd"`` or ``"sgd"`` (``optax.sgd``, no momentum: its state is
+    empty) or ``"adam"`` (``optax.adam``) with step ``learning_rate`` (a number or a traced
+    scalar; the state's structure does not depend on it), or ``optimizer`` itself when it is an
+    ``optax.GradientTransformation`` (``learning_rate`` is then not used)."""
+    if is_transformation(optimizer):
+        return optimizer
+    return optax.adam(learning_rate) if optimizer == "adam" else optax.sgd(learning_rate)
 
 
 def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, mask: Array, lam,
-          learning_rate, num_steps: int, *, optimizer: str = "gd", reduction: str = "sum",
+          learning_rate, num_steps: int, *, optimizer: Optimizer = "gd", reduction: str = "sum",
           opt_state=None, return_opt_state: bool = False) -> tuple[Any, ...]:
     """TrainNN (Algorithm 2): ``num_steps`` full-batch steps on
     ``1/2 s sum_valid (h(z_i) - y_i)^2 + 1/2 lam |theta - center|^2`` from ``params_start``
     (``s = 1`` for ``reduction="sum"``, ``1/n`` for ``"mean"``), by gradient descent with step
-    ``learning_rate`` or by Adam, whose moments start from ``opt_state`` when given (a state of
-    ``make_optimizer(optimizer, .)``; the last training's, to continue it) and from zero otherwise.
+    ``learning_rate``, by Adam, or by an ``optax.GradientTransformation`` given as ``optimizer``
+    (:func:`make_optimizer`); the optimiser's state starts from ``opt_state`` when given (a state
+    of ``make_optimizer(optimizer, .)``; the last training's, to continue it) and from its
+    ``init`` otherwise.
 
     Returns:
       ``(params, loss_start, loss, ok)``: the iterate with the lowest loss (the last one whenever
@@ -267,7 +285,7 @@ def linearized_member_fn(apply_fn: ApplyFn, theta: Params, theta0: Params, theta
     return beta * (f0 + df)
 
 
-def trained_member_fn(optimizer: str) -> Callable:
+def trained_member_fn(optimizer: Optimizer) -> Callable:
     """The function of a member trained by ``optimizer`` (:func:`train_member`), with
     :func:`member_fn`'s signature: :func:`linearized_member_fn` for ``"linearized"`` (its parameters
     are the linearised network's), :func:`member_fn` (the network) otherwise."""
@@ -374,8 +392,8 @@ def linear_solve(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
 
 def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y: Array,
                  mask: Array, lam, prior_var: Params, beta: float | Array = 1.0, *,
-                 optimizer: str = "levenberg_marquardt", num_steps: int = 10, learning_rate=None,
-                 reduction: str = "sum", jitter=None, tol=None):
+                 optimizer: Optimizer = "levenberg_marquardt", num_steps: int = 10,
+                 learning_rate=None, reduction: str = "sum", jitter=None, tol=None):
     """Trains STO-BNTS's ``f~`` (:func:`member_fn`) from ``theta_0`` on loss (1).
 
     The paper trains the network "by gradient descent till convergence" (Algorithm 1, line 6);
@@ -414,6 +432,9 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
       code's ``1/2 mean_j (y_j - f~_j)^2 + 1/2 (lam / N) |th - theta_0|_P^2`` (the same
       minimiser); the authors' code runs ``learning_rate=1e-3, num_steps=10_000,
       reduction="mean"``.
+    * an ``optax.GradientTransformation``: ``num_steps`` of its steps on ``reduction``'s loss,
+      the lowest-loss iterate kept, as for ``"gd"`` (``learning_rate`` is not used: the
+      transformation carries its step).
     * ``"linearized"``: *not* Algorithm 1's training; the closed-form minimiser of (1) for ``f~``
       linearised at ``theta_0``, ``f~(z; theta_0) + <grad f~(z; theta_0), theta - theta_0>`` (one
       ``N x N`` Cholesky solve on ``J = grad f~(X; theta_0)``, as :func:`linear_solve`);
@@ -493,6 +514,27 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
 
             init = (jnp.asarray(0), flat0, l_start, jnp.asarray(jnp.inf, l_start.dtype))
             _, flat, _, _ = jax.lax.while_loop(keep_going, lm_step, init)
+    elif is_transformation(optimizer):
+        # An optax optimiser on the flat parameters, ``reduction``'s loss, ``num_steps`` steps;
+        # the lowest-loss iterate is kept, as for "gd".
+        loss_tx = lambda f: sto_loss(pred, unravel(f), theta0, y, mask, lam,  # noqa: E731
+                                     prior_var, reduction)
+        value_and_grad = jax.value_and_grad(loss_tx)
+
+        def tx_step(carry, _):
+            flat, s, best, best_loss = carry
+            value, g = value_and_grad(flat)
+            better = value < best_loss  # False for NaN
+            best = jnp.where(better, flat, best)
+            best_loss = jnp.where(better, value, best_loss)
+            u, s = optimizer.update(g, s, flat)
+            return (cast(Array, optax.apply_updates(flat, u)), s, best, best_loss), None
+
+        init = (flat0, optimizer.init(flat0), flat0, loss_tx(flat0))
+        (last, _, flat, best_loss), _ = jax.lax.scan(tx_step, init, None, length=num_steps)
+        last_loss = loss_tx(last)
+        last_ok = jnp.isfinite(last_loss) & (last_loss <= init[3])
+        flat = jnp.where(last_loss <= best_loss, last, flat)
     elif optimizer == "gd":
         loss_gd = lambda f: sto_loss(pred, unravel(f), theta0, y, mask, lam,  # noqa: E731
                                      prior_var, reduction)
@@ -528,7 +570,7 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
     l_end, g = jax.value_and_grad(loss1)(theta)
     grad_norm = jnp.sqrt(sum(jnp.sum(x * x) for x in jax.tree_util.tree_leaves(g)))
     ok = jnp.isfinite(l_end) & (l_end <= l_start)
-    if optimizer == "gd":
+    if is_transformation(optimizer) or optimizer == "gd":
         ok = ok & last_ok
     return theta, l_start, l_end, grad_norm, ok
 

@@ -28,7 +28,9 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, Union, cast
+from typing import Any, TypeGuard, TypeVar, Union, cast
+
+import optax
 
 
 class _Unset:
@@ -69,6 +71,17 @@ class Part:
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
 
+    @classmethod
+    def merged(cls, base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of ``over`` on top of ``base`` (:func:`merge`)."""
+        return {**base, **over}
+
+    @classmethod
+    def resolved(cls, given: Mapping[str, Any], fields, where: str) -> dict[str, Any]:
+        """``given`` (fields a caller set) as the factory that reads ``fields`` takes them:
+        ``ValueError`` naming ``where`` for fields that contradict each other."""
+        return dict(given)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Network(Part):
@@ -100,10 +113,17 @@ class Network(Part):
 class Training(Part):
     """How the network's parameters are fitted to the observations in each ``update``.
 
+    An optax optimiser can stand for the named ones where the algorithm trains by gradient steps
+    (``Training(optimizer=optax.adamw(1e-3, weight_decay=1e-4))``); it carries its own step size,
+    so ``learning_rate`` is not given with it (a preset's is dropped). A record describes such an
+    optimiser by its functions, not its hyper-parameters: a study (``ntkbo.experiments``), which
+    names its cells by their options, takes only the named ones.
+
     Attributes:
       optimizer: ``"gd"``, ``"adam"``, ``"sgd"`` or ``"levenberg_marquardt"``, as the algorithm
-        allows.
-      learning_rate: the step size (``None``: the algorithm's rule, e.g. GD's stable step).
+        allows, or an ``optax.GradientTransformation``.
+      learning_rate: the step size of a named optimizer (``None``: the algorithm's rule, e.g.
+        GD's stable step).
       num_steps: optimiser steps per training.
       warm_start: start from the last round's parameters instead of the initial ones.
       keep_optimizer_state: carry the optimiser's state (Adam's moments) across rounds.
@@ -130,6 +150,34 @@ class Training(Part):
     num_restarts: Any = UNSET
     refit_every: Any = UNSET
     refit_steps: Any = UNSET
+
+    @classmethod
+    def merged(cls, base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+        """``over`` on ``base``; an optax optimiser in ``over`` drops ``base``'s learning rate
+        (the step of the optimiser it replaces)."""
+        if is_transformation(over.get("optimizer")) and "learning_rate" not in over:
+            base = {k: v for k, v in base.items() if k != "learning_rate"}
+        return {**base, **over}
+
+    @classmethod
+    def resolved(cls, given: Mapping[str, Any], fields, where: str) -> dict[str, Any]:
+        """With an optax optimiser, ``learning_rate`` is ``None`` (the transformation has its own
+        step); ``ValueError`` if the caller gave one too."""
+        out = dict(given)
+        if is_transformation(out.get("optimizer")):
+            if out.get("learning_rate") is not None:
+                raise ValueError(
+                    f"{where}: training.learning_rate={out['learning_rate']!r} is the step of a "
+                    "named optimizer; training.optimizer is an optax transformation, which "
+                    "carries its own step: give one or the other")
+            if "learning_rate" in fields:
+                out["learning_rate"] = None
+        return out
+
+
+def is_transformation(value) -> TypeGuard[optax.GradientTransformation]:
+    """Whether ``value`` is an optax optimiser (an ``optax.GradientTransformation``)."""
+    return isinstance(value, optax.GradientTransformation)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -306,7 +354,7 @@ class Layout:
                 raise ValueError(
                     f"{where}: {', '.join(f'{name}.{f}' for f in unread)} is not an option of this "
                     f"algorithm; its {name} takes {', '.join(fields) or 'no fields'}")
-            out[name] = given
+            out[name] = cls.resolved(given, fields, where)
         return out
 
     def flatten(self, options: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -354,8 +402,9 @@ def merge(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]
     out = dict(first)
     for k, v in second.items():
         a = out.get(k)
-        if k in PARTS and _as_fields(a) is not None and _as_fields(v) is not None:
-            out[k] = {**_as_fields(a), **_as_fields(v)}  # type: ignore[dict-item]
+        base, over = _as_fields(a), _as_fields(v)
+        if k in PARTS and base is not None and over is not None:
+            out[k] = PARTS[k].merged(base, over)
         else:
             out[k] = v
     return out
@@ -439,4 +488,4 @@ def composed(plain: Callable, layout: Layout) -> Callable[[F], F]:
 
 
 __all__ = ["UNSET", "Fit", "Layout", "Network", "PARTS", "Part", "PartOption", "Residuals",
-           "Search", "Training", "composed", "merge", "set_option"]
+           "Search", "Training", "composed", "is_transformation", "merge", "set_option"]

@@ -56,6 +56,7 @@ from ntkbo import data as D
 from ntkbo import optimize, qmc
 from ntkbo.algorithms.observations import best_points, from_unit, standardize, to_unit
 from ntkbo.base import Algorithm
+from ntkbo.nets import check_optimizer, is_transformation, make_optimizer
 from ntkbo.parts import Layout, PartOption, composed
 
 Array = jax.Array
@@ -407,11 +408,12 @@ def project_to_ellipsoid(v: Array, center: Array, evals: Array, evecs: Array, be
 
 
 def fit_oracle(apply_w: Callable[[Array, Array], Array], w_init: Array, z: Array, u: Array,
-               mask: Array, *, num_steps: int, learning_rate, optimizer: str = "adam"):
+               mask: Array, *, num_steps: int, learning_rate, optimizer="adam"):
     """The regression oracle (eq. 2): nonlinear least squares from each row of ``w_init``.
 
     Minimises the mean of ``(f_{z_i}(w) - u_i)^2`` over the valid rows by ``num_steps`` full-batch
-    steps of Adam or SGD, from every starting point (``vmap``), and returns the start with the
+    steps of Adam or SGD (or of ``optimizer`` itself, an ``optax.GradientTransformation``), from
+    every starting point (``vmap``), and returns the start with the
     lowest final loss.
 
     ``oracle_restarts`` random initialisations (drawn in ``init``), each trained by ``oracle_steps``
@@ -436,7 +438,7 @@ def fit_oracle(apply_w: Callable[[Array, Array], Array], w_init: Array, z: Array
         r = jnp.where(mask, apply_w(w, z) - u, 0.0)
         return jnp.sum(r * r) / n
 
-    opt = optax.adam(learning_rate) if optimizer == "adam" else optax.sgd(learning_rate)
+    opt = make_optimizer(optimizer, learning_rate)
     vg = jax.value_and_grad(loss)
 
     def run(w):
@@ -527,7 +529,7 @@ def beta_schedule(beta, horizon: int, F: float, beta_scale: float) -> Callable[[
 
 
 def oracle_start(state: GOUCBState, apply_w, lam, *, sigma_phase1: bool, num_steps: int,
-                 learning_rate, optimizer: str) -> tuple[GOUCBState, Array]:
+                 learning_rate, optimizer) -> tuple[GOUCBState, Array]:
     """The end of Phase I: the Phase-I standardisation frozen, the regression oracle (eq. 2,
     ``fit_oracle`` from ``state.w_init``) on every valid observation of ``state.data``, and
     ``Sigma_1 = lam I``, ``b_1 = lam w0`` (reading (a) of the ``i = 0`` term of eqs. 3-5; with
@@ -565,7 +567,7 @@ def phase2_observe(state: GOUCBState, x: Array, y: Array, apply_w) -> GOUCBState
 
 
 def oracle_refit(state: GOUCBState, apply_w, lam, *, num_steps: int, learning_rate,
-                 optimizer: str) -> tuple[GOUCBState, Array]:
+                 optimizer) -> tuple[GOUCBState, Array]:
     """Not in the paper (details below): the oracle on every valid observation,
     warm-started from ``w_t``, in the frozen Phase-I units; then ``Sigma``, ``b`` restart around the
     new ``w0`` with every point linearised there.
@@ -800,8 +802,8 @@ def _go_ucb(
     network=None,
     sigma_phase1: bool = False,
     oracle_steps: int = 2000,
-    oracle_learning_rate: float = 1e-2,
-    oracle_optimizer: str = "adam",
+    oracle_learning_rate: float | None = 1e-2,
+    oracle_optimizer="adam",
     oracle_restarts: int = 4,
     q: int = 1,
     num_candidates: int = 1024,
@@ -831,7 +833,7 @@ def _go_ucb(
     beta_scale = _check_positive("beta_scale", beta_scale, allow_zero=True)
     F = _check_positive("F", F)
     _check_choice("optimistic", optimistic, OPTIMISTIC)
-    _check_choice("oracle_optimizer", oracle_optimizer, ORACLE_OPTIMIZERS)
+    check_optimizer("oracle_optimizer", oracle_optimizer, ORACLE_OPTIMIZERS)
     for name, value, low in (("width", width, 1), ("oracle_steps", oracle_steps, 0),
                              ("oracle_restarts", oracle_restarts, 1), ("q", q, 1),
                              ("num_candidates", num_candidates, 1),
@@ -845,7 +847,8 @@ def _go_ucb(
     if refit_steps is None:
         refit_steps = oracle_steps
     _check_int("refit_steps", refit_steps, 0)
-    oracle_learning_rate = _check_positive("oracle_learning_rate", oracle_learning_rate)
+    if not is_transformation(oracle_optimizer):  # a transformation carries its own step
+        oracle_learning_rate = _check_positive("oracle_learning_rate", oracle_learning_rate)
     joint_learning_rate = _check_positive("joint_learning_rate", joint_learning_rate)
     if not isinstance(sigma_phase1, bool):
         raise ValueError(f"sigma_phase1 must be a bool, got {sigma_phase1!r}")
@@ -1006,7 +1009,8 @@ def go_ucb(
         box ``[-5, 5]^d``, ``None`` (default) the unit cube. ``input_scale`` is a plain number,
         so that an experiment spec (TOML) can set it; a pair takes none.
       training: the regression oracle (``ntkbo.parts.Training``, ``fit_oracle``): ``optimizer``
-        ``"adam"`` (default) or ``"sgd"`` (paper), full-batch; ``learning_rate`` (``1e-2``; paper
+        ``"adam"`` (default) or ``"sgd"`` (paper), full-batch, or an
+        ``optax.GradientTransformation``; ``learning_rate`` of a named one (``1e-2``; paper
         ``1e-11``); ``num_steps`` (2000, paper too); ``num_restarts`` random initialisations, the
         best kept (4; the paper states none); ``refit_every``, **not in the paper**
         (``oracle_refit``): ``k >= 1`` re-runs the oracle on all observations every ``k``

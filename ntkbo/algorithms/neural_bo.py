@@ -68,7 +68,7 @@ from ntkbo.feature_gp import (  # noqa: F401  (re-exported)
     DiagU, cholesky_update, dual_factor, empirical_gram, extend_dual_factor, gram_factor,
     gram_variance, variance_diag, variance_dual, variance_primal)
 from ntkbo.nets import (  # noqa: F401  (re-exported)
-    _loss_fn, _sqnorm_diff, gd_learning_rate, make_optimizer, paper_W_std, train)
+    _loss_fn, _sqnorm_diff, check_optimizer, gd_learning_rate, make_optimizer, paper_W_std, train)
 
 Array = jax.Array
 Params = Any
@@ -750,7 +750,7 @@ def _neural_bo(
     b_std=None,
     features: str = "static",
     uncertainty: str = "dual",
-    optimizer: str = "gd",
+    optimizer="gd",
     learning_rate: float | None = None,
     num_steps: int = 200,
     warm_start: bool = True,
@@ -808,7 +808,7 @@ def _build(
     b_std=None,
     features: str = "static",
     uncertainty: str = "dual",
-    optimizer: str = "gd",
+    optimizer="gd",
     learning_rate: float | None = None,
     num_steps: int = 200,
     warm_start: bool = True,
@@ -834,7 +834,7 @@ def _build(
     """``build`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_choice("features", features, FEATURES)
     _check_choice("uncertainty", uncertainty, UNCERTAINTIES)
-    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_optimizer("optimizer", optimizer, OPTIMIZERS)
     _check_choice("reg_center", reg_center, REG_CENTERS)
     _check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
     _check_choice("sampler", sampler, SAMPLERS)
@@ -1015,7 +1015,8 @@ def neural_bo(
         (``"paper"``: ``(sqrt(d), 1, ..., 1)``, ``paper_W_std``; or scales as in
         ``ntkbo.kernels.mlp``), ``b_std`` (``None``, the paper's: no biases).
       training: TrainNN (``ntkbo.parts.Training``, ``train_nn``): ``optimizer`` ``"gd"``
-        (default, paper) or ``"adam"``; ``learning_rate`` (``None``: GD's ``1 / (lam + s tr K)``,
+        (default, paper), ``"adam"`` or an ``optax.GradientTransformation``; ``learning_rate``
+        of a named one (``None``: GD's ``1 / (lam + s tr K)``,
         Adam's ``1e-2``); ``num_steps`` ``J`` (200); ``warm_start`` (``True``: from
         ``theta_{t-1}``; the paper's is ``False``, from ``theta_0``); ``keep_optimizer_state``
         (``False``; Adam's moments across rounds, as the authors' code, needs ``warm_start``);

@@ -50,7 +50,7 @@ from ntkbo.base import Algorithm
 from ntkbo.feature_gp import extend_dual_factor, gram_variance
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.kernels import structured as S
-from ntkbo.nets import TrainInfo, gd_learning_rate, paper_W_std, train
+from ntkbo.nets import TrainInfo, check_optimizer, gd_learning_rate, paper_W_std, train
 from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.validation import check_choice, check_int, check_positive, check_told
 
@@ -326,7 +326,7 @@ def _neural_cbo(
     epsilon: float = 0.0,
     activation="relu",
     b_std=None,
-    optimizer: str = "adam",
+    optimizer="adam",
     learning_rate: float | None = None,
     num_steps: int = 300,
     warm_start: bool = False,
@@ -339,7 +339,7 @@ def _neural_cbo(
 ) -> Algorithm:
     """``neural_cbo`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_int("n_constraints", n_constraints, 1)
-    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_optimizer("optimizer", optimizer, OPTIMIZERS)
     check_choice("input_map", input_map, INPUT_MAPS)
     check_positive("lam", lam)
     if isinstance(beta, str):
@@ -543,7 +543,8 @@ def neural_cbo(
         code, two by Eq. (4.1)'s; ``preset="paper"`` takes one, see above), ``activation``
         (ReLU) and ``b_std`` (``None``: no biases), as NeuralBO.
       training: TrainNN (``ntkbo.parts.Training``, ``neural_bo.train``): ``optimizer``
-        ``"adam"`` (default) or ``"gd"``; ``learning_rate`` (``None``: Adam's ``1e-2``, GD's
+        ``"adam"`` (default), ``"gd"`` or an ``optax.GradientTransformation``; ``learning_rate``
+        of a named one (``None``: Adam's ``1e-2``, GD's
         ``gd_learning_rate``; thesis 0.001 for its SGD); ``num_steps`` (300); ``warm_start``
         (``False``: from ``W_0`` every round; the authors' code: ``True``).
       search: the candidate set (``ntkbo.parts.Search``, ``candidate_set``): ``num_candidates``

@@ -54,8 +54,8 @@ from ntkbo import optimize
 from ntkbo.algorithms.observations import best_points, embed_inputs, from_unit, unit_view
 from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import mlp, mlp_spec
-from ntkbo.nets import (draw_params, jvp_term, member_fn, prior_variances, target_noise,
-                        train_member, zero_last_layer)
+from ntkbo.nets import (check_optimizer, draw_params, is_transformation, jvp_term, member_fn,
+                        prior_variances, target_noise, train_member, zero_last_layer)
 from ntkbo.nets import train as _nbo_train
 from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.validation import (check_acquisition_options, check_choice, check_int,
@@ -187,7 +187,7 @@ def smb_network(d_in: int, width: int = 5000, depth: int = 1, activation="erf", 
 
 
 def train_smb(key, apply_fn, prior_var: Params, depth: int, x: Array, y: Array, mask=None, *,
-              posterior: bool, sigma=0.0, nu=1.0, optimizer: str = "levenberg_marquardt",
+              posterior: bool, sigma=0.0, nu=1.0, optimizer="levenberg_marquardt",
               num_steps: int | None = None, learning_rate=None, jitter=None):
     """Algorithm 2 (``posterior=False``) or 3 (``True``), lines 1-5: draw, perturb, train.
 
@@ -201,7 +201,8 @@ def train_smb(key, apply_fn, prior_var: Params, depth: int, x: Array, y: Array, 
     minimiser; ``ntkbo.algorithms.neural_bo.train``); ``"levenberg_marquardt"`` (STO-BNTS's monotone
     Levenberg-Marquardt, default 10 steps: its first Gauss-Newton step is the trained *linearised*
     network, i.e. the infinite-width limit the propositions describe); ``"gd"`` (Algorithms 2-3's
-    gradient descent, STO-BNTS's stable default step). ``sigma = 0`` (the paper's experiments) means
+    gradient descent, STO-BNTS's stable default step); or an ``optax.GradientTransformation``,
+    trained as Adam is (its own step size, default 1000 steps). ``sigma = 0`` (the paper's experiments) means
     no regulariser and no target noise; the Levenberg-Marquardt solves then use a ``1e-10`` relative
     jitter (``ntkbo.gp.default_jitter``).
 
@@ -221,7 +222,7 @@ def train_smb(key, apply_fn, prior_var: Params, depth: int, x: Array, y: Array, 
       (finite, not worse than the start). The trained function is
       ``nu [f(.; theta) + <grad f(.; theta0), theta0p>]`` (:func:`simple_smb` returns it).
     """
-    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_optimizer("optimizer", optimizer, OPTIMIZERS)
     x = jnp.asarray(x)
     y = jnp.asarray(y, x.dtype)
     mask = jnp.ones(y.shape, bool) if mask is None else jnp.asarray(mask, bool)
@@ -234,7 +235,7 @@ def train_smb(key, apply_fn, prior_var: Params, depth: int, x: Array, y: Array, 
     else:
         theta0p = jax.tree_util.tree_map(jnp.zeros_like, theta0p)
     y = jnp.where(mask, y, 0.0) + target_noise(k_eps, mask, lam)  # y' = y + nu eps
-    if optimizer == "adam":
+    if optimizer == "adam" or is_transformation(optimizer):
         offset = jvp_term(apply_fn, theta0, theta0p, x)  # delta(x_i): not trained
 
         def net(th, xx):
@@ -244,7 +245,7 @@ def train_smb(key, apply_fn, prior_var: Params, depth: int, x: Array, y: Array, 
         lr = 1e-3 if learning_rate is None else learning_rate
         # neural_bo.train minimises half of the loss (same minimiser).
         theta, l0, l1, ok = _nbo_train(net, theta0, theta0, x, y, mask, lam, lr, steps,
-                                       optimizer="adam")
+                                       optimizer=optimizer)
         l0, l1 = 2.0 * l0, 2.0 * l1
         ok = ok & jnp.isfinite(l1)
     else:
@@ -310,7 +311,7 @@ def _neural_greedy(
     sigma: float = 0.1,
     nu: float = 1.0,
     activation="erf",
-    optimizer: str = "levenberg_marquardt",
+    optimizer="levenberg_marquardt",
     num_steps: int | None = 5,
     learning_rate: float | None = None,
     num_explore: int = 10,
@@ -331,7 +332,7 @@ def _neural_greedy(
     check_positive("gamma", gamma)
     check_positive("sigma", sigma, allow_zero=True)
     check_positive("nu", nu)
-    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_optimizer("optimizer", optimizer, OPTIMIZERS)
     if num_steps is not None:
         check_int("num_steps", num_steps, 1)
     if learning_rate is not None:
@@ -452,7 +453,8 @@ def neural_greedy(
         paper 5000), ``depth`` hidden layers (1, the paper's) and ``activation`` (``"erf"``; the
         paper's tanh has no closed-form kernel); its scales are ``gamma``.
       training: the network's training (``ntkbo.parts.Training``, ``train_smb``): ``optimizer``
-        (``"levenberg_marquardt"``; paper ``"adam"``; or ``"gd"``), ``num_steps`` (5; ``None``:
+        (``"levenberg_marquardt"``; paper ``"adam"``; or ``"gd"``, or an
+        ``optax.GradientTransformation``), ``num_steps`` (5; ``None``:
         the optimiser's default count, the paper's, which does not give it) and
         ``learning_rate`` (``None``: the optimiser's default; paper ``1e-3``).
       search: the minimisation of the network (``ntkbo.parts.Search``,

@@ -48,7 +48,7 @@ from ntkbo import gp as G
 from ntkbo.algorithms.observations import best_points, standardize
 from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import as_kernel, mlp, mlp_spec
-from ntkbo.nets import TrainInfo, train
+from ntkbo.nets import TrainInfo, check_optimizer, is_transformation, train
 from ntkbo.optimize import maximize_acquisition
 from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.pde import Pde
@@ -524,8 +524,8 @@ def _pinn_bo(
     nu: Union[float, Callable[[Array], Array]] = 1.0,
     lam: float = 0.0,
     reg_center: str = "init",
-    optimizer: str = "adam",
-    learning_rate: float = 1e-2,
+    optimizer="adam",
+    learning_rate: float | None = 1e-2,
     num_steps: int = 200,
     warm_start: bool = False,
     num_candidates: int = 1024,
@@ -537,11 +537,12 @@ def _pinn_bo(
     pde = _check_common(pde, width, depth, activation, W_std, b_std, num_residuals, rhs_noise_std,
                         num_candidates, num_restarts, acq_steps, method)
     check_choice("loss", loss, LOSSES)
-    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_optimizer("optimizer", optimizer, OPTIMIZERS)
     check_choice("reg_center", reg_center, REG_CENTERS)
     check_positive("pde_weight", pde_weight, allow_zero=True)
     check_positive("lam", lam, allow_zero=True)
-    check_positive("learning_rate", learning_rate)
+    if not is_transformation(optimizer):  # a transformation carries its own step
+        check_positive("learning_rate", learning_rate)
     check_int("num_steps", num_steps, 0)
     _check_bool("warm_start", warm_start)
     nu_fn = _nu_fn(nu)
@@ -831,7 +832,8 @@ def pinn_bo(
         (``"mean"``, the code: mean data error + ``weight`` times the mean residual error; paper
         ``"sum"``, Eq. 5.1), ``reg_center`` (``"init"``, ``theta_0``; or ``"zero"``, weight decay,
         as the code's Adam), ``optimizer`` (``"adam"``, the code; paper ``"gd"``, (S)GD without
-        the scheduler), ``learning_rate`` (1e-2; the code: 1e-3 to 2e-2 per problem),
+        the scheduler; or an ``optax.GradientTransformation``), ``learning_rate`` of a named one
+        (1e-2; the code: 1e-3 to 2e-2 per problem),
         ``num_steps`` per update (200; paper 100 epochs; the code: 100 to 500, full batch here),
         ``warm_start`` (``False``: from ``theta_0``; ``True``: from ``theta_{t-1}``, the code).
       search: ``ntkbo.optimize.maximize_acquisition`` of ``-h`` (``ntkbo.parts.Search``):

@@ -61,10 +61,10 @@ from ntkbo.base import Algorithm, NoInfo
 from ntkbo.kernels import mlp, mlp_spec
 from ntkbo.parts import Layout, PartOption, composed
 # The members' numerics live in the networks layer; their names stay importable from here.
-from ntkbo.nets import (LM_DAMPING, MEMBER_OPTIMIZERS, Params, draw_params, jvp_term,
-                        linear_member_fn, linear_solve, linearized_member_fn, member_fn,
-                        prior_variances, sto_loss, target_noise, train_member, trained_member_fn,
-                        zero_last_layer)
+from ntkbo.nets import (LM_DAMPING, MEMBER_OPTIMIZERS, Params, check_optimizer, draw_params,
+                        is_transformation, jvp_term, linear_member_fn, linear_solve,
+                        linearized_member_fn, member_fn, prior_variances, sto_loss, target_noise,
+                        train_member, trained_member_fn, zero_last_layer)
 
 Array = jax.Array
 
@@ -275,10 +275,12 @@ def member_keys(key, seed, q: int, fixed_key: bool = False):
     return jax.random.split(k_net, q), jax.random.split(k_opt, q)
 
 
-def default_num_steps(optimizer: str) -> int:
-    """``num_steps=None``'s value: 10,000 GD steps (the authors' code), else 10
-    (Levenberg-Marquardt, chosen with the width 128 on the tuning keys, docs/decisions.md,
-    2026-11-27; ignored by ``"linearized"``)."""
+def default_num_steps(optimizer) -> int:
+    """``num_steps=None``'s value: 10,000 GD steps (the authors' code), 1,000 steps of an
+    ``optax.GradientTransformation``, else 10 (Levenberg-Marquardt, chosen with the width 128 on
+    the tuning keys, docs/decisions.md, 2026-11-27; ignored by ``"linearized"``)."""
+    if is_transformation(optimizer):
+        return 1000
     return 10_000 if optimizer == "gd" else 10
 
 
@@ -297,11 +299,11 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
         beta_fn = lambda n: jnp.asarray(beta_value, jnp.result_type(float))  # noqa: E731
     _check_bool("perturb_targets", perturb_targets)
     _check_bool("fixed_key", fixed_key)
-    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_optimizer("optimizer", optimizer, OPTIMIZERS)
     _check_choice("loss_reduction", loss_reduction, LOSS_REDUCTIONS)
     if num_steps is None:
         num_steps = default_num_steps(optimizer)
-    _check_int("num_steps", num_steps, 0 if optimizer == "gd" else 1)
+    _check_int("num_steps", num_steps, 0 if optimizer == "gd" or is_transformation(optimizer) else 1)
     if tol is not None:  # used by Levenberg-Marquardt only (like num_steps, unused otherwise)
         _check_positive("tol", tol)
     if learning_rate is not None:
@@ -401,7 +403,7 @@ def _sto_bnts(
     W_std="paper",
     b_std=None,
     parameterization: str = "ntk",
-    optimizer: str = "levenberg_marquardt",
+    optimizer="levenberg_marquardt",
     num_steps: int | None = None,
     learning_rate: float | None = None,
     loss_reduction: str = "sum",
@@ -504,8 +506,10 @@ def sto_bnts(
         gradient descent; the authors' code, ``preset="authors"``) or ``"linearized"`` (not
         Algorithm 1: the closed-form minimiser of (1) for the network linearised at
         ``theta_0``, i.e. STO-BNTS-Linear's member with the readout anchor tied; the default
-        before 2026-11-27, ``preset="linearized"``); ``num_steps`` (``None``: 10
-        Levenberg-Marquardt or 10,000 GD steps; unused by ``"linearized"``); ``learning_rate``,
+        before 2026-11-27, ``preset="linearized"``), or an ``optax.GradientTransformation``
+        (its own step size, on ``loss_reduction``'s loss); ``num_steps`` (``None``: 10
+        Levenberg-Marquardt, 10,000 GD or 1,000 optax steps; unused by ``"linearized"``);
+        ``learning_rate``,
         GD's step (``None``: the stable default of :func:`train_member`; authors' code ``1e-3``
         with ``loss_reduction="mean"``); ``loss_reduction`` ``"sum"`` (loss (1)) or ``"mean"``
         (authors' code), which changes GD's scale only; ``tol``, Levenberg-Marquardt only

@@ -167,6 +167,31 @@ def digest(definition: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _unstable(v, path: str = "") -> tuple[str, Any] | None:
+    """``(dotted path, value)`` of the first value inside ``v`` (options, parts, sequences,
+    partials) that ``jsonable`` cannot describe stably: a function defined inside another (a
+    closure, whose qualified name does not tell two of them apart) or a lambda; ``None`` if
+    there is none. An optax transformation is a tuple of closures."""
+    if isinstance(v, Part):
+        v = v.given()
+    if isinstance(v, Mapping):
+        items = [(f"{path}.{k}" if path else str(k), a) for k, a in v.items()]
+    elif isinstance(v, functools.partial):
+        items = [(path, a) for a in (v.func, *v.args, *v.keywords.values())]
+    elif isinstance(v, (list, tuple)):
+        items = [(path, a) for a in v]
+    elif callable(v) and not isinstance(v, type):
+        name = getattr(v, "__qualname__", "")
+        return (path, v) if "<locals>" in name or "<lambda>" in name else None
+    else:
+        return None
+    for p, a in items:
+        found = _unstable(a, p)
+        if found is not None:
+            return (found[0], v) if isinstance(v, tuple) and hasattr(v, "_fields") else found
+    return None
+
+
 def jsonable(v):
     """``v`` as plain JSON: numbers, strings, lists, dicts; arrays as nested lists, NamedTuples as
     dicts, functions as ``module.qualname``, ``functools.partial`` as a dict, anything else as its
@@ -474,6 +499,17 @@ class Spec:
                         continue
                     if a.id in sc.options:  # this scale's options for that algorithm
                         a = dataclasses.replace(a, options=merge(a.options, sc.options[a.id]))
+                    unstable = _unstable(a.options)
+                    if unstable is not None:
+                        path, value = unstable
+                        raise ValueError(
+                            f"spec field 'algorithms[{j}]' ({a.id!r}): option {path} is "
+                            f"{jsonable(value)!r}, which has no stable description (a closure, a "
+                            "lambda or an optax transformation is recorded by its code, not its "
+                            "values); a study names each cell by a digest of its options and "
+                            "could take one such value for another when it resumes: give a name "
+                            "(training.optimizer = \"adam\" with training.learning_rate) or a "
+                            "function defined at a module's top level")
                     try:
                         given = algorithms.problem_options(a.name, problem, **a.options)
                         # a dict's jsonable form is a dict
