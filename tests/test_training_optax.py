@@ -16,7 +16,9 @@ from ntkbo.benchmarks import pde as P
 from ntkbo.experiments.spec import AlgorithmSpec, ProblemSpec, Spec
 from ntkbo.parts import Training, merge
 
-LR = 1e-2
+#: A step size no algorithm defaults to (their Adam defaults are 1e-2 and 1e-3; GD's is computed
+#: from the data), so a transformation ignored in favour of a default trains differently.
+LR = 3e-3
 SMALL_SEARCH = dict(search={"num_candidates": 16, "num_restarts": 2, "num_steps": 2})
 
 #: (registry name, options, the named optimizer that ``tx(LR)`` computes, tx). Small networks and
@@ -64,18 +66,16 @@ def _leaves(state):
 @pytest.mark.parametrize("name,options,named,tx", CASES, ids=[c[0] for c in CASES])
 def test_a_transformation_trains_as_the_named_optimizer_it_computes(name, options, named, tx):
     """``optimizer=optax.adam(lr)`` gives the state of ``optimizer="adam", learning_rate=lr``
-    (the named one is ``optax.adam(lr)`` inside), and another step size gives another state, so
-    the transformation is what trains. Mutations caught (checked): ``make_optimizer`` ignoring a
-    transformation (``optax.sgd(learning_rate)``: the states differ); a factory passing its
-    default optimizer instead of the given one (likewise)."""
+    (the named one is ``optax.adam(lr)`` inside) at a step no default has, so the transformation
+    is what trains. Mutations caught (checked): ``make_optimizer`` ignoring a transformation
+    (``optax.sgd(learning_rate)``); a factory training with its default optimizer and step
+    instead of the given transformation (``train_smb`` calling ``train`` with ``"adam"``)."""
     named_state = _updated(name, merge(options, {"training": {"optimizer": named,
                                                               "learning_rate": LR}}))
     tx_state = _updated(name, merge(options, {"training": {"optimizer": tx(LR)}}))
-    other = _updated(name, merge(options, {"training": {"optimizer": tx(10 * LR)}}))
     for a, b in zip(_leaves(named_state), _leaves(tx_state)):
         # the same arithmetic in the same order: equal up to one rounding of a fused multiply-add
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    assert any(not np.allclose(a, b) for a, b in zip(_leaves(tx_state), _leaves(other)))
 
 
 def test_a_transformation_keeps_its_state_across_rounds():
