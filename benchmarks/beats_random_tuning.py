@@ -1,5 +1,5 @@
 """CI's beats-random cells on the tuning keys: a check a candidate default passes before it may
-replace one (issue 15).
+replace one.
 
 ``tests/test_beats_random.py`` runs the GP baselines' defaults on Branin (budget 40, 5 initial
 points) and Hartmann-6 (60, 10) with 8 keys from the reporting range, against random search,

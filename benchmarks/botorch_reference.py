@@ -1,5 +1,5 @@
 """Real BoTorch (SingleTaskGP + LogEI, its defaults) on the protocol of ``benchmarks/defaults.py``,
-on the dev-suite problems with ``d >= 10``, paired by seed with ntkbo's stored cells (issue 15).
+on the dev-suite problems with ``d >= 10``, paired by seed with ntkbo's stored cells.
 
 Nobody had run BoTorch itself on this protocol; this script does, so that "ntkbo's GP-EI is at
 BoTorch's level" can be checked against a number rather than a belief. BoTorch is not a
@@ -74,7 +74,7 @@ N_CHECK = 256  # check points per problem
 COMPARED = ("gp_ei", "ntk_gp_ei", "random_search")
 #: ntkbo's earlier gp_ei cells, read from git (``git show``, read-only): the commit that last
 #: wrote them (run at 8c5c918, before 313e9cd changed ntkbo.gp's priors; the 14-problem mean
-#: normalised regret 0.313 of issue 15). The working tree's gp_ei cells were re-run at 313e9cd
+#: normalised regret 0.313 of the defaults table). The working tree's gp_ei cells were re-run at 313e9cd
 #: while BoTorch ran; the report compares with both, labelled by their runs' git revision.
 OLD_GP_COMMIT = "4cf91fe"
 LABEL = "botorch_logei"
@@ -232,7 +232,7 @@ def export(out: str = OUT, stored: str = STORED) -> str:
                 # the values the run saw (noise-free problem: y == f): fn_batch's up to the
                 # float32 rounding of a differently compiled (vmapped) program, a few ulps
                 np.testing.assert_allclose(c.y[j, :n_init], f0, rtol=1e-5, atol=1e-5)
-            # gp_ei's (the comparison of issue 15); ntk_gp_ei's differ from them by float32 ulps
+            # gp_ei's (the defaults table's comparison); ntk_gp_ei's differ from them by float32 ulps
             y_seen = cells["gp_ei"].y[int(np.flatnonzero(cells["gp_ei"].seeds == i)[0]), :n_init]
             y_ntk = cells["ntk_gp_ei"].y[int(np.flatnonzero(cells["ntk_gp_ei"].seeds == i)[0]),
                                          :n_init]

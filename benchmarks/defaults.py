@@ -1,4 +1,4 @@
-"""Every algorithm with its defaults on the development suite, on keys no tuning saw (issue 15).
+"""Every algorithm with its defaults on the development suite, on keys no tuning saw.
 
 The reporting protocol: ``ntkbo.benchmarks.suite("dev")`` (14 problems, d = 2 to 20, optima moved
 off the box centre), each algorithm with its factory defaults, 16 seeds from

@@ -1,4 +1,4 @@
-"""Fuzzed runs (issue 19): random problems, algorithms, options and hostile objectives.
+"""Fuzzed runs: random problems, algorithms, options and hostile objectives.
 
 Every run is ``ntkbo.minimize`` on a problem from ``ntkbo.benchmarks`` whose objective is
 transformed as ``scale * f(x) + shift``, with ``NaN`` on a region of the box (``x_0 > cut``, a
@@ -347,7 +347,7 @@ def fuzz(runs: int, seed: int = 0, per_group: int = 5, algos: list[str] | None =
 
 def markdown(tally: dict, command: str) -> str:
     lines = [
-        "# Fuzzed runs (issue 19)", "",
+        "# Fuzzed runs", "",
         f"Command: `{command}`  ", f"Wall time {tally['wall_time_s']:.0f} s"
         + (f" (process CPU time {tally['cpu_time_s']:.0f} s)" if "cpu_time_s" in tally else "")
         + "; "

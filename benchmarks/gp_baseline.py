@@ -1,6 +1,6 @@
 """The GP baseline against NTK-GP and random search on the dev suite's 10-D and 20-D problems.
 
-Issue 15 item 3's target: ``gp()`` with its defaults beats random search on every 10-D and 20-D
+The target: ``gp()`` with its defaults beats random search on every 10-D and 20-D
 problem of ``ntkbo.benchmarks.suite("dev")`` and its mean normalised regret is no worse than
 ``ntk_gp(acquisition="ei")``'s. Protocol (settings fixed before the run; keys from
 ``REPORTING_KEYS``, which no tuning used):
@@ -151,7 +151,7 @@ def main(argv=None):
             print(f"{tag}: mean best {np.mean(c['best']):.3f}, compile {c['compile_s']:.0f} s, "
                   f"run {np.sum(c['run_s']):.0f} s", flush=True)
     head = [
-        "# GP baseline on the dev suite (issue 15 item 3)", "",
+        "# GP baseline on the dev suite", "",
         f"Command: `python benchmarks/gp_baseline.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
         "",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "

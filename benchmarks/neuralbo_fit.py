@@ -1,4 +1,4 @@
-"""Does NeuralBO's TrainNN fit its data? Training ``R^2`` along a run (issue 15 item 4).
+"""Does NeuralBO's TrainNN fit its data? Training ``R^2`` along a run.
 
 The paper's analysis assumes TrainNN reaches the minimiser of its regularised loss; the authors'
 code, ported naively, decays the weights ``m`` times too hard. This script feeds the same points,

@@ -14,8 +14,8 @@ initial design (``2 d`` points) of every seed:
   unit cube, divided by ``sqrt(d)`` (the root-mean-square coordinate difference; two uniformly
   random points are ``1 / sqrt(6)`` ~ 0.41 apart).
 
-It explains a gap in the defaults table with the runs themselves: issue 15's GP-EI against NTK-GP-EI
-(README, "Defaults on the development suite").
+It explains a gap in the defaults table with the runs themselves: its GP-EI against NTK-GP-EI
+(docs/results.md, "Defaults on the development suite").
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ Commands (from the repository root)::
     # the full default run (neural_bo, ntk_gp, gp; n up to 4000; 16 seeds of budget 30)
     python benchmarks/speed.py --json speed.json
 
-    # NeuralBO in its authors' configuration (issue 16): Ackley-2D, float64, width 200, one
+    # NeuralBO in its authors' configuration: Ackley-2D, float64, width 200, one
     # hidden layer, 50,000 candidates, features retrained each round, 100 Adam steps
     python benchmarks/speed.py --algos neural_bo --parts step --x64 --problem ackley --dim 2 \
         --grid 20,50,100 --set neural_bo:network.width=200 --set neural_bo:search.num_candidates=50000 \

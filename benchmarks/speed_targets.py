@@ -1,4 +1,5 @@
-"""Issue 16's speed targets, each measured and judged by one command: the README's speed table.
+"""The speed targets at the papers' scale, each measured and judged by one command: the table of
+docs/results.md, "Speed at the papers' scale".
 
     python benchmarks/speed_targets.py                 # all targets (about 30 min on 2 idle cores)
     python benchmarks/speed_targets.py --quick         # the same table at small n and few seeds
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
                      f"(loop {speed.fmt_time(r['sequential'])}, vmap {speed.fmt_time(r['vmap'])})",
                      "error" not in r and r["speedup"] >= 3))
 
-    # Issue 16 item 3 also asks for budgets 300 and 2000: one round of 64 states at that n
+    # The vmap target also names budgets 300 and 2000: one round of 64 states at that n
     # (speed.py's seeds_step), the throughput a long vmapped run has there; reported, no target.
     for algo in ("ntk_gp", "neural_bo"):
         for n in (grid[0] if args.quick else 300, big):
@@ -156,7 +157,7 @@ def main(argv=None) -> int:
                  "error" not in second and second["compile"] < 3))
 
     print("\n".join([
-        "## Issue 16's speed targets",
+        "## Speed targets at the papers' scale",
         "",
         f"Machine: {machine['cpu']}; {machine['cpu_count']} CPUs; load average at start "
         f"{speed._load(machine['load_average'])}; jax {machine['jax']}; float32 unless said; "

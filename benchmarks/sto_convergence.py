@@ -1,4 +1,4 @@
-"""Does STO-BNTS's training reach its posterior sample? (issue 15 item 5)
+"""Does STO-BNTS's training reach its posterior sample?
 
 Sample-then-optimise (seed-003 digest, sections 1.4-1.6): the minimiser of loss (1),
 

@@ -1,9 +1,9 @@
-"""The beats-random-search protocol shared by the statistical end-to-end tests (issues 3 and 4;
-imported as ``beats_random``: ``tests/`` is on ``sys.path`` under pytest, see ``nt_shim.py``).
+"""The beats-random-search protocol shared by the statistical end-to-end tests (imported
+as ``beats_random``: ``tests/`` is on ``sys.path`` under pytest, see ``nt_shim.py``).
 
 8 seeds per algorithm, vmapped; the same 8 keys for every algorithm, so all start from the same
 initial design. The keys are ``PRNGKey(100000 + i)``, from the reporting range
-(``ntkbo.benchmarks.suites.REPORTING_KEYS``) that no tuning used (issue 15 item 7); the settings
+(``ntkbo.benchmarks.suites.REPORTING_KEYS``) that no tuning used; the settings
 were chosen on ``split(PRNGKey(2024), 8)``. The claim tested is the papers' weakest one: in mean
 best noise-free value after the
 budget, the algorithm is better than random search, and significantly so by a one-sided Welch

@@ -1,5 +1,5 @@
-"""Statistical end-to-end check of the GP baselines: each beats random search (issue 3), on keys
-from the reporting range that no tuning used (issue 15 item 7).
+"""Statistical end-to-end check of the GP baselines: each beats random search, on keys
+from the reporting range that no tuning used.
 
 The protocol is ``beats_random``'s (8 seeds ``PRNGKey(100000 + i)``, Branin budget 40, Hartmann-6
 budget 60, one-sided Welch t-test at 0.05). These are the few statistical cells CI keeps; every

@@ -32,7 +32,7 @@ def test_run_writes_results_that_match_minimize(tmp_path, capsys):
     np.testing.assert_allclose(rec["summary"]["best_so_far_se"], best.std(0, ddof=1) / np.sqrt(3),
                                rtol=1e-12)
     assert rec["optimum"] == float(problem.optimum) and rec["budget"] == 14
-    # Provenance (issue 19 item 4): what a reader needs to rebuild the run.
+    # Provenance: what a reader needs to rebuild the run.
     assert rec["schema"] == cli.RESULTS_SCHEMA and rec["n_init"] == 4 and rec["q"] == 1
     assert rec["dtype"] == "float64" and rec["versions"]["jax"] == jax.__version__
     assert rec["command"].startswith("ntkbo run --algo random_search")

@@ -1,4 +1,4 @@
-"""Constrained problems (issue 5 items 1 and 3): constraint values, known optima, the metric of
+"""Constrained problems: constraint values, known optima, the metric of
 Neural-CBO, the drivers' bookkeeping and the ask/tell loop with constraint values."""
 
 import math

@@ -173,7 +173,8 @@ def test_describe_interval_and_ranks_equal_scipy():
 
 
 def test_table2_rows_correct_over_the_whole_family():
-    """BH runs over every (problem, baseline) test at once, as the digest reads Table 2's family.
+    """BH runs over every (problem, baseline) test at once: NeuralBO's Table 2 is one
+    family per direction (``ntkbo.experiments.report.DIRECTIONS``).
     Catches: BH applied per problem instead."""
     rng = np.random.default_rng(2)
     fam = {f"p{i}": {"ref": rng.normal(0, 1, 8), "a": rng.normal(0.8, 1, 8),

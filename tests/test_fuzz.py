@@ -1,4 +1,4 @@
-"""The fuzz of issue 19 (``benchmarks/fuzz.py``) at CI size, and its checker on known defects."""
+"""The fuzz of ``benchmarks/fuzz.py`` at CI size, and its checker on known defects."""
 
 import importlib.util
 import pathlib

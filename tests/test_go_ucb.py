@@ -425,7 +425,7 @@ def test_input_scale_option_is_the_default_network_with_that_scale():
 
 
 def test_phase2_observe_and_the_linearisation_called_directly(linearized):
-    """The module functions the factory wires (issue 19 item 7), called directly on the run's final
+    """The module functions the factory wires, called directly on the run's final
     state: ``flat_network`` + ``values_and_gradients`` against the numpy network (float64, same
     formula: 1e-12), and ``phase2_observe`` on a batch of 3 with a failed observation against the
     numpy sums of eqs. (3) and (5) at ``w_t``. Mutations caught: the failed row added (NaN sums),

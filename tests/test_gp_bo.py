@@ -396,7 +396,7 @@ def _matern52_numpy(a, b, ell, variance):
 
 
 def test_the_incremental_factor_equals_a_full_refactor():
-    # Issue 16 item 1: update extends the state's Cholesky factor by the new rows and refactors
+    # update extends the state's Cholesky factor by the new rows and refactors
     # only at a refit. With refit_until=6, refit_ratio=1.5 the refits fall at n <= 6, 9, 14,
     # 21, so the rounds to 9 -> 13 and 14 -> 20 append; the buffer grows 16 -> 32 between
     # batches (ntkbo.loop.grow_state pads the factor with identity) and one observation is

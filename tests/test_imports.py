@@ -1,4 +1,4 @@
-"""The import graph (issue 19 item 7): the algorithms need PINN-BO's ``Pde`` type, which lives in the
+"""The import graph: the algorithms need PINN-BO's ``Pde`` type, which lives in the
 neutral ``ntkbo.pde``, and the drivers need ``violation`` from ``ntkbo.benchmarks.problem``;
 importing either must not load the problems, and the algorithms must not load the problems package
 at all."""

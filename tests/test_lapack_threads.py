@@ -2,7 +2,7 @@
 
 With OpenBLAS's default threads (one per core) every LAPACK call inside a compiled BO step competed
 with XLA's own busy thread pool: a 300-evaluation ntk_gp run took 99 s instead of 10.6 s and three
-vmapped seeds 426 s instead of 64 s on 2 cores (issue 16's "capacity-512 cliff";
+vmapped seeds 426 s instead of 64 s on 2 cores (the "capacity-512 cliff" of
 ntkbo/lapack_threads.py). The setting is one explicit call, ``ntkbo.configure_blas_threads()``
 (the command line and the study runner make it; importing ntkbo does not: tests/test_layering.py).
 Each case runs in a fresh interpreter, since the test session itself pins the threads

@@ -113,7 +113,7 @@ def test_primal_and_diag_state_follow_the_updates(setup):
         state, _ = update(update(state, s["z"][:4], y[:4])[0], s["z"][4:], y[4:])  # rank 4, twice
         if mode == "dual":
             # Static features: the state carries the Cholesky factor of the empirical-NTK Gram
-            # matrix, extended by 4 rows twice (issue 16 item 1). Reference: numpy's Cholesky of
+            # matrix, extended by 4 rows twice. Reference: numpy's Cholesky of
             # G G^T + (lam + jitter) I, the jitter ntkbo.gp's 1e-10 of the mean diagonal. Mutations
             # caught: the factor not extended (identity), rows appended at the new count instead
             # of the old one, lam dropped from the new rows.
@@ -178,10 +178,11 @@ def test_cholesky_update_rank_one():
 
 
 def test_paper_network_ntk_limit():
-    """``W_std="paper"`` = (sqrt(d), 1): ntkbo's analytic NTK is the digest's closed form (section
-    3.4) of the paper's experimental network, and the empirical NTK g(x).g(x') (the paper's
-    <g_W, g_W'>/m) of a width-4096 network matches it. The empirical NTK at initialisation is a mean
-    over m neurons, so its relative fluctuation is ~ 1/sqrt(m) * O(1) ~ 2-3%; we allow 10%."""
+    """``W_std="paper"`` = (sqrt(d), 1): ntkbo's analytic NTK is the closed-form ReLU NTK of the paper's
+    experimental network (its Section 7's ``sqrt(m) W_2 relu(W_1 x)``), and the empirical NTK
+    g(x).g(x') (the paper's <g_W, g_W'>/m) of a width-4096 network matches it. The empirical NTK at
+    initialisation is a mean over m neurons, so its relative fluctuation is ~ 1/sqrt(m) * O(1) ~
+    2-3%; we allow 10%."""
     d = 3
     x = np.random.default_rng(5).uniform(size=(5, d))
     init_fn, apply_fn, kernel_fn = mlp(1, 4096, W_std=paper_W_std(d, 1))
@@ -284,7 +285,7 @@ def test_minimize_default(default_algo):
     # rule's threshold compared with d + 1 or its values swapped gives 0.3 here.
     assert inspect.signature(ntkbo.algorithms.neural_bo).parameters["nu"].default == "by_dimension"
     np.testing.assert_array_equal(info.nu, 1.0)
-    # train_r2 (issue 15 item 4): numpy's R^2 of the final network on the standardised targets
+    # train_r2: numpy's R^2 of the final network on the standardised targets
     # of the 20 observations, from the state's parameters; the buffer has 12 padding rows, so
     # mutations caught (each checked): the padding rows counted (ybar and both sums change); the
     # raw instead of the standardised targets; the R^2 of theta_0 instead of theta_t
@@ -418,7 +419,7 @@ def test_bad_arguments_raise(kwargs, name):
         neural_bo(**kwargs)
 
 
-# ---- the selection rule (issue 15 item 6) --------------------------------------------------------
+# ---- the selection rule --------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -493,7 +494,7 @@ def test_thompson_choice_is_the_argmin_of_the_draw(selection_setup):
     assert np.max(np.abs(chosen["init"] - chosen["zero"])) > 1e-3
 
 
-# ---- the round's module functions, called directly (issue 19 item 7) ----------------------------
+# ---- the round's module functions, called directly ----------------------------------------------
 
 
 def test_update_u_is_the_dense_gram_update(setup):
@@ -602,7 +603,7 @@ def test_thompson_select_is_each_draws_argmin():
     assert int(info.duplicates_replaced) == sum(e == expect[0] for e in expect)
 
 
-# ---- training options of the authors' recipe, presets (issue 15 items 4-5) ------------------------
+# ---- training options of the authors' recipe, presets ---------------------------------------------
 
 
 def _tiny_training_problem():

@@ -1,4 +1,4 @@
-"""Neural-CBO (issue 5 item 2): building blocks against independent computations, the driver
+"""Neural-CBO: building blocks against independent computations, the driver
 (vmap, determinism, bookkeeping). Whether it beats random search is a study, not a test:
 benchmarks/specs/status_constrained.toml and its committed report."""
 
@@ -184,7 +184,7 @@ def test_cli_runs_neural_cbo_on_a_constrained_problem(tmp_path, capsys):
 
 
 def test_candidate_set_and_posterior_moments_called_directly():
-    """The module functions ``suggest`` wires (issue 19 item 7). ``candidate_set``: the Sobol
+    """The module functions ``suggest`` wires. ``candidate_set``: the Sobol
     points first, then the best points of the incumbent pool in the order of the standardised
     objective (a point outside the pool never a centre), then perturbations in the cube near
     their centres. ``posterior_moments`` in chunks of 7 (with padding) against a dense numpy
@@ -244,7 +244,7 @@ def test_candidate_set_and_posterior_moments_called_directly():
 
 
 def test_the_state_carries_each_networks_factor(runs):
-    """Issue 16 item 1: the ``K + 1`` Cholesky factors of the empirical-NTK Gram matrices at
+    """The ``K + 1`` Cholesky factors of the empirical-NTK Gram matrices at
     ``W_0`` are extended at each update rather than refactored at each suggest. After the run's
     5 updates (the design, then 4 rounds) they equal ``neural_bo.dual_factor`` of the final
     buffer, float64 (a refactor and 4 appended rows agree to ~1e-10 of the largest entry). Mutations caught:

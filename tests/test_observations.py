@@ -186,7 +186,7 @@ def test_check_acquisition_options_accepts_the_boundary():
     assert check_acquisition_options(4, 4, 0, optimize.METHODS[0], optimize.METHODS) is None
 
 
-# ---- numerics that stay sighted (issue 19) -------------------------------------------------------
+# ---- numerics that stay sighted ------------------------------------------------------------------
 
 
 def _numpy_standardize(y, mask):
@@ -248,7 +248,7 @@ def _rbf_cov(n, dtype):
 
 
 def test_joint_draws_over_1000_candidates_never_nan_in_float32():
-    """The gp(acquisition="ts") failure of issue 19: the jittered Cholesky of the joint covariance
+    """The former gp(acquisition="ts") failure: the jittered Cholesky of the joint covariance
     at ~1000 candidates fails in float32 (checked), every draw was NaN and argmax picked candidate 0.
     Now the jitter grows and the retries are counted. The draws have the right mean and covariance:
     over 400 draws the sample mean is within 5 standard errors of ``mu`` at every candidate.

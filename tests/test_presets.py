@@ -1,4 +1,4 @@
-"""Presets (issue 15 item 5): ``get(name, preset=P, **options)`` is the algorithm ``get(name,
+"""Presets: ``get(name, preset=P, **options)`` is the algorithm ``get(name,
 **{**presets(name)[P], **options})`` for every registered name and each of its presets; the given
 options win; a name without presets, or an unknown preset, is refused naming ``preset``; a module
 whose names have different settings keys them per registry name (``PRESETS_BY_NAME``) and a preset

@@ -1,4 +1,4 @@
-"""Reproducible records (issue 19 item 4): an ``Algorithm`` carries its name and resolved config;
+"""Reproducible records: an ``Algorithm`` carries its name and resolved config;
 save files and ``results.json`` record them; ``ask_tell.load`` refuses a different algorithm,
 option or box naming what differs; ``ntkbo run --config FILE.toml``; ``ntkbo run --seed-index``
 reproduces one seed of a vmapped run bit for bit."""
@@ -100,7 +100,7 @@ def test_same_algorithm_under_two_names():
 
 def test_gp_records_the_optimizer_options_in_effect():
     """``gp``'s acquisition optimiser's options (its ``search`` part) are recorded with their
-    defaults (issue 19), and they are the values in effect: the algorithm rebuilt from its
+    defaults, and they are the values in effect: the algorithm rebuilt from its
     record (``get(name, **config)``, every option
     now given explicitly) traces to the same program (``jax.make_jaxpr`` of an update and a
     suggest: the same operations on the same shapes, so bit-identical suggestions, without paying
@@ -143,7 +143,7 @@ def saved_ucb(tmp_path_factory):
 
 
 def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
-    """Issue 19: a save from ``ntk_gp(acquisition="ucb")`` loaded into ``ntk_gp(acquisition="ei")``
+    """A save from ``ntk_gp(acquisition="ucb")`` once loaded into ``ntk_gp(acquisition="ei")``
     without a word. Now each differing field is named with both values, together with bounds."""
     payload = serialization.msgpack_restore(saved_ucb.read_bytes())
     assert payload["format"] == ask_tell.FORMAT_VERSION == 4
@@ -221,7 +221,7 @@ def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
 
 
 def test_a_state_saved_by_another_version_is_rebuilt_from_the_record(tmp_path):
-    """A save of ``ntk_gp`` made before its state kept a Cholesky factor (issue 16; simulated by
+    """A save of ``ntk_gp`` made before its state kept a Cholesky factor (simulated by
     deleting ``factor`` from the saved state) loads with a warning, the model rebuilt by telling
     the float64 record again: nothing observed is lost and the factor is the one of the record.
     Mutations caught: the record not told again (empty buffer), the saved key or asked count

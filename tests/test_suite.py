@@ -1,4 +1,4 @@
-"""The development suite (issue 15): optima moved off the box centre by fixed shifts and rotations.
+"""The development suite: optima moved off the box centre by fixed shifts and rotations.
 
 References: the loop implementations of ``tests/test_benchmarks.py`` (``REFERENCES``, float64,
 written from the formulas) evaluated at ``c + Q (x - c - s)`` computed here in numpy; uniform

@@ -74,7 +74,7 @@ def test_push14_untouched_objects_give_zero_reward():
     np.testing.assert_allclose(o1, [0, 2], atol=1e-6)  # float32 positions of Box2D
     np.testing.assert_allclose(o2, [0, -2], atol=1e-6)
     f_max = math.hypot(4 - 0, 3.5 - 2) + math.hypot(-4 - 0, 3.5 + 2)
-    assert f_max == pytest.approx(11.0727, abs=1e-4)  # the NeuralBO digest's 4.272 + 6.801
+    assert f_max == pytest.approx(11.0727, abs=1e-4)  # |g1 - s1| + |g2 - s2| = 4.2720 + 6.8007
     expected = -(f_max - math.hypot(4 - o1[0], 3.5 - o1[1]) - math.hypot(-4 - o2[0], 3.5 - o2[1]))
     assert robot_push.push14(x) == pytest.approx(expected, abs=1e-12)
     assert robot_push.push14(x) == pytest.approx(0.0, abs=1e-5)  # catches a sign or offset error

@@ -31,8 +31,8 @@ KEY = jax.random.PRNGKey(0)
 # Many small programs: compiled with XLA's optimisations off, although slow (tests/conftest.py).
 pytestmark = pytest.mark.compile_bound
 
-#: Rows exempted from the smoke tests' verdicts (prefixes of the row's quantity): none. Issue 18
-#: forbids exemptions; regret_scaling's former GO-UCB entry went with the check's rewrite across
+#: Rows exempted from the smoke tests' verdicts (prefixes of the row's quantity): none. The checks
+#: allow no exemptions; regret_scaling's former GO-UCB entry went with the check's rewrite across
 #: horizons (tests/test_theory_checks_regret.py).
 KNOWN_FAILING: dict = {}
 

@@ -91,7 +91,7 @@ def test_chunked_map_equals_vmap():
 
 def test_gpu_scale_fits_64gb():
     """Every check's gpu-scale estimate is below 64 GB; without chunking the networks, members and
-    STO-BNTS runs would need more (measured before issue 18 item 5: 1-9 TB). Mutation caught:
+    STO-BNTS runs would need more (measured before the chunking: 1-9 TB). Mutation caught:
     ``chunk_for`` returning ``num`` (no chunking)."""
     for name in theory_checks.CHECKS:
         mod = theory_checks.get(name)

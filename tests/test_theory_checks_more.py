@@ -1,7 +1,7 @@
-"""The numeric cores of the theory checks of issue 18 item 4 (``pinn_gp_sample``,
-``neural_cbo_coverage``) against independent references (numpy closed forms, gradient descent on
-the stated loss). That each passes at smoke scale without a fault and fails with each fault of its
-``DETECTS["smoke"]`` is tested with every other check in ``tests/test_theory_checks.py``.
+"""The numeric cores of the theory checks ``pinn_gp_sample`` and ``neural_cbo_coverage`` against
+independent references (numpy closed forms, gradient descent on the stated loss). That each passes
+at smoke scale without a fault and fails with each fault of its ``DETECTS["smoke"]`` is tested with
+every other check in ``tests/test_theory_checks.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""theory_checks.regret_scaling (regret across horizons, issue 18 item 3): the exponent fit against
+"""theory_checks.regret_scaling (regret across horizons): the exponent fit against
 closed forms and the T-dependent parameters against their formulas. The smoke run's controls (random
 search linear, GP-UCB sublinear) and the ``linear_regret`` fault's increments row are tested in
 ``tests/test_theory_checks.py``, next to the generic smoke and fault runs of every check, whose
@@ -37,7 +37,7 @@ def test_exponent_of_power_law_is_its_exponent():
 
 def test_offset_hides_linearity_only_without_increments():
     """``R_T = A + r T`` (a costly initial design, then constant per-round regret): the plain fit
-    is well below 1, the increments ``r T / 2`` give exactly 1 (the flaw issue 18 describes).
+    is well below 1, the increments ``r T / 2`` give exactly 1 (the flaw of the first regret check).
     Mutation caught: ``exponent(..., increments=True)`` fitting ``R_T`` itself (gives < 0.9)."""
     T = np.asarray(H, float)
     R_T = np.array([[50.0], [60.0], [70.0]]) + np.array([[1.0], [1.5], [0.5]]) * T

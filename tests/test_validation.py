@@ -140,7 +140,7 @@ def _numeric_options(name):
 def test_factories_reject_non_finite_and_out_of_range_numbers(name):
     """Every numeric option of every algorithm: NaN and inf for a float option, -1 and 1.5 for an
     int option, give a ``ValueError`` naming the option. Catches: ``beta = nan`` or ``lam = nan``
-    accepted and a whole run made blind (issue 19)."""
+    accepted and a whole run made blind."""
     options = _numeric_options(name)
     assert options, name
     for option, default in options.items():
@@ -184,7 +184,7 @@ def test_load_checks_bounds_against_the_saved_study(tmp_path):
 
 
 def test_tell_validates_in_the_storage_dtype_float32():
-    """The three inputs of issue 19, in float32: ``1e39`` overflows float32 and is refused, not
+    """Three hostile inputs, in float32: ``1e39`` overflows float32 and is refused, not
     stored as inf; ``1e8 + 0.4`` and ``1e8 + 3`` (one float32 value) stay distinct in the record; a
     point ``1e-11`` inside an upper bound that float32 rounds down (0.7) is accepted and clipped.
     Catches each of the three defects."""
@@ -234,7 +234,7 @@ def _no_run(monkeypatch):
 ])
 def test_run_exits_non_zero_with_the_message_before_running(argv, message, capsys, monkeypatch):
     """Catches: ``--set beta=-1`` exiting 0 after a blind run, ``--seeds -1`` an MLIR traceback,
-    ``--seeds 0`` / ``--chunk 0`` reshape errors (issue 19)."""
+    ``--seeds 0`` / ``--chunk 0`` reshape errors."""
     _no_run(monkeypatch)
     code = cli.main(["run", "--problem", "branin", "--out", ""] + argv)
     assert code != 0

@@ -11,7 +11,7 @@ on an RKHS test function, with ``G`` the ``T x p`` features of the ``T`` evaluat
 2. ``sum_t log(1 + a_t) = log det(I + G G^T / lam)`` (Lemma 8, an identity);
 3. ``sum_t min(sigma_{t-1}^2(x_t), c) <= c / log(1 + c / lam) log det(...)`` for every ``lam``,
    ``c > 0`` (from ``min(a, C) <= C log(1 + a) / log(1 + C)``); and the paper's Lemma 8.1 form
-   ``<= lam c / log(1 + c) log det(...)``, which needs ``lam >= 1`` (digest erratum 3), checked on
+   ``<= lam c / log(1 + c) log det(...)``, which needs ``lam >= 1`` (an erratum: row 6), checked on
    the same points with ``lam = 1``;
 4. ``sum_t min(sigma_{t-1}(x_t), sqrt c) <= sqrt(T c / log(1 + c / lam) log det(...))``
    (Cauchy-Schwarz on 3);
@@ -27,7 +27,7 @@ Tolerances (fixed in advance; reasons): 1 and 2 to a relative ``1e-6`` (float64 
 ``1e-10`` relative jitter); 3 and 4 as ratios ``LHS / RHS <= 1 + 1e-9`` (deterministic
 inequalities; rounding only); 5: the mean coverage over runs, times and points ``>= 1 - alpha``.
 
-6. erratum 3 of the digest: the paper's Lemma 8.1 form ``sum min(sigma^2, c) <= lam c /
+6. an erratum in the paper: its Lemma 8.1 form ``sum min(sigma^2, c) <= lam c /
    log(1 + c) log det(...)`` needs ``lam >= 1``; at the runs' ``lam < 1`` it is violated (ratio
    above 1 on real runs: ``min(a, C) <= C log(1 + a) / log(1 + C)`` bounds ``sum min(lam a_t, c)``
    by

@@ -9,7 +9,7 @@ seed-003 digest section 2.6.3 and seed-001 thesis section 5.2(d)): for the netwo
 
 * ``|Theta_m - Theta|_F / |Theta|_F ~ m^-1/2``: ``Theta_m`` is an average of ``m`` i.i.d.
   per-unit terms in the last hidden layer, and each deeper layer's fluctuation is again
-  ``O(m^-1/2)`` (the thesis' worst-case bound ``m^-1/6`` and the digest's ``m^-1/4`` are upper
+  ``O(m^-1/2)`` (the thesis' worst-case bound ``m^-1/6`` and published ``m^-1/4`` rates are upper
   bounds; the typical fluctuation is ``m^-1/2``);
 * after full-batch gradient descent on the MSE loss ``(1/2N) sum_i (f(x_i) - y_i)^2`` for a fixed
   time ``t = eta * steps``, ``|Theta_m(t) - Theta_m(0)|_F / |Theta_m(0)|_F = O(m^-1/2)`` (Lee et

@@ -1,6 +1,6 @@
 r"""Regret across horizons: the cumulative regret ``R_T`` of full runs at ``T`` on a geometric grid
 grows like ``T^a`` with the exponent each algorithm's theorem gives, random search grows linearly
-and GP-UCB sublinearly (issue 18 item 3).
+and GP-UCB sublinearly.
 
 Claims (``a_thm``, the exponent of the bound at ``d = 2``):
 
@@ -85,7 +85,7 @@ A second, offset-free exponent ``a_inc``: the same fit of the increments ``mean 
 R_{T/2}`` (runs at ``T`` and ``T/2``) over the grid without its first point. If ``E R_T = A + b
 T^a`` the increments are ``b (1 - 2^-a) T^a``: exponent ``a``, free of the constant ``A`` (a costly
 initial design followed by constant per-round regret, ``R_T = A + r T``, gives ``a_hat`` well below
-1 but ``a_inc = 1`` exactly: the flaw of the first regret check, issue 18).
+1 but ``a_inc = 1`` exactly: the flaw of the first regret check).
 
 Rows and tolerances (fixed before the runs; reasons):
 
