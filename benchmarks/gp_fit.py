@@ -4,9 +4,9 @@
 (``--dims``), each ``n`` (``--n``), each problem (d = 10: the dev suite's ``ackley10``, ``levy10``,
 ``rastrigin10``, ``michalewicz10``; other d: the registry's ``ackley``, ``levy``, ``rastrigin``,
 ``styblinski_tang`` in that d; the first ``--problems``) and each reporting key ``100000 + i``
-(``--keys``): ``n`` uniform points of the box and their values, in the unit cube and standardised
-as ``gp`` sees them (``observations.standardized_data``, capacity ``next_capacity(n)`` as in
-``ntkbo.ask_tell``).
+(``--keys``; ``--key-offset 0``: the tuning keys ``i``): ``n`` uniform points of the box and
+their values, in the unit cube and standardised as ``gp`` sees them
+(``observations.standardized_data``, capacity ``next_capacity(n)`` as in ``ntkbo.ask_tell``).
 
 * ntkbo: ``gp()``'s default fit (``select_by_bic``: ARD from the warm start, the shared
   lengthscale from ARD's mean and the prior modes, ARD from the prior modes too unless its warm
@@ -15,6 +15,8 @@ as ``gp`` sees them (``observations.standardized_data``, capacity ``next_capacit
   ``--reps`` calls. ``--baseline REV`` also times the fit of ``ntkbo/algorithms/gp_bo.py`` at git
   revision ``REV`` (read with ``git show``) on the same data; only that file is the old one, the
   rest of ntkbo (``ntkbo.gp``'s likelihood and its gradient included) is the working tree's.
+  ``--ard true``: ``gp(fit=dict(ard=True))``'s fit instead (the ARD model alone, warm start and
+  prior-mode restart), on both sides.
 * BoTorch (``--botorch-python``, a venv with botorch; run in a subprocess with one thread, as
   ``benchmarks/botorch_reference.py``): ``SingleTaskGP(X, Y)`` (its defaults) and
   ``fit_gpytorch_mll(ExactMarginalLogLikelihood)`` on the same ``X`` and standardised ``Y`` in
@@ -55,10 +57,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dims", default="5,10")
     p.add_argument("--n", default="10,30,50,100")
     p.add_argument("--problems", type=int, default=2, help="problems per d (at most 4)")
-    p.add_argument("--keys", type=int, default=2, help="reporting keys 100000 + i per problem")
+    p.add_argument("--keys", type=int, default=2, help="keys --key-offset + i per problem")
+    p.add_argument("--key-offset", type=int, default=KEY_OFFSET,
+                   help="keys --key-offset + i (default 100000, reporting; 0: the tuning keys)")
     p.add_argument("--reps", type=int, default=5, help="timed calls per case (median)")
     p.add_argument("--baseline", default=None, metavar="REV",
                    help="also time gp_bo.py's fit at this git revision")
+    p.add_argument("--ard", choices=("auto", "true"), default="auto",
+                   help="ntkbo's fit: the default (auto, BIC) or fit.ard=True (the ARD model alone)")
     p.add_argument("--botorch-python", default="/tmp/btenv/bin/python")
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--botorch-worker", nargs=2, default=None, help=argparse.SUPPRESS)
@@ -176,10 +182,14 @@ def _problems(d: int, count: int):
     return [B.get(f, d) for f in FAMILIES[:count]]
 
 
-def _fitter(mod):
-    """The jitted default fit of ``gp()`` (``num_fit_steps=20``) of the module ``mod``."""
+def _fitter(mod, ard="auto"):
+    """The jitted fit of ``gp(fit=dict(ard=ard))`` (``num_fit_steps=20``) of the module ``mod``:
+    ``"auto"`` (the default) ``select_by_bic``, ``"true"`` the ARD model alone."""
     import jax
     model = mod.stationary_model("rbf")
+    if ard == "true":
+        return model, jax.jit(lambda p, data: mod.fit_hyperparameters(
+            model, p, data, num_steps=20, restarts=True))
     fit = mod.select_by_bic(mod.stationary_model("rbf", shared=True))
     return model, jax.jit(lambda p, data: fit(model, p, data, num_steps=20, restarts=True))
 
@@ -202,15 +212,15 @@ def measure_ntkbo(args) -> list[dict]:
     from ntkbo.algorithms import gp_bo
     from ntkbo.algorithms.observations import standardized_data
 
-    sides = {"new": _fitter(gp_bo)}
+    sides = {"new": _fitter(gp_bo, args.ard)}
     if args.baseline:
-        sides["base"] = _fitter(_module_at(args.baseline))
+        sides["base"] = _fitter(_module_at(args.baseline), args.ard)
     cases = []
     for d in [int(v) for v in args.dims.split(",")]:
         for prob in _problems(d, args.problems):
             b = jnp.asarray(prob.bounds, jnp.float32)
             for i in range(args.keys):
-                key = KEY_OFFSET + i
+                key = args.key_offset + i
                 u = jax.random.uniform(jax.random.PRNGKey(key), (max(map(int, args.n.split(","))), d))
                 x_all = b[0] + (b[1] - b[0]) * u
                 y_all = jax.vmap(prob.fn)(x_all)
