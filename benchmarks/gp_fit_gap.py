@@ -67,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--keys", type=int, default=2, help="keys --key-offset + i per problem")
     p.add_argument("--key-offset", type=int, default=0, help="0: tuning keys (gp_fit: 100000)")
     p.add_argument("--reps", type=int, default=3,
-                   help="timed calls of auto, ard and their _mean prototypes (median; 0: none)")
+                   help="timed calls of auto, ard and their _mean fits (median; 0: none)")
     p.add_argument("--ref-random", type=int, default=4, help="random starts of the reference")
     p.add_argument("--botorch-python", default="/tmp/btenv/bin/python")
     p.add_argument("--json", default=None, metavar="PATH", help="write the per-case numbers")
@@ -203,59 +203,6 @@ def reference(spec: Spec, x, y, starts, rng, n_random):
 # ntkbo's fits
 
 
-def _profiled_lml():
-    """A stand-in for ``ntkbo.gp.log_marginal_likelihood`` with the constant mean profiled out:
-    ``max_m log N(y; m, K + lam I)``, ``m* = 1^T A^-1 y / 1^T A^-1 1`` (generalised least
-    squares), from the one Cholesky factor; its gradient in ``A`` is R&W eq. 5.9's at ``m*`` (the
-    derivative in ``m`` vanishes there). The prototype of a fitted constant mean."""
-    import jax
-    import jax.numpy as jnp
-    from ntkbo import gp as G
-    from ntkbo import linalg
-
-    @jax.custom_vjp
-    def density(gram, y, ones):
-        return fwd(gram, y, ones)[0]
-
-    def fwd(gram, y, ones):
-        chol = linalg.cholesky(gram)
-        a_y, a_1 = G.cholesky_solve(chol, y), G.cholesky_solve(chol, ones)
-        m = (ones @ a_y) / (ones @ a_1)
-        alpha = a_y - m * a_1
-        return -0.5 * (y - m * ones) @ alpha - jnp.sum(jnp.log(jnp.diag(chol))), (chol, alpha)
-
-    def bwd(res, g):
-        chol, alpha = res
-        inv_chol = G.solve_lower(chol, jnp.eye(chol.shape[-1], dtype=chol.dtype))
-        a_inv = jnp.matmul(inv_chol.T, inv_chol, precision=jax.lax.Precision.HIGHEST)
-        return g * 0.5 * (jnp.outer(alpha, alpha) - a_inv), -g * alpha, jnp.zeros_like(alpha)
-
-    density.defvjp(fwd, bwd)
-
-    def lml(kernel, data, lam, *, prior_mean=0.0, jitter=None):
-        m = G.data_mask(data)
-        gram = G._masked_gram(kernel, data.x, m, G._noise(kernel, data, m, lam, jitter))
-        return (density(gram, jnp.where(m, data.y, 0.0), m.astype(gram.dtype))
-                - 0.5 * jnp.sum(m) * jnp.log(2.0 * jnp.pi))
-    return lml
-
-
-def _with_profiled_mean(fn):
-    """``fn`` traced with ``ntkbo.gp.log_marginal_likelihood`` replaced by ``_profiled_lml``
-    (``gp_bo``'s objective and its BIC read it when tracing)."""
-    from ntkbo import gp as G
-    lml = _profiled_lml()
-
-    def call(*args):
-        old = G.log_marginal_likelihood
-        G.log_marginal_likelihood = lml
-        try:
-            return fn(*args)
-        finally:
-            G.log_marginal_likelihood = old
-    return call
-
-
 def gls_mean(x, y, ell, signal, noise) -> float:
     """The constant mean that maximises the likelihood at the values (float64)."""
     r2 = (((x[:, None, :] - x[None, :, :]) / np.asarray(ell, float)) ** 2).sum(-1)
@@ -272,6 +219,10 @@ def _fitters():
 
     ard = gp_bo.stationary_model("rbf")
     auto = gp_bo.select_by_bic(gp_bo.stationary_model("rbf", shared=True))
+    # gp's fit.mean="constant": the mean profiled out of the objective and of BIC
+    ard_c = ard._replace(mean="constant")
+    auto_c = gp_bo.select_by_bic(gp_bo.stationary_model("rbf", shared=True)._replace(
+        mean="constant"))
     fh = gp_bo.fit_hyperparameters
 
     def long_fit(m, p, data):
@@ -293,9 +244,9 @@ def _fitters():
     return ard, {
         "auto": jax.jit(auto_fit),
         "ard": jax.jit(ard_fit),
-        # new functions: their own traces, made with the profiled likelihood
-        "auto_mean": _with_profiled_mean(jax.jit(lambda p, data: auto_fit(p, data))),
-        "ard_mean": _with_profiled_mean(jax.jit(lambda p, data: ard_fit(p, data))),
+        "auto_mean": jax.jit(lambda p, data: auto_c(ard_c, p, data, num_steps=20,
+                                                    restarts=True)),
+        "ard_mean": jax.jit(lambda p, data: fh(ard_c, p, data, num_steps=20, restarts=True)),
         "ard_long": jax.jit(lambda p, data: long_fit(ard, p, data)),
         "ard_cold": jax.jit(lambda p, data: cold(ard, p, data)),
     }
@@ -516,7 +467,7 @@ def tables(cases) -> list[str]:
         out.append("| " + " | ".join(row) + " |")
 
     if all("auto_mean" in c["sets"] for c in cases):
-        out += ["", "Prototype: the constant mean profiled out of gp's objective (``_mean``), "
+        out += ["", "gp's fit.mean='constant': the mean profiled out of its objective (``_mean``), "
                 "exact lml/n (mean) and fit time (median ms):", ""]
         head = ["d", "n", "lml/n auto_mean - auto", "lml/n ard_mean - ard", "bt - auto_mean",
                 "bt - ard_mean", "shared (auto_mean)", "ms auto", "ms auto_mean", "ms ard",

@@ -11,6 +11,7 @@ import numpy as np
 from benchmarks import gp_fit_gap as G
 from benchmarks import gp_fit
 from ntkbo import data as D
+from ntkbo import gp as NG
 from ntkbo.kernels.stationary import STATIONARY
 
 
@@ -65,16 +66,17 @@ def test_reference_objective_and_gradient():
 
 
 def test_profiled_mean_likelihood():
-    """``_profiled_lml`` (float32, JAX) is ``gp_fit``'s float64 likelihood at the generalised
-    least-squares mean (``gls_mean``, written out in numpy), and its gradient that of the
-    float64 profiled likelihood by central differences (the mean re-solved at each point).
-    Tolerances: 1e-4 relative on the value, 2e-3 of the largest entry on the gradient (float32
-    Cholesky of a 12 x 12 matrix with noise 0.01: condition about 1e3, so relative errors of
-    about 1e-4 at most). Catches (each checked on a copy) the mean left at 0 (the value off by
-    over 0.1 nats here) and padding rows counted in ``1^T A^-1 1`` (capacity 16 > 12 rows)."""
+    """``ntkbo.gp.profiled_log_marginal_likelihood`` in float32 (the fits' precision) is
+    ``gp_fit``'s float64 likelihood at the generalised least-squares mean (``gls_mean``, written
+    out in numpy), and its gradient that of the float64 profiled likelihood by central
+    differences (the mean re-solved at each point). Tolerances: 1e-4 relative on the value, 2e-3
+    of the largest entry on the gradient (float32 Cholesky of a 12 x 12 matrix with noise 0.01:
+    condition about 1e3, so relative errors of about 1e-4 at most). Catches (each checked on a
+    copy) the mean left at 0 (the value off by over 0.1 nats here) and padding rows counted in
+    ``1^T A^-1 1`` (capacity 16 > 12 rows)."""
     x, y = _data()
     n, d = x.shape
-    lml = G._profiled_lml()
+    lml = NG.profiled_log_marginal_likelihood
     data = D.append(D.empty(16, d, jnp.float32), jnp.asarray(x, jnp.float32),
                     jnp.asarray(y, jnp.float32))
 
