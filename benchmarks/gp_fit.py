@@ -4,9 +4,9 @@
 (``--dims``), each ``n`` (``--n``), each problem (d = 10: the dev suite's ``ackley10``, ``levy10``,
 ``rastrigin10``, ``michalewicz10``; other d: the registry's ``ackley``, ``levy``, ``rastrigin``,
 ``styblinski_tang`` in that d; the first ``--problems``) and each reporting key ``100000 + i``
-(``--keys``): ``n`` uniform points of the box and their values, in the unit cube and standardised
-as ``gp`` sees them (``observations.standardized_data``, capacity ``next_capacity(n)`` as in
-``ntkbo.ask_tell``).
+(``--keys``; ``--key-offset 0``: the tuning keys ``i``): ``n`` uniform points of the box and
+their values, in the unit cube and standardised as ``gp`` sees them
+(``observations.standardized_data``, capacity ``next_capacity(n)`` as in ``ntkbo.ask_tell``).
 
 * ntkbo: ``gp()``'s default fit (``select_by_bic``: ARD from the warm start, the shared
   lengthscale from ARD's mean and the prior modes, ARD from the prior modes too unless its warm
@@ -15,6 +15,10 @@ as ``gp`` sees them (``observations.standardized_data``, capacity ``next_capacit
   ``--reps`` calls. ``--baseline REV`` also times the fit of ``ntkbo/algorithms/gp_bo.py`` at git
   revision ``REV`` (read with ``git show``) on the same data; only that file is the old one, the
   rest of ntkbo (``ntkbo.gp``'s likelihood and its gradient included) is the working tree's.
+  ``--ard true``: ``gp(fit=dict(ard=True))``'s fit instead (the ARD model alone, warm start and
+  prior-mode restart), on both sides. ``--mean constant``: with ``fit.mean="constant"`` (the
+  constant mean profiled out of the objective and of BIC, ``ntkbo.gp.gls_mean``), on both sides
+  (a ``--baseline`` revision must have it).
 * BoTorch (``--botorch-python``, a venv with botorch; run in a subprocess with one thread, as
   ``benchmarks/botorch_reference.py``): ``SingleTaskGP(X, Y)`` (its defaults) and
   ``fit_gpytorch_mll(ExactMarginalLogLikelihood)`` on the same ``X`` and standardised ``Y`` in
@@ -23,7 +27,8 @@ as ``gp`` sees them (``observations.standardized_data``, capacity ``next_capacit
 
 Quality, like with like: the exact log marginal likelihood ``log p(y | X, theta)`` (Rasmussen and
 Williams 2006, eq. 2.30; no priors, no jitter) of the standardised ``y`` under each side's fitted
-GP, in float64 numpy, per observation. ntkbo's GP: signal, ARD lengthscales, noise + 1e-4, mean 0;
+GP, in float64 numpy, per observation. ntkbo's GP: signal, ARD lengthscales, noise + 1e-4, mean 0
+(``--mean constant``: its fitted mean, ``ntkbo.gp.gls_mean`` of the fitted factor);
 BoTorch's: no outputscale, its lengthscales, noise and fitted constant mean, mapped through its
 ``Standardize`` transform to the same units. ``lp`` columns: ntkbo's MAP objective (log
 likelihood plus ``gp``'s log priors) per observation, new fit against ``--baseline``.
@@ -55,10 +60,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dims", default="5,10")
     p.add_argument("--n", default="10,30,50,100")
     p.add_argument("--problems", type=int, default=2, help="problems per d (at most 4)")
-    p.add_argument("--keys", type=int, default=2, help="reporting keys 100000 + i per problem")
+    p.add_argument("--keys", type=int, default=2, help="keys --key-offset + i per problem")
+    p.add_argument("--key-offset", type=int, default=KEY_OFFSET,
+                   help="keys --key-offset + i (default 100000, reporting; 0: the tuning keys)")
     p.add_argument("--reps", type=int, default=5, help="timed calls per case (median)")
     p.add_argument("--baseline", default=None, metavar="REV",
                    help="also time gp_bo.py's fit at this git revision")
+    p.add_argument("--ard", choices=("auto", "true"), default="auto",
+                   help="ntkbo's fit: the default (auto, BIC) or fit.ard=True (the ARD model alone)")
+    p.add_argument("--mean", choices=("zero", "constant"), default="zero",
+                   help="ntkbo's prior mean: zero (the default) or fit.mean='constant'")
     p.add_argument("--botorch-python", default="/tmp/btenv/bin/python")
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--botorch-worker", nargs=2, default=None, help=argparse.SUPPRESS)
@@ -176,12 +187,30 @@ def _problems(d: int, count: int):
     return [B.get(f, d) for f in FAMILIES[:count]]
 
 
-def _fitter(mod):
-    """The jitted default fit of ``gp()`` (``num_fit_steps=20``) of the module ``mod``."""
+def _fitter(mod, ard="auto", mean="zero"):
+    """The jitted fit of ``gp(fit=dict(ard=ard, mean=mean))`` (``num_fit_steps=20``) of the
+    module ``mod``: ``"auto"`` (the default) ``select_by_bic``, ``"true"`` the ARD model alone;
+    ``mean="constant"``: the models with the fitted constant mean."""
     import jax
-    model = mod.stationary_model("rbf")
-    fit = mod.select_by_bic(mod.stationary_model("rbf", shared=True))
+
+    def model_of(**kw):
+        m = mod.stationary_model("rbf", **kw)
+        return m if mean == "zero" else m._replace(mean=mean)
+
+    model = model_of()
+    if ard == "true":
+        return model, jax.jit(lambda p, data: mod.fit_hyperparameters(
+            model, p, data, num_steps=20, restarts=True))
+    fit = mod.select_by_bic(model_of(shared=True))
     return model, jax.jit(lambda p, data: fit(model, p, data, num_steps=20, restarts=True))
+
+
+def _fitted_mean(model, params, data) -> float:
+    """The constant mean ``gp`` uses at ``params``: the GLS mean of ``data``'s factor under the
+    model's kernel and noise (``ntkbo.gp.gls_mean``, as ``gp_bo.fitted_mean``)."""
+    from ntkbo import gp as G
+    kernel = lambda a, b: model.kernel(params, a, b)  # noqa: E731
+    return float(G.gls_mean(G.factor(kernel, data, model.noise(params)), data))
 
 
 def _time(fn, reps: int, *args) -> float:
@@ -202,15 +231,15 @@ def measure_ntkbo(args) -> list[dict]:
     from ntkbo.algorithms import gp_bo
     from ntkbo.algorithms.observations import standardized_data
 
-    sides = {"new": _fitter(gp_bo)}
+    sides = {"new": _fitter(gp_bo, args.ard, args.mean)}
     if args.baseline:
-        sides["base"] = _fitter(_module_at(args.baseline))
+        sides["base"] = _fitter(_module_at(args.baseline), args.ard, args.mean)
     cases = []
     for d in [int(v) for v in args.dims.split(",")]:
         for prob in _problems(d, args.problems):
             b = jnp.asarray(prob.bounds, jnp.float32)
             for i in range(args.keys):
-                key = KEY_OFFSET + i
+                key = args.key_offset + i
                 u = jax.random.uniform(jax.random.PRNGKey(key), (max(map(int, args.n.split(","))), d))
                 x_all = b[0] + (b[1] - b[0]) * u
                 y_all = jax.vmap(prob.fn)(x_all)
@@ -225,8 +254,11 @@ def measure_ntkbo(args) -> list[dict]:
                     for name, (model, fit) in sides.items():
                         warm = fit(model.init_params(d, jnp.float32), prev)[0]
                         c[f"{name}_ms"] = _time(fit, args.reps, warm, cur)
-                        ell, s2, lam = ntkbo_values(fit(warm, cur)[0], d)
-                        lml = log_marginal_likelihood(c["x"], c["y"], ell, s2, lam)
+                        params = fit(warm, cur)[0]
+                        ell, s2, lam = ntkbo_values(params, d)
+                        mean = _fitted_mean(model, params, cur) if args.mean == "constant" else 0.0
+                        c[f"{name}_mean"] = mean
+                        lml = log_marginal_likelihood(c["x"], c["y"], ell, s2, lam, mean)
                         c[f"{name}_lml"] = lml / n
                         c[f"{name}_lp"] = (lml + gp_log_prior(ell, s2, lam, d)) / n
                     print(f"[gp-fit] d={d} n={n} {prob.name} key={key}: "
@@ -278,7 +310,7 @@ def main(argv=None) -> int:
     cases = measure_ntkbo(args)
     bt = run_botorch(args.botorch_python, cases, args.reps)
     print(f"load average at the end: {os.getloadavg()}; affinity: "
-          f"{sorted(os.sched_getaffinity(0))}")
+          f"{sorted(os.sched_getaffinity(0))}; ntkbo's fit: ard={args.ard}, mean={args.mean}")
     if "error" in bt:
         print(f"BoTorch: {bt['error']}; ntkbo measured alone.")
     else:

@@ -309,10 +309,11 @@ def recommend(algo: Algorithm, study: Study) -> Recommendation | None:
     Always the best observation (``best``: the smallest successful, feasible value). On a noisy
     problem that is biased low (the luckiest draw wins), so for the GP and NTK-GP kernel models
     of ``ntkbo.algorithms`` (``gp``, ``ntk_gp``, any acquisition but ``"cei"``) it also gives the
-    observed point whose posterior mean ``mu(x_i) = k(x_i, X) (K + lam I)^-1 y`` is smallest,
-    and that mean, mapped back to ``y``'s units (``ntkbo.gp.condition`` on the state's factor,
-    ``ntkbo.gp.mean`` with the model's kernel under the state's hyper-parameters). Every other
-    algorithm (network models, random search, constrained ones) has no posterior mean here:
+    observed point whose posterior mean ``mu(x_i) = m + k(x_i, X) (K + lam I)^-1 (y - m)`` is
+    smallest (``m`` the model's prior mean, ``gp_bo.fitted_mean``), and that mean, mapped back
+    to ``y``'s units (``ntkbo.gp.condition`` on the state's factor, ``ntkbo.gp.mean`` with the
+    model's kernel under the state's hyper-parameters). Every other algorithm (network models,
+    random search, constrained ones) has no posterior mean here:
     ``model_trial``, ``model_x`` and ``model_mean`` are ``None``."""
     i = _best_row(study)
     if i is None:
@@ -327,10 +328,11 @@ def recommend(algo: Algorithm, study: Study) -> Recommendation | None:
     if model is None or int(state.data.count) != study.told_x.shape[0]:
         return out
     from ntkbo import gp as G
+    from ntkbo.algorithms.gp_bo import fitted_mean
     from ntkbo.algorithms.observations import standardized_data
 
     data, mean, std = standardized_data(state.data, state.bounds)
-    post = G.condition(state.factor, data)
+    post = G.condition(state.factor, data, prior_mean=fitted_mean(model, state.factor, data))
     mu = G.mean(lambda a, b: model.kernel(state.params, a, b), post, data.x)
     mu = np.asarray(mean + std * mu, np.float64)[:study.told_x.shape[0]]
     ok = np.asarray(D.mask(data))[:study.told_x.shape[0]] & ~failed(study)

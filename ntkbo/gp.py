@@ -15,6 +15,10 @@ Two posteriors:
       mean(x)    = m + k(x, X) (K + lam I)^-1 (y - m)
       cov(x, x') = k(x, x') - k(x, X) (K + lam I)^-1 k(X, x')
 
+  ``profiled_log_marginal_likelihood`` and ``gls_mean``: the constant ``m`` that maximises the
+  likelihood, in closed form (generalised least squares), for a mean fitted with the kernel's
+  hyper-parameters.
+
   NeuralBO's uncertainty ``lam g^T U^-1 g / m`` (Phan-Trong et al. 2023, Algorithm 1, line 3) is,
   in dual form, this variance under the empirical NTK at theta_0; neural-tangents' ``get="ntkgp"``.
 
@@ -214,7 +218,7 @@ def factor_append(kernel: Kernel, f: Factor, data: Data, start, q: int, lam, *,
 
 
 @exact_matmuls
-def condition(f: Factor, data: Data, *, prior_mean=0.0) -> Posterior:
+def condition(f: Factor, data: Data, *, prior_mean: Array | float = 0.0) -> Posterior:
     """The ``Posterior`` of ``data`` given its ``Factor`` ``f``: only ``alpha = (K + lam I)^-1
     (y - m)`` is solved (``O(C^2)``), so new targets (re-standardised ``y``) cost no factorisation."""
     m = data_mask(data)
@@ -382,7 +386,6 @@ def sample(key, kernel: Kernel, post: Posterior, xs: Array, num_samples: int | N
 
 
 @exact_matmuls
-@exact_matmuls
 def log_marginal_likelihood(kernel: Kernel, data: Data, lam, *, prior_mean=0.0,
                             jitter=None) -> Array:
     """``log p(y | X) = -1/2 r^T (K + lam I)^-1 r - 1/2 log|K + lam I| - n/2 log(2 pi)``.
@@ -422,6 +425,84 @@ def _gaussian_log_density_bwd(res, g):
 
 
 _gaussian_log_density.defvjp(_gaussian_log_density_fwd, _gaussian_log_density_bwd)
+
+
+@exact_matmuls
+def profiled_log_marginal_likelihood(kernel: Kernel, data: Data, lam, *, jitter=None) -> Array:
+    """``max_m log p(y | X, m)``: the log marginal likelihood (R&W eq. 2.30) of a GP with a
+    constant prior mean ``m``, at the ``m`` that maximises it, in closed form.
+
+    With ``A = K + lam I`` (jitter included, as ``log_marginal_likelihood``'s) over the ``n =
+    count`` valid rows and ``1`` the ones there, the maximiser is the generalised least squares
+    estimate ``m* = 1^T A^-1 y / 1^T A^-1 1`` (R&W section 2.7, "Incorporating explicit basis
+    functions", with one constant basis function and a vague prior on its coefficient; ``gls_mean``)
+    and the value ``-1/2 r^T A^-1 r - 1/2 log|A| - n/2 log(2 pi)`` with ``r = y - m* 1``. This is
+    the likelihood of BoTorch's ``SingleTaskGP`` with its ``ConstantMean`` profiled out (not the
+    restricted likelihood of R&W eq. 2.45, which integrates the mean out). With no valid row it
+    is 0.
+
+    Differentiable in the kernel's hyper-parameters and ``lam``: ``dm*`` does not enter the
+    derivative (``d/dm`` vanishes at ``m*``), so the derivative in ``A`` is eq. 5.9's
+    ``(alpha alpha^T - A^-1) / 2`` with ``alpha = A^-1 (y - m* 1)``, and in ``y`` it is
+    ``-alpha``, as for ``log_marginal_likelihood``. Cost: one factorisation and a solve with two
+    right-hand sides.
+    """
+    m = data_mask(data)
+    gram = _masked_gram(kernel, data.x, m, _noise(kernel, data, m, lam, jitter))
+    y = jnp.where(m, data.y, 0.0)
+    return (_profiled_gaussian_log_density(gram, y, m.astype(gram.dtype))
+            - 0.5 * jnp.sum(m) * jnp.log(2.0 * jnp.pi))
+
+
+def _gls(chol: Array, y: Array, ones: Array) -> tuple[Array, Array, Array]:
+    """``(m*, A^-1 y, A^-1 1)`` of ``A = chol chol^T``; ``m* = 0`` where ``1^T A^-1 1 = 0``
+    (no valid row)."""
+    solved = cholesky_solve(chol, jnp.stack([y, ones], axis=-1))
+    a_y, a_1 = solved[:, 0], solved[:, 1]
+    den = ones @ a_1
+    ok = den > 0
+    return jnp.where(ok, (ones @ a_y) / jnp.where(ok, den, 1.0), 0.0), a_y, a_1
+
+
+@jax.custom_vjp
+def _profiled_gaussian_log_density(gram: Array, y: Array, ones: Array) -> Array:
+    """``max_m -1/2 (y - m 1)^T A^-1 (y - m 1) - 1/2 log|A|`` of ``A = gram`` (``C, C``), ``1 =
+    ones`` (the valid rows' indicator; not differentiated)."""
+    return _profiled_gaussian_log_density_fwd(gram, y, ones)[0]
+
+
+def _profiled_gaussian_log_density_fwd(gram, y, ones):
+    chol = linalg.cholesky(gram)
+    m, a_y, a_1 = _gls(chol, y, ones)
+    alpha = a_y - m * a_1  # A^-1 (y - m* 1)
+    value = -0.5 * (y - m * ones) @ alpha - jnp.sum(jnp.log(jnp.diag(chol)))
+    return value, (chol, alpha)
+
+
+def _profiled_gaussian_log_density_bwd(res, g):
+    # At m* the derivative in m is zero, so those in A and y are _gaussian_log_density's at
+    # r = y - m* 1; ones is a mask (zero cotangent).
+    d_gram, d_y = _gaussian_log_density_bwd(res, g)
+    return d_gram, d_y, jnp.zeros_like(d_y)
+
+
+_profiled_gaussian_log_density.defvjp(_profiled_gaussian_log_density_fwd,
+                                      _profiled_gaussian_log_density_bwd)
+
+
+@exact_matmuls
+def gls_mean(f: Factor, data: Data) -> Array:
+    """The constant prior mean that maximises the likelihood of ``data``'s valid rows, ``()``:
+    the generalised least squares estimate ``m* = 1^T A^-1 y / 1^T A^-1 1`` (R&W section 2.7,
+    one constant basis function under a vague prior), ``A = chol chol^T`` from the ``Factor``
+    ``f`` of ``data`` (``K + lam I`` plus jitter over the valid rows) and ``1`` the valid rows'
+    indicator. Padding and failed rows do not count (``ntkbo.data.mask``); 0 with no valid row.
+
+    ``condition(f, data, prior_mean=gls_mean(f, data))`` is then the posterior of the GP whose
+    constant mean was fitted with the other hyper-parameters (``profiled_log_marginal_likelihood``).
+    """
+    m = data_mask(data)
+    return _gls(f.chol, jnp.where(m, data.y, 0.0), m.astype(f.chol.dtype))[0]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -234,6 +234,8 @@ class Fit(Part):
       refit_ratio: the geometric ratio beyond ``refit_until``.
       ard: a lengthscale per dimension (``True``), one shared (``False``) or the better of the
         two by BIC (``"auto"``).
+      mean: the outputs' prior mean: ``"zero"``, or ``"constant"``, fitted with the others
+        (profiled out of the likelihood in closed form; BoTorch's ``ConstantMean``).
     """
 
     enabled: Any = UNSET
@@ -243,6 +245,7 @@ class Fit(Part):
     refit_until: Any = UNSET
     refit_ratio: Any = UNSET
     ard: Any = UNSET
+    mean: Any = UNSET
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

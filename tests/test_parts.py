@@ -72,7 +72,7 @@ def test_one_field_one_meaning_across_factories():
                ("training", "loss_reduction"): {"loss_reduction", "loss"},
                ("fit", "enabled"): {"fit"}, ("fit", "method"): {"fit_method"},
                ("fit", "num_steps"): {"num_fit_steps"},
-               ("fit", "learning_rate"): {"fit_learning_rate"},
+               ("fit", "learning_rate"): {"fit_learning_rate"}, ("fit", "mean"): {"fit_mean"},
                ("residuals", "num_points"): {"num_residuals"},
                ("residuals", "noise_std"): {"rhs_noise_std"},
                ("residuals", "weight"): {"pde_weight"}}

@@ -116,13 +116,14 @@ _KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_t
 #: Options a factory gained after experiment cells were stored, with the value those cells ran
 #: with (``resolved_options``): an option at that value is left out of the hashed options, so
 #: the stored cells keep their ``digest`` and stay resumable; any other value appears. Frozen, as
-#: ``_KWARGS_BASELINE``. ``gp``'s ``ard`` (2026-11-25): every earlier cell ran ARD.
+#: ``_KWARGS_BASELINE``. ``gp``'s ``ard`` (2026-11-25): every earlier cell ran ARD; its
+#: ``fit_mean`` (``fit.mean``, 2026-11-27): every earlier cell ran the zero mean.
 #: ``neural_bo``'s pathwise draws and their refinement (2026-11-26): every earlier cell ran the
 #: paper's independent draws, which do not read the refinement options. ``ntk_gp``'s
 #: ``posterior_inverse=None`` (2026-11-27): by backend, the triangular solves on CPU, where every
 #: earlier cell ran (a cell's device is in its meta; results across devices were never
 #: bit-identical).
-_ADDED_BASELINE = {gp: dict(ard=True),
+_ADDED_BASELINE = {gp: dict(ard=True, fit_mean="zero"),
                    neural_bo: dict(thompson="independent", num_restarts=4, num_acq_steps=30,
                                    acq_method="pgd"),
                    ntk_gp: dict(posterior_inverse=None)}

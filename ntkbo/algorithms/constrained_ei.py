@@ -95,7 +95,9 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
     def _posterior(s):
         data, mean, std = standardized_data(s.data, s.bounds)  # failed rows: out of G.fit's mask
         kernel = lambda a, b: model.kernel(s.params, a, b)  # noqa: E731
-        return kernel, G.condition(s.factor, data), mean, std, data
+        # a fitted constant mean (model.mean == "constant"): the posterior's prior mean, m*
+        prior_mean = G.gls_mean(s.factor, data) if model.mean == "constant" else 0.0
+        return kernel, G.condition(s.factor, data, prior_mean=prior_mean), mean, std, data
 
     def suggest(key, state):
         obj = state.objective

@@ -15,6 +15,11 @@ hyper-parameters are fitted:
       noise ~ LogNormal(-4, 1),                           noise >= 1e-4 (standardised units),
       signal ~ LogNormal(0, 1).
 
+  The prior mean of the standardised outputs is 0, or with ``fit={"mean": "constant"}`` a
+  constant fitted with the others (BoTorch's ``ConstantMean``): profiled out of the likelihood in
+  closed form (``ntkbo.gp.profiled_log_marginal_likelihood``), no prior, and ``suggest``
+  conditions on ``y - m*`` (``fitted_mean``).
+
 * ``ntk_gp``: the exact infinite-width NTK of an MLP (``ntkbo.kernels.mlp``) or any
   neural-tangents ``kernel_fn``, on inputs mapped to the sphere or ``[-1, 1]^d``; the signal scale
   and the noise ``lam`` are fixed by default (as in the papers), optionally fitted by the same MAP.
@@ -145,13 +150,38 @@ class _Model(NamedTuple):
     # (model, params, data, num_steps, jitter, restarts) -> (params, loss): a fit other than
     # fit_hyperparameters (gp's ard="auto": select_by_bic); None: fit_hyperparameters
     fit: Optional[Callable] = None
+    # the prior mean of the standardised outputs: "zero", or "constant", fitted with the other
+    # hyper-parameters by profiling it out of the likelihood (ntkbo.gp.gls_mean)
+    mean: str = "zero"
+
+
+MEANS = ("zero", "constant")
+
+
+def _log_likelihood(model: _Model, params, data: D.Data, jitter=None) -> Array:
+    """``log p(y | X, theta)`` of the model's prior mean: mean 0
+    (``ntkbo.gp.log_marginal_likelihood``) or, for ``model.mean == "constant"``, the constant
+    mean profiled out (``ntkbo.gp.profiled_log_marginal_likelihood``)."""
+    kernel = lambda a, b: model.kernel(params, a, b)  # noqa: E731
+    if model.mean == "constant":
+        return G.profiled_log_marginal_likelihood(kernel, data, model.noise(params), jitter=jitter)
+    return G.log_marginal_likelihood(kernel, data, model.noise(params), jitter=jitter)
+
+
+def fitted_mean(model: _Model, factor: G.Factor, data: D.Data) -> Array | float:
+    """The model's prior mean of the standardised ``data`` whose ``Factor`` is ``factor``:
+    ``0.0`` for ``model.mean == "zero"``; for ``"constant"`` the generalised least squares mean
+    ``m* = 1^T A^-1 y / 1^T A^-1 1`` of the valid rows (``ntkbo.gp.gls_mean``), the maximiser of
+    the likelihood that the fit maximised with it profiled out."""
+    return G.gls_mean(factor, data) if model.mean == "constant" else 0.0
 
 
 def neg_log_posterior(model: _Model, params, data: D.Data, jitter=None) -> Array:
     """``-(log p(y | X, theta) + log p(theta))`` (R&W eq. 2.30 plus the model's log prior) of the
-    standardised unit-cube ``data``; ``+inf`` where it is not finite (a failed factorisation)."""
-    kernel = lambda a, b: model.kernel(params, a, b)  # noqa: E731
-    lml = G.log_marginal_likelihood(kernel, data, model.noise(params), jitter=jitter)
+    standardised unit-cube ``data``; ``+inf`` where it is not finite (a failed factorisation).
+    With ``model.mean == "constant"`` the likelihood is maximised over the constant mean in
+    closed form (``_log_likelihood``; no prior on the mean)."""
+    lml = _log_likelihood(model, params, data, jitter)
     v = -(lml + model.log_prior(params, data.dim))
     return jnp.where(jnp.isfinite(v), v, jnp.inf)
 
@@ -273,18 +303,19 @@ def _lbfgs_from(model: _Model, anchor, starts, data: D.Data, num_steps: int, jit
 
 def num_hyperparameters(model: _Model, params) -> int:
     """How many hyper-parameters the fit moves (the leaves ``model.fitted`` marks, counted by
-    size): the ``k`` of a Bayesian information criterion."""
+    size, plus one for a fitted constant mean, ``model.mean == "constant"``): the ``k`` of a
+    Bayesian information criterion."""
     sizes = jax.tree_util.tree_map(lambda a, f: a.size if f else 0, params, model.fitted(params))
-    return int(sum(jax.tree_util.tree_leaves(sizes)))
+    return int(sum(jax.tree_util.tree_leaves(sizes))) + int(model.mean == "constant")
 
 
 def bic(model: _Model, params, data: D.Data, jitter=None, k=None) -> Array:
     """Schwarz's criterion ``-2 log p(y | X, theta) + k log n`` of ``data`` (standardised, unit
-    cube) at ``params``: the likelihood without the priors, ``k`` hyper-parameters (default
-    ``num_hyperparameters``), ``n`` the valid observations. Lower is better; ``+inf`` where the
-    likelihood is not finite."""
-    kernel = lambda a, b: model.kernel(params, a, b)  # noqa: E731
-    lml = G.log_marginal_likelihood(kernel, data, model.noise(params), jitter=jitter)
+    cube) at ``params``: the likelihood without the priors (at the fitted constant mean for
+    ``model.mean == "constant"``, ``_log_likelihood``), ``k`` hyper-parameters (default
+    ``num_hyperparameters``, which counts that mean), ``n`` the valid observations. Lower is
+    better; ``+inf`` where the likelihood is not finite."""
+    lml = _log_likelihood(model, params, data, jitter)
     n = jnp.sum(D.mask(data)).astype(lml.dtype)
     k = num_hyperparameters(model, params) if k is None else k
     v = -2.0 * lml + k * jnp.log(jnp.maximum(n, 1.0))
@@ -468,11 +499,17 @@ def build_suggest(model: _Model, *, acquisition: str, q: int, num_candidates: in
     ``ntk_gp``) validates the options and closes over ``beta`` and ``xi``; nothing is validated
     here. ``model``: the kernel model (e.g. ``stationary_model(...)``); ``state``: a
     ``KernelBOState`` of the algorithm built on the same model (its ``init`` and ``update``).
-    ``posterior_inverse``: as ``kernel_bo``'s."""
+    ``posterior_inverse``: as ``kernel_bo``'s. With a fitted constant mean (``model.mean ==
+    "constant"``) the valid outputs are shifted by it (``fitted_mean``, once per call) before
+    anything else, so the posterior (prior mean 0 on ``y - m*``), the incumbent, the Thompson
+    draws and the kriging believer's fantasies are all in those units."""
 
     def suggest(key, state, beta, xi):
         data, _, _ = standardized_data(state.data, state.bounds)
         m = D.mask(data)
+        if model.mean == "constant":
+            data = data._replace(y=jnp.where(m, data.y - fitted_mean(model, state.factor, data),
+                                             data.y))
         unit = unit_box(data.dim, data.x.dtype)
         kernel = lambda a, b: model.kernel(state.params, a, b)  # noqa: E731
         lam = model.noise(state.params)
@@ -761,7 +798,8 @@ def _gp(*, kernel: str = "rbf", acquisition: str = "ei", beta: float = 4.0, xi: 
         q: int = 1, fit: bool = True, fit_method: str = "lbfgs", num_fit_steps: int = 20,
         fit_learning_rate: float = 0.1, refit_until: int = 100, refit_ratio: float = 1.1,
         log_ei: bool = True, signal: float | None = None, ard: bool | str = "auto",
-        num_candidates: int = _GPD["num_candidates"], num_restarts: int = _GPD["num_restarts"],
+        fit_mean: str = "zero", num_candidates: int = _GPD["num_candidates"],
+        num_restarts: int = _GPD["num_restarts"],
         num_steps: int = _GPD["num_steps"], num_ts_candidates: int = _GPD["num_ts_candidates"],
         jitter: float | None = _GPD["jitter"], n_constraints: int = _GPD["n_constraints"],
         posterior_inverse: bool | None = _GPD["posterior_inverse"]) -> Algorithm:
@@ -775,10 +813,11 @@ def _gp(*, kernel: str = "rbf", acquisition: str = "ei", beta: float = 4.0, xi: 
     if ard == "auto" and fit_method != "lbfgs":
         raise ValueError(f"ard='auto' selects between two L-BFGS fits; it needs "
                          f"fit_method='lbfgs', got {fit_method!r}")
-    model = stationary_model(kernel, shared=ard is False, signal=signal)
+    check_choice("fit_mean", fit_mean, MEANS)
+    model = stationary_model(kernel, shared=ard is False, signal=signal)._replace(mean=fit_mean)
     if ard == "auto":
-        model = model._replace(fit=select_by_bic(stationary_model(kernel, shared=True,
-                                                                  signal=signal)))
+        model = model._replace(fit=select_by_bic(stationary_model(
+            kernel, shared=True, signal=signal)._replace(mean=fit_mean)))
     return kernel_bo(model, acquisition=acquisition, beta=beta, xi=xi, q=q, fit=fit,
                      num_fit_steps=num_fit_steps, fit_learning_rate=fit_learning_rate,
                      fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
@@ -842,7 +881,7 @@ _FIT = dict(enabled="fit", method="fit_method", num_steps="num_fit_steps",
 _SEARCH = dict(num_candidates="num_candidates", num_restarts="num_restarts",
                num_steps="num_steps", num_ts_candidates="num_ts_candidates", log_ei="log_ei",
                posterior_inverse="posterior_inverse", jitter="jitter")
-LAYOUT = Layout({"fit": {**_FIT, "ard": "ard"}, "search": _SEARCH})
+LAYOUT = Layout({"fit": {**_FIT, "ard": "ard", "mean": "fit_mean"}, "search": _SEARCH})
 NTK_LAYOUT = Layout({"network": dict(depth="depth", activation="activation", W_std="W_std",
                                      b_std="b_std"),
                      "fit": _FIT, "search": _SEARCH}, custom={"network": "kernel_fn"})
@@ -895,7 +934,10 @@ def gp(
         (``select_by_bic``; ``k = d + 2`` against 3 hyper-parameters), so the shared lengthscale is
         used while the data cannot support ``d`` of them. Two models per refit: ARD from the
         warm start, the shared lengthscale from ARD's mean and the prior modes, and ARD from
-        the prior modes too unless its warm fit already settled the choice.
+        the prior modes too unless its warm fit already settled the choice. ``mean``
+        (``"zero"``: prior mean 0 of the standardised outputs; ``"constant"``: a constant mean
+        fitted with the others, BoTorch's ``ConstantMean``, profiled out of the likelihood in
+        closed form, ``ntkbo.gp.profiled_log_marginal_likelihood``, and counted in BIC's ``k``).
       search: the acquisition search (``ntkbo.parts.Search``, ``kernel_bo``): ``num_candidates``
         Sobol points (1024), the best ``num_restarts`` (10) refined by ``num_steps`` (100)
         ascent steps (both tuned on the dev suite), ``num_ts_candidates`` (1024) points of a
