@@ -1,6 +1,6 @@
 """Does STO-BNTS's training reach its posterior sample?
 
-Sample-then-optimise (seed-003 digest, sections 1.4-1.6): the minimiser of loss (1),
+Sample-then-optimise (Dai et al. 2022): the minimiser of loss (1),
 
     L(th) = sum_j (y_j - f~(z_j; th))^2 + lam |th - theta_0|_P^2,        lam = beta^2 sigma^2,
 
@@ -9,7 +9,7 @@ for the network *linearised at theta_0*, ``f_lin(z; th) = g(z) + J(z) (th - thet
 
     f_lin*(z) = g(z) + K(z, X) (K_XX + lam I)^-1 (y - g(X)),   K = J P^-1 J^T  (empirical NTK)
 
-an exact draw of the (empirical-)NTK-GP posterior (up to the target-noise deficit of digest 1.6,
+an exact draw of the (empirical-)NTK-GP posterior (up to the target-noise deficit,
 the same for every trainer here), and the paper's claim is that the finite network trained on (1)
 "till convergence" approximates it. For each member (fresh ``theta_0, theta_0'``, as ``suggest``
 draws them) and each training configuration this script measures:

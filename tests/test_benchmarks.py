@@ -508,7 +508,7 @@ def test_styblinski_tang_optimum_is_the_cubic_root():
     [
         # SFU: x* = 420.9687 (f* = 0 to the 4 decimals of its constant 418.9829)
         ("schwefel", 3, lambda t: 418.9829 - t * np.sin(np.sqrt(np.abs(t))), (420.9687, 0.0)),
-        # seed-001 digest section 2.5 [check]: w_min ~ 0.057604 at x ~ 0.88370
+        # as beam_deflection's docstring states: w_min ~ 0.057604 at x ~ 0.88370
         (
             "beam_deflection",
             1,

@@ -18,7 +18,7 @@ NAMES = ["branin_constrained", "simionescu_constrained", "ackley_constrained",
          "hartmann6_constrained", "gas_transmission", "speed_reducer"]
 
 
-# ---- independent numpy transcriptions of the thesis's formulas (seed-001 digest section 1.8) ----
+# ---- independent numpy transcriptions of the thesis's formulas ----
 
 
 def np_gas(x):

@@ -70,7 +70,7 @@ def linearized():
 @pytest.fixture(scope="module")
 def replay(linearized):
     """Phase II replayed in numpy from ``w0`` and the observations: per round ``w_i``, ``Sigma_i``,
-    ``g_i``, ``z_i`` (eqs. 3-5, digest section 2.3), with ``np.linalg.solve``."""
+    ``g_i``, ``z_i`` (eqs. 3-5), with ``np.linalg.solve``."""
     _, r = linearized
     s = r.state
     lo, hi = np.asarray(PROBLEM.bounds)
@@ -262,7 +262,7 @@ def test_vmap_over_keys_equals_separate_runs(linearized):
 
 def test_schedules():
     assert G.n_explore_paper(25) == 5 and G.n_explore_paper(64) == 8  # the paper's experiments
-    np.testing.assert_allclose(G.lam_paper(25), 51.8, atol=0.05)  # digest section 3 table
+    np.testing.assert_allclose(G.lam_paper(25), 51.8, atol=0.05)  # Section 6's sqrt(T) ln^2 T
     np.testing.assert_allclose(G.lam_paper(64), 138.4, atol=0.05)
     np.testing.assert_allclose(G.beta_paper(5, 25, 551, 1.0), 551**3 / 5)
     assert float(G.beta_theory(2, 10, 3)) > float(G.beta_theory(1, 10, 3))  # increasing in t
@@ -296,7 +296,8 @@ def test_bad_arguments_raise_naming_the_argument(kwargs, name):
 
 
 def test_sigma_phase1_folds_phase1_into_the_sums(linearized):
-    # Digest 7.1 reading (b): the oracle's update also adds the Phase-I points linearised at w0.
+    # Reading (b) of eqs. 3-5 (``sigma_phase1``): the oracle's update also adds the Phase-I points
+    # linearised at w0.
     algo = G.go_ucb(sigma_phase1=True, **SMALL)
     x, y = linearized[1].x[:4], linearized[1].y[:4]
     s, _ = jax.jit(algo.update)(algo.init(KEY, PROBLEM.bounds, 16), x, y)

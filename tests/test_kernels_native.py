@@ -207,7 +207,7 @@ def test_identity_network_closed_form(inputs):
 
 
 def test_relu_depth1_equals_neuralbo_paper_formula(inputs):
-    """seed-000 digest section 3.4: with W_std = (sqrt(d), 1) and no bias, the NTK is
+    """NeuralBO's paper (Phan-Trong et al. 2023): with W_std = (sqrt(d), 1) and no bias, the NTK is
     (x.x') (pi - theta)/(2 pi) + |x||x'| (sin theta + (pi - theta) cos theta)/(2 pi)."""
     x1, x2 = inputs
     d = x1.shape[1]

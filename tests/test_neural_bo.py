@@ -212,7 +212,7 @@ def test_paper_network_ntk_limit():
 def test_training_approaches_kernel_ridge_regression():
     """``update`` retrains from theta_0 by GD on 1/2 sum (h - y)^2 + 1/2 lam |theta - theta_0|^2.
     The linearised network's minimiser predicts ``h_0(x) + k_X(x)^T (K + lam I)^-1 (y - h_0(X))``
-    (kernel ridge regression on the empirical NTK at theta_0, digest section 3.3).
+    (kernel ridge regression on the empirical NTK at theta_0).
 
     Tolerance: the trained network differs from it by the linearisation error, ~ C |alpha|^2 /
     sqrt(m) for the two-layer net, with alpha = (K + lam I)^-1 (y - h_0) the size of the parameter

@@ -80,7 +80,7 @@ def test_posterior_smb_is_ntk_gp_posterior_sample():
 
 @pytest.mark.slow
 def test_simple_smb_covariance_is_proposition_1():
-    # Prop. 1 (digest 3.1), with K the NNGP and Theta the NTK, A = Theta_XX + sigma^2 I:
+    # Be-Greedy's Prop. 1, with K the NNGP and Theta the NTK, A = Theta_XX + sigma^2 I:
     # nu^2 [K_xx' - (Theta_xX A^-1 K_Xx' + h.c.) + Theta_xX A^-1 (K_XX + sigma^2 I) A^-1 Theta_Xx'].
     outs, kernel_fn = _ensemble(posterior=False)
     k_dd, t_dd = _kernels(kernel_fn, X_TRAIN, X_TRAIN)

@@ -1,7 +1,7 @@
 """ntkbo.gp against neural-tangents' ``predict`` (old-JAX lane only: ``pytest -m nt``).
 
 * ``gp.fit``/``predict`` == ``predict.gp_inference(..., get="ntkgp", diag_reg_absolute_scale=True)``:
-  the posterior NeuralBO's uncertainty and the NTK-GP baselines use (seed-000 digest, section 3.4).
+  the posterior NeuralBO's uncertainty and the NTK-GP baselines use.
 * ``gp.gd_ensemble``/``gd_ensemble_predict`` == ``predict.gradient_descent_mse_ensemble`` at finite
   times and at t = inf, ``get="ntk"`` and ``get="nngp"``, mean and covariance, with padding.
 """

@@ -65,9 +65,9 @@ def test_exponent_uses_the_mean_over_seeds_and_pairs_resamples():
 
 def test_t_dependent_parameters():
     """GO-UCB's phases: ``n + T_II = T``, ``n >= ceil(sqrt T_II)``, ``T_II`` the largest such
-    (digest 5.1: ``n = sqrt T``); ``beta_T`` against Srinivas Thm 1 written out; the log allowance
-    ``1 / ln T_geo``. Mutations caught: ``n = ceil(sqrt T)`` of the total; a ``T^d`` domain;
-    the arithmetic mean of ``T`` in the allowance."""
+    (GO-UCB's Theorem 4.1: ``n = sqrt T``); ``beta_T`` against Srinivas Thm 1 written out; the log
+    allowance ``1 / ln T_geo``. Mutations caught: ``n = ceil(sqrt T)`` of the total; a ``T^d``
+    domain; the arithmetic mean of ``T`` in the allowance."""
     for T in (8, 16, 32, 64, 128, 1024):
         n, t2 = RS.go_ucb_phases(T)
         assert n + t2 == T and n >= math.ceil(math.sqrt(t2))
@@ -79,11 +79,11 @@ def test_t_dependent_parameters():
 
 def test_posterior_smb_gets_theorem_3_parameters():
     """Neural Greedy's row runs PosteriorSMB in Theorem 3's setting: ``sigma^2 = 1 + 2/T`` with
-    ``T`` the run's own budget (seed-004 digest 4.2), no exploration phase (``T_e = 0``), the
-    experiments' ``nu = 1``; read back from the algorithm's record (``ntkbo.algorithms``' resolved
-    options, which is what the factory was called with). Mutations caught: ``sigma = 1 + 2/T``
-    (the variance passed as the standard deviation); ``sigma^2 = 1 + 2/T`` at a fixed ``T``
-    rather than the run's; ``smb="simple"`` (Theorem 3 is about PosteriorSMB)."""
+    ``T`` the run's own budget, no exploration phase (``T_e = 0``), the experiments' ``nu = 1``;
+    read back from the algorithm's record (``ntkbo.algorithms``' resolved options, which is what the
+    factory was called with). Mutations caught: ``sigma = 1 + 2/T`` (the variance passed as the
+    standard deviation); ``sigma^2 = 1 + 2/T`` at a fixed ``T`` rather than the run's;
+    ``smb="simple"`` (Theorem 3 is about PosteriorSMB)."""
     s = RS.SCALES["cpu"]
     for T in s["horizons"]:
         cfg = RS._algorithm("posterior_smb", s, T).config

@@ -8,7 +8,7 @@ exits 1 when any selected claim fails its tolerance (README.md lists the claims 
 
     NAME: str            the check's name (= the module name)
     CLAIM: str           the claim, one line
-    SOURCE: str          paper, theorem/equation, digest section
+    SOURCE: str          paper, theorem/equation
     SCALES: dict         {"smoke": {...}, "cpu": {...}, "gpu": {...}}: the settings of each scale
                          (smoke: the CI test's reduced run; cpu: <= 5 min on 2 cores; gpu: wider
                          networks, longer horizons), each with a "chunk" entry (None: derived

@@ -1,9 +1,9 @@
 r"""Ensembles of wide networks trained by full-batch gradient descent on the MSE loss follow the
 infinite-width prediction of ``ntkbo.gp.gd_ensemble`` / ``gd_ensemble_predict`` (Lee et al. 2019).
 
-Claim (Lee et al. 2019, eqs. (14)-(16); seed-004 digest section 5.2, neural-tangents'
-``gradient_descent_mse_ensemble(get="ntk")``): a network ``f(.; theta_0)`` of width ``m ->
-inf``, trained from its random initialisation by gradient descent on
+Claim (Lee et al. 2019, eqs. (14)-(16); neural-tangents'
+``gradient_descent_mse_ensemble(get="ntk")``): a network ``f(.; theta_0)`` of width ``m -> inf``,
+trained from its random initialisation by gradient descent on
 ``L = (1/2N) sum_i (f(x_i) - y_i)^2`` for time ``t`` (learning rate folded into ``t``), is
 
     f_t(x) = f_0(x) + Theta(x, X) A(t) (y - f_0(X)),   A(t) = Theta^-1 (I - exp(-Theta t / N))   (*)
@@ -93,7 +93,7 @@ from theory_checks.stats import cov_error, loglog_slope, mean_z
 
 NAME = "gd_ensemble"
 CLAIM = "GD-trained wide-network ensembles -> the NTK trained-ensemble GP at every t (Lee et al.)"
-SOURCE = "Lee et al. 2019 eqs. (14)-(16); seed-004 digest 5.2 (gradient_descent_mse_ensemble)"
+SOURCE = "Lee et al. 2019 eqs. (14)-(16) (neural-tangents' gradient_descent_mse_ensemble)"
 DETECTS = {"smoke": ("ntk_scale:1.1",), "cpu": ("ntk_scale:1.02",), "gpu": ("ntk_scale:1.02",)}
 SLOPE_WINDOW = (-1.0, -0.3)
 ALPHA = 1e-3  # false-alarm probability of each family of z-score rows

@@ -1,10 +1,10 @@
 r"""Neural-CBO's confidence bounds cover the objective and the constraint, and its optimistic
 feasibility keeps every truly feasible point.
 
-Claim (thesis Lemma 4.1.5 and Corollary 4.1.6; seed-001 digest sections 1.3-1.5, 5.2 (a)): for a
-black-box function ``f_a`` (the objective or a constraint) in the RKHS of the NTK ``k_a`` of its
-network with ``|f_a|_H <= B_a``, ``R_a``-sub-Gaussian noise and ``U_0 = I`` (``lam = 1``), with
-probability at least ``1 - delta``, for every ``x`` and ``t``::
+Claim (thesis Lemma 4.1.5 and Corollary 4.1.6): for a black-box function ``f_a`` (the objective or a
+constraint) in the RKHS of the NTK ``k_a`` of its network with ``|f_a|_H <= B_a``,
+``R_a``-sub-Gaussian noise and ``U_0 = I`` (``lam = 1``), with probability at least ``1 - delta``,
+for every ``x`` and ``t``::
 
     |f_a(x) - a(x; W_{t-1})| <= beta_{a,t} sigma_{a,t-1}(x) + E(m) / (T + 1),
     beta_{a,t} = B_a + R_a sqrt(gamma_{a,t} + 2 + 2 log(1 / delta)),
@@ -73,7 +73,7 @@ NC = importlib.import_module("ntkbo.algorithms.neural_cbo")
 NAME = "neural_cbo_coverage"
 CLAIM = ("Neural-CBO: f and c in [LCB, UCB] at every test point w.p. >= 1 - delta (Lemma 4.1.5, "
          "Cor. 4.1.6); optimistic LCB feasibility keeps every truly feasible point")
-SOURCE = "thesis Lemma 4.1.5, Cor. 4.1.6, Alg. 3; seed-001 digest 1.3-1.5, 5.2 (a)"
+SOURCE = "thesis Lemma 4.1.5, Cor. 4.1.6, Alg. 3"
 ALPHA = 1e-3
 
 _BASE = dict(d=2, depth=1, b_std=0.5, lam=1.0, delta=0.1, centres=8, norm=1.0, feasible_fraction=0.5,

@@ -1,9 +1,9 @@
 r"""The outputs of randomly initialised ntkbo networks form a Gaussian process with the NNGP kernel
 as the width grows.
 
-Claim (Neal 1996; Lee et al. 2018, eq. (4) and section 2.3; Matthews et al. 2018, Theorem 4;
-seed-003 digest section 2.6): for the network ``ntkbo.kernels.mlp(depth, m, activation, ...)``
-(NTK parameterisation) with parameters drawn by its ``init_fn``, the outputs ``f = f(X; theta_0)``
+Claim (Neal 1996; Lee et al. 2018, eq. (4) and section 2.3; Matthews et al. 2018, Theorem 4): for
+the network ``ntkbo.kernels.mlp(depth, m, activation, ...)`` (NTK parameterisation) with parameters
+drawn by its ``init_fn``, the outputs ``f = f(X; theta_0)``
 at ``n`` inputs ``X`` converge in distribution, as ``m -> inf``, to ``N(0, K)`` with ``K =
 kernel_fn(X, X, "nngp")`` (the library side, ``ntkbo.kernels``). For one hidden layer the
 covariance is exact at every width: given the hidden pre-activations (exactly Gaussian), ``f`` is
@@ -61,7 +61,7 @@ from theory_checks.report import Report
 
 NAME = "nngp_convergence"
 CLAIM = "outputs of random ntkbo networks -> GP(0, NNGP kernel) as the width grows"
-SOURCE = ("Neal 1996; Lee et al. 2018 eq. (4); Matthews et al. 2018 Thm 4; seed-003 digest 2.6; "
+SOURCE = ("Neal 1996; Lee et al. 2018 eq. (4); Matthews et al. 2018 Thm 4; "
           "Hanin and Nica 2020 (O(1/m) bias, depth >= 2)")
 DETECTS = {"smoke": ("nngp_scale:1.2",), "cpu": ("nngp_scale:1.1",),
            "gpu": ("nngp_scale:1.03",)}

@@ -2,10 +2,9 @@ r"""The empirical NTK of ntkbo's flax networks converges to the analytic NTK at 
 it moves less and less during training as the width grows.
 
 Claim (Jacot et al. 2018, Theorem 1 and 2; Lee et al. 2019, Theorem 2.1 and Appendix G; the
-seed-003 digest section 2.6.3 and seed-001 thesis section 5.2(d)): for the network
-``ntkbo.kernels.mlp(depth, m, activation, ...)`` (NTK parameterisation) with empirical NTK
-``Theta_m = ntkbo.kernels.empirical_ntk(apply_fn)`` at initialisation and analytic NTK
-``Theta = kernel_fn(x, x, "ntk")``,
+Neural-CBO/PINN-BO thesis): for the network ``ntkbo.kernels.mlp(depth, m, activation, ...)`` (NTK
+parameterisation) with empirical NTK ``Theta_m = ntkbo.kernels.empirical_ntk(apply_fn)`` at
+initialisation and analytic NTK ``Theta = kernel_fn(x, x, "ntk")``,
 
 * ``|Theta_m - Theta|_F / |Theta|_F ~ m^-1/2``: ``Theta_m`` is an average of ``m`` i.i.d.
   per-unit terms in the last hidden layer, and each deeper layer's fluctuation is again
@@ -70,8 +69,8 @@ from theory_checks.stats import loglog_slope
 
 NAME = "ntk_convergence"
 CLAIM = "empirical NTK -> analytic NTK at rate m^-1/2; NTK change during training ~ m^-1/2"
-SOURCE = ("Jacot et al. 2018 Thm 1-2; Lee et al. 2019 Thm 2.1, App. G; seed-003 digest 2.6.3; "
-          "seed-001 thesis 5.2(d)")
+SOURCE = ("Jacot et al. 2018 Thm 1-2; Lee et al. 2019 Thm 2.1, App. G; "
+          "Neural-CBO/PINN-BO thesis")
 DETECTS = {"smoke": ("ntk_scale:1.03", "drop_bias_ntk"),
            "cpu": ("ntk_scale:1.02", "drop_bias_ntk"),
            "gpu": ("ntk_scale:1.02", "drop_bias_ntk")}

@@ -1,12 +1,12 @@
 r"""PINN-BO's trained network is a sample of the physics-informed NTK-GP posterior (Lemma 5.3.4).
 
-Claim (thesis Lemma 5.3.4 with Corollary C.2.1.1; seed-001 digest sections 2.3-2.4 and 5.3 (a)):
-for an infinitely wide network whose initialisation gives ``[nu h(X); nu N[h](Z)] ~ N(0, nu^2
-K_NTK-PINN)`` (Corollary C.2.1.1, the blocks of Definition 5.3.1), the network trained on the
-``nu``-scaled loss of Eq. (5.1) from that random initialisation is distributed, over the
-initialisations, as a draw of ``GP(mu_t, nu^2 sigma_t^2)``, the joint (co-kriging) posterior of
-``f`` given ``Y`` (noise ``lam1``) and the PDE data ``U`` (noise ``lam2``). The thesis justifies
-PINN-BO's greedy query (``argmin h = argmin nu h``) as Thompson sampling with it.
+Claim (thesis Lemma 5.3.4 with Corollary C.2.1.1): for an infinitely wide network whose
+initialisation gives ``[nu h(X); nu N[h](Z)] ~ N(0, nu^2 K_NTK-PINN)`` (Corollary C.2.1.1, the
+blocks of Definition 5.3.1), the network trained on the ``nu``-scaled loss of Eq. (5.1) from that
+random initialisation is distributed, over the initialisations, as a draw of ``GP(mu_t, nu^2
+sigma_t^2)``, the joint (co-kriging) posterior of ``f`` given ``Y`` (noise ``lam1``) and the PDE
+data ``U`` (noise ``lam2``). The thesis justifies PINN-BO's greedy query (``argmin h = argmin nu
+h``) as Thompson sampling with it.
 
 What makes the lemma exact (the sample-then-optimise recipe; Matthews et al. 2017, He et al. 2020;
 the lemma's noise ``lam1``, ``lam2`` need the two terms the thesis's Eq. (5.1) leaves out): the
@@ -106,8 +106,8 @@ PB = importlib.import_module("ntkbo.algorithms.pinn_bo")
 NAME = "pinn_gp_sample"
 CLAIM = ("PINN-BO: nu h of a PINN trained from a random init (sample-then-optimise) ~ GP(mu_t, "
          "nu^2 sigma_t^2), the physics-informed NTK-GP posterior")
-SOURCE = ("thesis Lemma 5.3.4, Corollary C.2.1.1, Def. 5.3.1, Eq. (5.1); seed-001 digest 2.3, "
-          "2.4, 5.3 (a); He et al. 2020 (sample-then-optimise)")
+SOURCE = ("thesis Lemma 5.3.4, Corollary C.2.1.1, Def. 5.3.1, Eq. (5.1); "
+          "He et al. 2020 (sample-then-optimise)")
 ALPHA = 1e-3
 IDENTITY_RTOL = 1e-8
 

@@ -1,10 +1,10 @@
 r"""PINN-BO: PDE data lower the information gain that enters the regret bound.
 
-Claims (thesis ch. 5; seed-001 digest sections 2.4 and 5.3 (b), (c)), for a GP with the NTK-PINN
-kernel of Definition 5.3.1 (``ntkbo.algorithms.pinn_bo.pinn_kernels``: the blocks ``K_uu``, ``K_ur``,
-``K_rr`` by automatic differentiation of the kernel in its inputs) and a linear operator ``N``
-(here the Laplacian in 2-D, the heat benchmark's operator), observations ``Y_t`` of ``f`` at ``t``
-points (noise ``lam1``) and PDE data ``U_r`` of ``N[f]`` at ``N_r`` points (noise ``lam2``):
+Claims (thesis ch. 5), for a GP with the NTK-PINN kernel of Definition 5.3.1
+(``ntkbo.algorithms.pinn_bo.pinn_kernels``: the blocks ``K_uu``, ``K_ur``, ``K_rr`` by automatic
+differentiation of the kernel in its inputs) and a linear operator ``N`` (here the Laplacian in 2-D,
+the heat benchmark's operator), observations ``Y_t`` of ``f`` at ``t`` points (noise ``lam1``) and
+PDE data ``U_r`` of ``N[f]`` at ``N_r`` points (noise ``lam2``):
 
 1. Lemma 5.3.6 / C.2.2: the feature-space form of the interaction information
    ``1/2 log det(Phi^T Phi/lam1 + I) det(Omega^T Omega/lam2 + I) / det(Phi^T Phi/lam1 +
@@ -20,7 +20,7 @@ points (noise ``lam1``) and PDE data ``U_r`` of ``N[f]`` at ``N_r`` points (nois
    data sets ``N_r = 0, n_1, n_2, ...`` (conditioning on more Gaussian data lowers
    ``I(f; Y_T | U_r)``);
 4. and is strictly positive for the Laplacian: the PDE data carry information about ``f``;
-5. digest 5.3 (c): the posterior variance of ``f`` given ``Y_t`` and ``U_r``
+5. the posterior variance of ``f`` given ``Y_t`` and ``U_r``
    (``pinn_bo.joint_predict``) is at most the variance given ``Y_t`` alone (``ntkbo.gp``), at every
    test point.
 
@@ -65,7 +65,7 @@ PB = importlib.import_module("ntkbo.algorithms.pinn_bo")
 NAME = "pinn_information_gain"
 CLAIM = ("PINN-BO: I(f;Y_t;U_r) >= 0 (feature = kernel form), growing with the PDE data, so PDE "
          "data lower the information gain I(f;Y_t|U_r) and the posterior variance")
-SOURCE = "thesis Def. 5.3.1, 5.3.5, Lemmas 5.3.4, 5.3.6, Remark 5.3.7; seed-001 digest 2.4, 5.3"
+SOURCE = "thesis Def. 5.3.1, 5.3.5, Lemmas 5.3.4, 5.3.6, Remark 5.3.7"
 
 FORM_RTOL = 1e-6
 INEQ_ATOL = 1e-8

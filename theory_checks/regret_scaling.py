@@ -6,22 +6,20 @@ Claims (``a_thm``, the exponent of the bound at ``d = 2``):
 
 * NTK-GP-UCB / TS (Srinivas et al. 2010, Thm 1-2; Chowdhury and Gopalan 2017; the baselines of all
   the papers): ``R_T = O(sqrt(T beta_T gamma_T))`` with ``gamma_T`` the maximum information gain,
-  ``gamma_T = O~(T^((d-1)/d))`` for the ReLU NTK (Vakili et al. 2021; seed-000 digest 5.4) and
-  ``beta_T`` logarithmic: ``a_thm = 1 - 1/(2d) = 0.75``.
-* NeuralBO (Phan-Trong et al. 2023, Theorem 1; seed-000 digest 5.3-5.4): ``O~(sqrt(T gamma_T))``:
-  ``a_thm = 0.75``.
-* STO-BNTS (Dai et al. 2022, Theorem 1; seed-003 digest 2.2): ``O~(sqrt(T gamma_T))``:
-  ``a_thm = 0.75``.
-* GO-UCB (Liu and Wang 2023, Theorem 4.1; seed-002 digest 5.1): ``R_{n+T} = O~(sqrt T)`` on a
-  realizable parametric function with ``n = sqrt T``, ``lam = C_lam sqrt T``: ``a_thm = 0.5``.
-* Neural Greedy with PosteriorSMB (Paria et al., "Be Greedy", Theorem 3 and Remark 4; seed-004
-  digest 4.2, 4.5): ``O~(I_T sqrt T)`` with ``I_T`` the information gain of the network's NTK,
-  ``I_T = O(T^(1-1/d))`` for the one-hidden-layer (ReLU) NTK (Remark 4), so ``a_thm = 3/2 - 1/d
-  = 1.0`` at ``d = 2``. **This theorem row cannot fail** for any method whose regret is at most
-  linear (regret per round is bounded on a bounded function, so ``a <= 1`` up to noise): Remark 4
-  itself calls the bound vacuous for ``d >= 2``. The row that can fail is the sublinear
-  (increments) row, which for Neural Greedy is the paper's *empirical* claim (its experiments,
-  section 3 and App. E), not its theorem; it is tested here in the theorem's setting.
+  ``gamma_T = O~(T^((d-1)/d))`` for the ReLU NTK (Vakili et al. 2021) and ``beta_T`` logarithmic:
+  ``a_thm = 1 - 1/(2d) = 0.75``.
+* NeuralBO (Phan-Trong et al. 2023, Theorem 1): ``O~(sqrt(T gamma_T))``: ``a_thm = 0.75``.
+* STO-BNTS (Dai et al. 2022, Theorem 1): ``O~(sqrt(T gamma_T))``: ``a_thm = 0.75``.
+* GO-UCB (Liu and Wang 2023, Theorem 4.1): ``R_{n+T} = O~(sqrt T)`` on a realizable parametric
+  function with ``n = sqrt T``, ``lam = C_lam sqrt T``: ``a_thm = 0.5``.
+* Neural Greedy with PosteriorSMB (Paria et al., "Be Greedy", Theorem 3 and Remark 4):
+  ``O~(I_T sqrt T)`` with ``I_T`` the information gain of the network's NTK, ``I_T = O(T^(1-1/d))``
+  for the one-hidden-layer (ReLU) NTK (Remark 4), so ``a_thm = 3/2 - 1/d = 1.0`` at ``d = 2``.
+  **This theorem row cannot fail** for any method whose regret is at most linear (regret per round
+  is bounded on a bounded function, so ``a <= 1`` up to noise): Remark 4 itself calls the bound
+  vacuous for ``d >= 2``. The row that can fail is the sublinear (increments) row, which for Neural
+  Greedy is the paper's *empirical* claim (its experiments, section 3 and App. E), not its theorem;
+  it is tested here in the theorem's setting.
 * Controls: random search has ``E R_T = T (E f(U) - f*)`` exactly (the Sobol initial design is
   marginally uniform too): exponent 1. GP-UCB with the true kernel and noise on a function of that
   kernel's RKHS is sublinear (Srinivas et al. 2010, Thm 3): the control is ``ntk_gp_ucb`` itself,
@@ -75,7 +73,7 @@ sets them:
   restarts, 10 steps) instead of App. F.2's 10 starts x 500 steps, for the CPU cost.
 * NTK-GP-TS, NeuralBO (``nu = 1``), STO-BNTS (``beta = 1``): the experiments' constants. Their
   theorems' ``nu_t`` / ``beta_t`` carry unknown constants (``B``, ``R``) and are conservative
-  (STO-BNTS erratum 4.1); with them the bound grows by a log factor, inside the allowance below.
+  as stated; with them the bound grows by a log factor, inside the allowance below.
   These rows are statements about the algorithms as run, which the theorems bound only up to logs.
 
 The fit: ``a_hat`` is the least-squares slope of ``log mean_seeds R_T`` on ``log T`` over the grid;
@@ -180,9 +178,8 @@ CLAIM = ("across horizons T: R_T ~ T^a at each theorem's exponent up to logs (NT
          "NeuralBO, STO-BNTS 0.75 on RKHS functions at d=2; GO-UCB 0.5 on a teacher network; "
          "Neural Greedy (PosteriorSMB) 1.0, vacuous, and sublinear as its experiments claim), "
          "random search linear, GP-UCB sublinear; information gain sublinear")
-SOURCE = ("Srinivas et al. 2010 Thm 1-3; NeuralBO Thm 1 (seed-000 5.3-5.4); STO-BNTS Thm 1 "
-          "(seed-003 2.2); GO-UCB Thm 4.1 (seed-002 5.1); Be-Greedy Thm 3, Remark 4 "
-          "(seed-004 4.2, 4.5)")
+SOURCE = ("Srinivas et al. 2010 Thm 1-3; NeuralBO Thm 1; STO-BNTS Thm 1; GO-UCB Thm 4.1; "
+          "Be-Greedy Thm 3, Remark 4")
 DETECTS = {scale: ("linear_regret",) for scale in ("smoke", "cpu", "gpu")}
 #: The faults that patch a function an algorithm's runs call: the factories (not random
 #: search's) and the NTK of the RKHS test function (not GO-UCB's teacher).
@@ -227,7 +224,7 @@ def beta_ucb(T: int, d: int, delta: float = DELTA) -> float:
 
 def greedy_sigma(T: int) -> float:
     """Neural Greedy's ``sigma`` for a run of budget ``T``: Theorem 3's ``sigma^2 = 1 + 2/T``
-    (seed-004 digest 4.2; Chowdhury and Gopalan's ``lambda = 1 + eta``, ``eta = 2/T``)."""
+    (Chowdhury and Gopalan's ``lambda = 1 + eta``, ``eta = 2/T``)."""
     return math.sqrt(1.0 + 2.0 / T)
 
 

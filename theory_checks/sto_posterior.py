@@ -1,10 +1,10 @@
 r"""STO-BNTS networks are samples from the NTK-GP posterior; STO-BNTS-Linear exactly at any width;
 without target perturbation the samples are under-dispersed by a known amount.
 
-Claims (Dai et al. 2022, Theorem 1 and eqs. (2)-(3); seed-003 digest sections 1.4-1.6, 2.6; He et
-al. 2020): with ``lam = beta^2 sigma^2`` and ``A = k(X, X) + lam I``, a member trained to the
-minimiser of loss (1) on targets ``y + eps``, ``eps ~ N(0, lam I)`` (``perturb_targets=True``), is a
-draw of the GP posterior with kernel ``beta^2 k`` and noise ``lam``:
+Claims (Dai et al. 2022, Theorem 1 and eqs. (2)-(3); He et al. 2020): with ``lam = beta^2 sigma^2``
+and ``A = k(X, X) + lam I``, a member trained to the minimiser of loss (1) on targets ``y + eps``,
+``eps ~ N(0, lam I)`` (``perturb_targets=True``), is a draw of the GP posterior with kernel
+``beta^2 k`` and noise ``lam``:
 
 * STO-BNTS-Linear (``ntkbo.algorithms.sto_bnts.sample_linear_member``): ``k`` is the empirical NTK
   at the feature parameters ``theta_0'``, *exactly* at any width;
@@ -53,7 +53,7 @@ draws are shared by every fault (``neural_greedy`` imports ``train_member`` by n
 ``settings["linear"]``, ``["nonlinear"]`` and ``["smb"]`` switch the three parts on and off (all
 on at every scale).
 
-SimpleSMB / PosteriorSMB (Be-Greedy, Paria et al.; seed-004 digest sections 3.1-3.2, 5.1, 5.3), with
+SimpleSMB / PosteriorSMB (Be-Greedy, Paria et al.), with
 ``ntkbo.algorithms.neural_greedy.train_smb`` on App. A's network (``smb_network``, erf), ``M``
 members at width ``smb_width``, noise ``sigma``, scale ``nu``, ``A = Theta_XX + sigma^2 I``:
 
@@ -62,8 +62,8 @@ members at width ``smb_width``, noise ``sigma``, scale ``nu``, ``A = Theta_XX + 
 * SimpleSMB (Prop. 1): the same mean, covariance ``nu^2 [K_xx' - (Theta_xX A^-1 K_Xx' + h.c.) +
   Theta_xX A^-1 (K_XX + sigma^2 I) A^-1 Theta_Xx']`` (written out here), which equals
   ``ntkbo.gp.gd_ensemble_predict(t=inf, lam=sigma^2)`` plus ``nu^2 sigma^2 Theta_xX A^-2
-  Theta_Xx'`` (digest 5.2; identity to ``1e-8`` relative) and sits between the NNGP posterior and
-  the NTK-GP posterior in the PSD order (digest 5.3: smallest eigenvalue of each difference
+  Theta_Xx'`` (Lee et al. 2019; identity to ``1e-8`` relative) and sits between the NNGP posterior
+  and the NTK-GP posterior in the PSD order (smallest eigenvalue of each difference
   ``>= -1e-9`` of the largest); the sample covariance's trace lies between the two traces
   (position ``(tr S - tr NNGP) / (tr NTKGP - tr NNGP)`` in ``[0, 1]`` widened by 3 Monte Carlo
   standard errors of ``tr S``).
@@ -92,7 +92,7 @@ S = importlib.import_module("ntkbo.algorithms.sto_bnts")
 NAME = "sto_posterior"
 CLAIM = ("STO-BNTS members are NTK-GP posterior samples (Linear: exactly, any width); "
          "without target perturbation they are under-dispersed by lam k A^-2 k")
-SOURCE = "Dai et al. 2022 Thm 1, eqs. (1)-(3), Alg. 1-2; seed-003 digest 1.4-1.6, 2.6; He et al. 2020"
+SOURCE = "Dai et al. 2022 Thm 1, eqs. (1)-(3), Alg. 1-2; He et al. 2020"
 # gpu: not run (no accelerator); 8x the members of cpu halve the standard errors.
 DETECTS = {"smoke": ("sto_no_regulariser", "ntk_scale:2"),
            "cpu": ("sto_no_regulariser", "ntk_scale:1.5"),
