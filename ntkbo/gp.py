@@ -4,9 +4,7 @@ A *kernel* here is any function ``k(x1, x2) -> (n1, n2)``; ``ntkbo.kernels.as_ke
 or neural-tangents ``kernel_fn`` into one. Observations come in a fixed-capacity ``ntkbo.data.Data``
 buffer; rows past ``count`` are masked so the amount of padding cannot change any result: the padded
 Gram matrix is block-diagonal ``[[K + lam I, 0], [0, I]]`` with zero targets on the padding, and every
-cross-covariance column of a padding row is zero.
-
-Two posteriors:
+cross-covariance column of a padding row is zero. Two posteriors:
 
 * ``fit`` / ``mean`` / ``variance`` / ``covariance`` / ``sample`` / ``log_marginal_likelihood``: the
   Bayesian posterior of ``f ~ GP(m, k)`` from ``y = f(x) + eps``, ``eps ~ N(0, lam)`` (Rasmussen and
@@ -15,10 +13,7 @@ Two posteriors:
       mean(x)    = m + k(x, X) (K + lam I)^-1 (y - m)
       cov(x, x') = k(x, x') - k(x, X) (K + lam I)^-1 k(X, x')
 
-  ``profiled_log_marginal_likelihood`` and ``gls_mean``: the constant ``m`` that maximises the
-  likelihood, in closed form (generalised least squares), for a mean fitted with the kernel's
-  hyper-parameters.
-
+  A constant ``m`` fitted by maximum likelihood: ``gls_mean``, ``profiled_log_marginal_likelihood``.
   NeuralBO's uncertainty ``lam g^T U^-1 g / m`` (Phan-Trong et al. 2023, Algorithm 1, line 3) is,
   in dual form, this variance under the empirical NTK at theta_0; neural-tangents' ``get="ntkgp"``.
 

@@ -1,9 +1,8 @@
 """Bayesian optimisation with an exact GP: the standard GP baseline and the infinite-width NTK-GP.
 
-Both are instances of one *kernel model*: inputs mapped to the unit cube, outputs standardised over
-the valid observations (``observations.standardized_data``), an exact posterior from ``ntkbo.gp`` and
-an acquisition maximised by ``ntkbo.optimize``. They differ in the kernel and in which
-hyper-parameters are fitted:
+Both are one *kernel model*: inputs mapped to the unit cube, outputs standardised
+(``observations.standardized_data``), an exact posterior from ``ntkbo.gp``, an acquisition
+maximised by ``ntkbo.optimize``; they differ in the kernel and the fitted hyper-parameters:
 
 * ``gp``: a stationary kernel (RBF by default) with ARD or shared lengthscales ``ell``; ``ell``,
   signal and noise fitted by maximum a posteriori, the log marginal likelihood (Rasmussen and
@@ -15,10 +14,8 @@ hyper-parameters are fitted:
       noise ~ LogNormal(-4, 1),                           noise >= 1e-4 (standardised units),
       signal ~ LogNormal(0, 1).
 
-  The prior mean of the standardised outputs is 0, or with ``fit={"mean": "constant"}`` a
-  constant fitted with the others (BoTorch's ``ConstantMean``): profiled out of the likelihood in
-  closed form (``ntkbo.gp.profiled_log_marginal_likelihood``), no prior, and ``suggest``
-  conditions on ``y - m*`` (``fitted_mean``).
+  The prior mean is 0, or a fitted constant (``fit={"mean": "constant"}``, BoTorch's
+  ``ConstantMean``, profiled out in closed form: ``ntkbo.gp.profiled_log_marginal_likelihood``).
 
 * ``ntk_gp``: the exact infinite-width NTK of an MLP (``ntkbo.kernels.mlp``) or any
   neural-tangents ``kernel_fn``, on inputs mapped to the sphere or ``[-1, 1]^d``; the signal scale
@@ -35,11 +32,9 @@ EI of the improvement below the best observation (maximised through its logarith
 LogEI of Ament et al. 2023: the same maximiser, with gradients where EI underflows to 0), UCB as
 the negated lower confidence bound ``-(mu - sqrt(beta) sigma)``, TS as the negated sample.
 
-**Batches** (``q > 1``): Thompson sampling draws ``q`` independent joint posterior samples (parallel
-Thompson sampling, Kandasamy et al. 2018) over one candidate set, draw ``j`` taking its best
-candidate not taken by draws ``< j``; the other acquisitions use the *kriging believer* rule
-(Ginsbourger et al. 2010): after each point the posterior is conditioned on its own posterior mean,
-the hyper-parameters fixed (``ntkbo.gp.append``), and the acquisition is maximised again.
+**Batches** (``q > 1``): ``q`` joint posterior draws over one candidate set for Thompson
+sampling (Kandasamy et al. 2018), each taking its best candidate not yet taken; otherwise the
+*kriging believer* (Ginsbourger et al. 2010): each point is conditioned on at its posterior mean.
 
 Presets: ``get("gp_ei", preset="paper")`` (and ``gp_ucb``, ``gp_ts``, ``gp_pi``) is the papers'
 GP baseline (:data:`PRESETS_BY_NAME`: squared-exponential ARD kernel, refitted every round, EI).
