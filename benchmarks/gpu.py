@@ -38,18 +38,18 @@ The parts, in order (``--parts`` picks some):
    (by the memory estimates of theory_checks/README.md) first: exit code, verdict, report path.
 
 Scales (``SCALES``; ``--algos``, ``--step-algos``, ``--budgets``, ``--seeds``, ``--grid``,
-``--theory`` override): ``gpu``: ntk_gp, gp, neural_bo (their defaults); budgets 100 and 300;
-seeds 1, 16, 64, 256, 1024 against a loop of at most 4; steps of ntk_gp, ntk_gp_solve (``NAMED``:
+``--theory`` override): ``gpu``: ntk_gp, gp, neural_bo (their defaults); budgets 100 and 300; seeds
+1, 16, 64, 256, 1024 against a loop of at most 4; steps of ntk_gp, ntk_gp_solve (``NAMED``:
 ntk_gp's suggest before the factor's inverse), neural_bo and gp at n = 2000, 4000, 8000; the GP
-comparison at n = 2000; the fast-test
-subset of ``PYTEST_FILES`` with ``-k "not slow"`` (4 pytest-xdist workers when xdist imports and
-there are >= 8 CPUs); every theory check at ``--scale gpu`` that fits. ``tiny``: random_search
-(the other algorithms' programs each take 5-30 s to compile on 2 CPU cores; the code path is
-the same), budget 12, seeds 1 and 2, n = 64, the GP comparison at n = 64, two tests of
-``tests/test_linalg.py``, the theory check ``gd_ensemble`` at ``--scale smoke``: about a minute.
-With the default 420 s the gpu scale is compile-bound: each new seed count or n is a new program
-(tens of seconds), so the later cells of a part are often skipped with their predicted time; run a
-part again alone for more (``--parts seeds --budgets 100 --seeds 64,1024``).
+comparison at n = 2000; the fast-test subset of ``PYTEST_FILES`` with ``-k "not slow"`` (half the
+CPUs, at most 8, as pytest-xdist workers when xdist imports and there are >= 8 CPUs); every theory
+check at ``--scale gpu`` that fits. ``tiny``: random_search (the other algorithms' programs each
+take 5-30 s to compile on 2 CPU cores; the code path is the same), budget 12, seeds 1 and 2, n =
+64, the GP comparison at n = 64, two tests of ``tests/test_linalg.py``, the theory check
+``gd_ensemble`` at ``--scale smoke``: about a minute. With the default 420 s the gpu scale is
+compile-bound: each new seed count or n is a new program (tens of seconds), so the later cells of a
+part are often skipped with their predicted time; run a part again alone for more (``--parts seeds
+--budgets 100 --seeds 64,1024``).
 
 One slice of a paper's study: ``--problem``, ``--dim`` and ``--relative-noise`` set the seeds
 part's problem, ``--loop-seeds 0`` drops the loop (vmap only), and ``NAMED`` holds the papers'
@@ -108,7 +108,11 @@ PROBLEM, DIM = "ackley", 10
 #: ``benchmarks/specs/neuralbo_synthetic.toml`` (the paper's section 7 settings).
 NAMED = {"ntk_gp_solve": ("ntk_gp", {"search": {"posterior_inverse": False}}),
          "neuralbo_paper": ("neural_bo", {"network": {"width": 500, "depth": 1}, "lam": 0.01,
-                                          "nu": 1.0, "training": {"warm_start": False}})}
+                                          "nu": 1.0, "training": {"warm_start": False}}),
+         # ``neural_bo``'s candidate chunks (its default: ``CHUNK_ENTRIES // (w + C)`` rows)
+         # against 256 rows and against one chunk of every candidate.
+         "neural_bo_chunk256": ("neural_bo", {"search": {"chunk_size": 256}}),
+         "neural_bo_onechunk": ("neural_bo", {"search": {"chunk_size": 1 << 20}})}
 
 
 def algo_spec(name: str) -> tuple:
@@ -117,7 +121,7 @@ def algo_spec(name: str) -> tuple:
 GP_TARGET = 1e-3  # largest float32 mean error allowed, in units of the standardised outputs
 
 PYTEST_FILES = ("tests/test_linalg.py", "tests/test_gp.py", "tests/test_acquisition.py",
-                "tests/test_loop.py", "tests/test_kernels_native.py")
+                "tests/test_loop.py", "tests/test_kernels_native.py", "tests/test_neural_bo.py")
 #: The theory checks, cheapest first at gpu scale (peak memory estimates, theory_checks/README.md).
 THEORY_ORDER = ("neuralbo_identities", "pinn_information_gain", "nngp_convergence",
                 "ntk_convergence", "neural_cbo_coverage", "pinn_gp_sample", "gd_ensemble",
@@ -376,14 +380,14 @@ def run_pytest(p: Part, timeout: float) -> dict:
     if not files:
         row.update(status="failed", message="none of the test files exist")
         return row
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files,
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", *files,
            "-k", cfg["pytest_k"]]
     workers = 0
     if p.args.scale == "gpu" and (os.cpu_count() or 1) >= 8:
         try:
             import xdist  # noqa: F401
 
-            workers = 4
+            workers = min(8, (os.cpu_count() or 8) // 2)
         except ImportError:
             pass
     if workers:
@@ -394,7 +398,10 @@ def run_pytest(p: Part, timeout: float) -> dict:
           f"{f', {workers} workers' if workers else ''}; timeout {timeout:.0f} s) ...")
     r = run_logged(cmd, timeout, log_path, env=child_env())
     with open(log_path, errors="replace") as f:
-        parsed = parse_pytest_summary(f.read())
+        text = f.read()
+    parsed = parse_pytest_summary(text)
+    # ``-rfE``'s short summary: the ids of the tests that failed or errored.
+    parsed["failed_tests"] = re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)
     counts = parsed["counts"]
     row.update(rc=r["rc"], wall_s=r["wall"], log=os.path.relpath(log_path, p.out), **parsed)
     if r["timed_out"]:
@@ -403,8 +410,8 @@ def run_pytest(p: Part, timeout: float) -> dict:
     elif r["rc"] == 0 and counts.get("passed", 0) > 0:
         row.update(status="pass", message=parsed["summary"])
     else:
-        row.update(status="fail", message=f"exit code {r['rc']}: {parsed['summary']}; "
-                   f"{last_error(log_path)}")
+        named = ", ".join(parsed["failed_tests"]) or last_error(log_path)
+        row.update(status="fail", message=f"exit code {r['rc']}: {parsed['summary']}; {named}")
     p.log(f"pytest: {row['status']}: {row['message']}")
     return row
 
@@ -600,11 +607,18 @@ def part_seeds(p: Part) -> None:
                     t0 = time.perf_counter()
                     jax.block_until_ready(many(k1, problem))
                     t_first = time.perf_counter() - t0
+                    # Kept at once: a slot that ends in the second call still has the first.
+                    row["vmap"].append({"seeds": s, "status": "first call only",
+                                        "first_call_s": t_first})
+                    p.save()
+                    p.log(f"  vmap {s} seeds: first call {fmt_s(t_first)}")
                     t0 = time.perf_counter()
                     best, _ = jax.block_until_ready(many(k2, problem))
                     t_second = time.perf_counter() - t0
                 except Exception as e:  # noqa: BLE001
                     oom = is_oom(e)
+                    if row["vmap"] and row["vmap"][-1]["seeds"] == s:
+                        row["vmap"].pop()
                     row["vmap"].append({"seeds": s, "status": "oom" if oom else "failed",
                                         "message": short(e)})
                     p.save()
@@ -618,7 +632,7 @@ def part_seeds(p: Part) -> None:
                         "seeds_per_s": s / t_second,
                         "speedup": None if per_seed is None else s * per_seed / t_second,
                         "mean_best_f": float(np.nanmean(np.asarray(best)))}
-                row["vmap"].append(cell)
+                row["vmap"][-1] = cell
                 p.save()
                 vs = "" if per_seed is None else f", {cell['speedup']:.2f}x the loop"
                 p.log(f"  vmap {s} seeds: first call {fmt_s(t_first)}, second {fmt_s(t_second)}"
@@ -708,7 +722,8 @@ def part_step(p: Part) -> None:
                 r = speed.measure_step(base, options, PROBLEM, DIM, n, args.reps,
                                        time.monotonic() + max(left, 1.0), 0, False)
                 r.pop("note", None)
-                row.update(r, status="ok", wall_s=time.perf_counter() - t0)
+                # measure_step's ``algo`` is the registry name; the row keeps the entry's.
+                row.update(r, algo=name, status="ok", wall_s=time.perf_counter() - t0)
                 compiled = r["compile_suggest"] + r["compile_update"]
                 last[name] = (n, compiled, max(row["wall_s"] - compiled, 0.0))
                 p.log(f"  suggest {fmt_s(r['suggest'])}, update {fmt_s(r['update'])} (compile "
@@ -1176,6 +1191,10 @@ def _seeds(lines, d) -> None:
             lines.append(f"| {r['algo']} | {r['budget']} | | {r.get('status')}: "
                          f"{r.get('message', '')} | | | | | | |")
         for c in r.get("vmap", []):
+            if c["status"] == "first call only":
+                lines.append(f"| {r['algo']} | {r['budget']} | {c['seeds']} | "
+                             f"{fmt_s(c['first_call_s'])} | stopped before its end | | | | | |")
+                continue
             if c["status"] != "ok":
                 lines.append(f"| {r['algo']} | {r['budget']} | {c['seeds']} | {c['status']}: "
                              f"{c.get('message', '')} | | | | | | |")
