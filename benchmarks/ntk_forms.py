@@ -55,7 +55,7 @@ def measure(x64: bool, width: int, d: int, n_cand: int, capacity: int, reps: int
             c = NB.embed(c, "sphere")
             return apply_fn(p0, c)[:, 0], NB.variance_dual(feats(c, p0), g_data, mask, chol)
 
-        return NB.map_chunks(moments, zc, max(1, NB.CHUNK_ENTRIES // g_data.shape[1]))
+        return NB.map_chunks(moments, zc, max(1, NB.chunk_entries() // g_data.shape[1]))
 
     fns = {"factors": jax.jit(factors), "features": jax.jit(features)}
     out = {k: jax.block_until_ready(f(z, zc)) for k, f in fns.items()}

@@ -563,6 +563,30 @@ def test_posterior_in_chunks_is_the_dense_variance(setup):
         np.testing.assert_allclose(var, s["primal"], rtol=RTOL, atol=ATOL)
 
 
+def test_default_chunk_follows_the_platform(setup, monkeypatch):
+    """With ``chunk_size=None`` the primal form's candidates go through ``map_chunks`` in chunks
+    of ``chunk_entries() // p`` rows, ``chunk_entries()`` being ``GPU_CHUNK_ENTRIES`` when the
+    default backend is ``"gpu"`` and ``CHUNK_ENTRIES`` otherwise (the CPU and unmeasured
+    platforms); the backend is forced, so this runs on CPU. Exact integers, no tolerance.
+
+    Mutation caught (checked by hand): ``posterior`` dividing ``CHUNK_ENTRIES`` whatever the
+    platform (the ``"gpu"`` chunk is then half as long)."""
+    NB = importlib.import_module("ntkbo.algorithms.neural_bo")  # the package's name is the factory
+    s = setup
+    p = sum(leaf.size for leaf in jax.tree_util.tree_leaves(s["params0"]))
+    seen = []
+    real = NB.map_chunks
+    monkeypatch.setattr(NB, "map_chunks", lambda fn, x, chunk: seen.append(chunk) or real(fn, x,
+                                                                                            chunk))
+    r = jnp.asarray(np.linalg.cholesky(s["u"]).T)
+    for platform in ("cpu", "gpu", "tpu"):
+        monkeypatch.setattr(jax, "default_backend", lambda platform=platform: platform)
+        NB.posterior(s["apply_fn"], s["feats"], s["params0"], s["params0"], r, s["buf"], s["mask"],
+                     jnp.asarray(s["zc"]), LAM, uncertainty="primal", input_map="cube")
+    assert seen == [NB.CHUNK_ENTRIES // p, NB.GPU_CHUNK_ENTRIES // p, NB.CHUNK_ENTRIES // p]
+    assert NB.GPU_CHUNK_ENTRIES // p > NB.CHUNK_ENTRIES // p  # the platforms differ here
+
+
 def test_thompson_select_is_each_draws_argmin():
     """``thompson_select`` against numpy: draw ``j`` is ``mu + nu sqrt(max(var, 0)) eps_j``, its
     choice the argmin, ``acq_value`` minus the minimum, ``std`` ``nu sigma`` there. The variances

@@ -159,8 +159,19 @@ LAYOUT = Layout({
 })
 
 #: Default number of entries (rows x parameters, or rows x (factor width + capacity) in the dual
-#: form) evaluated per candidate chunk (~32 MB).
+#: form) evaluated per candidate chunk on CPUs and unmeasured platforms (16 MB in float32).
 CHUNK_ENTRIES = 1 << 22
+#: The same on GPUs (32 MB in float32): the smallest power of two that takes the default
+#: candidates at n = 2000 in one chunk, which there steps faster than two chunks (docs/speed.md).
+GPU_CHUNK_ENTRIES = 1 << 23
+
+
+def chunk_entries(platform: str | None = None) -> int:
+    """Entries per candidate chunk on ``platform`` (``jax.default_backend()`` when ``None``, the
+    platform a traced program runs on by default): ``GPU_CHUNK_ENTRIES`` on ``"gpu"``, else
+    ``CHUNK_ENTRIES``. On CPUs one chunk is not faster than several of ``CHUNK_ENTRIES``."""
+    platform = jax.default_backend() if platform is None else platform
+    return GPU_CHUNK_ENTRIES if platform == "gpu" else CHUNK_ENTRIES
 
 __all__ = [
     "NeuralBOState",
@@ -199,6 +210,7 @@ __all__ = [
     "num_candidate_rows",
     "candidates",
     "map_chunks",
+    "chunk_entries",
     "extend_dual_factor",
     "posterior",
     "thompson_select",
@@ -561,7 +573,7 @@ def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: 
     computed once, before the chunks), ``variance_primal`` with the factor ``u`` or
     ``variance_diag`` with ``diag U = u``, both on the gradient features ``feats``. The
     candidates go through the network ``chunk_size`` rows at a time (``None``:
-    ``CHUNK_ENTRIES // p`` rows of features, ``CHUNK_ENTRIES // (w + C)`` in the dual form).
+    ``chunk_entries() // p`` rows of features, ``chunk_entries() // (w + C)`` in the dual form).
 
     Returns:
       ``(mu, var)``, ``(n,)`` each; ``var >= 0``.
@@ -585,7 +597,7 @@ def posterior(apply_fn, feats, params: Params, theta_feat: Params, u: Array, z: 
         var = variance_primal(g, u, lam) if uncertainty == "primal" else variance_diag(g, u, lam)
         return mu, var
 
-    mu, var = map_chunks(moments, zc, chunk_size or max(1, CHUNK_ENTRIES // max(row, 1)))
+    mu, var = map_chunks(moments, zc, chunk_size or max(1, chunk_entries() // max(row, 1)))
     return mu, var
 
 
