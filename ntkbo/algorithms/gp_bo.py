@@ -252,7 +252,11 @@ def _lbfgs_from(model: _Model, anchor, starts, data: D.Data, num_steps: int, jit
     mask_tree = model.fitted(anchor)
 
     def loss(p):
-        return neg_log_posterior(model, _masked(p, anchor, mask_tree), data, jitter)
+        # In the default float dtype: optax's line search transposes the objective with the
+        # cotangent ``1.0``, which under ``jax_enable_x64`` is float64 and is refused against a
+        # float32 value (float32 data with x64 on). A no-op whenever the two dtypes agree.
+        value = neg_log_posterior(model, _masked(p, anchor, mask_tree), data, jitter)
+        return value.astype(jnp.result_type(float))
 
     def clean(g):  # zero on fixed leaves and where not finite (a failed factorisation)
         g = jax.tree_util.tree_map(lambda gi, f: gi if f else jnp.zeros_like(gi), g, mask_tree)
