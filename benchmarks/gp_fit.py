@@ -30,7 +30,10 @@ Williams 2006, eq. 2.30; no priors, no jitter) of the standardised ``y`` under e
 GP, in float64 numpy, per observation. ntkbo's GP: signal, ARD lengthscales, noise + 1e-4, mean 0
 (``--mean constant``: its fitted mean, ``ntkbo.gp.gls_mean`` of the fitted factor);
 BoTorch's: no outputscale, its lengthscales, noise and fitted constant mean, mapped through its
-``Standardize`` transform to the same units. ``lp`` columns: ntkbo's MAP objective (log
+``Standardize`` transform to the same units. Prediction, which does not favour the larger
+model: the mean ``log N(yt; mu, s2 + noise)`` (R&W eqs. 2.23-2.24) of ``TEST_POINTS`` held-out
+uniform points of the box (key ``fold_in(key, 1)``, standardised with the training data's mean
+and deviation) under each side's fit. ``lp`` columns: ntkbo's MAP objective (log
 likelihood plus ``gp``'s log priors) per observation, new fit against ``--baseline``.
 """
 
@@ -53,6 +56,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY_OFFSET = 100_000
 DEV10 = ("ackley10", "levy10", "rastrigin10", "michalewicz10")
 FAMILIES = ("ackley", "levy", "rastrigin", "styblinski_tang")
+TEST_POINTS = 200  # held-out points per case for the predictive density
 
 
 def parser() -> argparse.ArgumentParser:
@@ -87,6 +91,23 @@ def log_marginal_likelihood(x, y, ell, signal, noise, mean=0.0) -> float:
     chol = np.linalg.cholesky(signal * np.exp(-0.5 * r2) + noise * np.eye(len(y)))
     a = np.linalg.solve(chol, y)
     return float(-0.5 * a @ a - np.log(np.diag(chol)).sum() - 0.5 * len(y) * math.log(2 * math.pi))
+
+
+def log_predictive_density(x, y, xt, yt, ell, signal, noise, mean=0.0) -> float:
+    """Mean over the held-out ``(xt, yt)`` of ``log N(yt; mu(xt), s2(xt) + noise)``: the exact
+    GP posterior of the same kernel given ``(x, y)`` (R&W eqs. 2.23-2.24), float64."""
+    x, xt = np.asarray(x, float), np.asarray(xt, float)
+    y, yt = np.asarray(y, float) - mean, np.asarray(yt, float) - mean
+    ell = np.asarray(ell, float)
+
+    def k(a, b):
+        return signal * np.exp(-0.5 * (((a[:, None, :] - b[None, :, :]) / ell) ** 2).sum(-1))
+
+    chol = np.linalg.cholesky(k(x, x) + noise * np.eye(len(y)))
+    v = np.linalg.solve(chol, k(x, xt))
+    mu = v.T @ np.linalg.solve(chol, y)
+    var = np.maximum(signal - (v * v).sum(0), 0.0) + noise
+    return float(np.mean(-0.5 * (yt - mu) ** 2 / var - 0.5 * np.log(2 * math.pi * var)))
 
 
 def gp_log_prior(ell, signal, noise, d) -> float:
@@ -243,14 +264,23 @@ def measure_ntkbo(args) -> list[dict]:
                 u = jax.random.uniform(jax.random.PRNGKey(key), (max(map(int, args.n.split(","))), d))
                 x_all = b[0] + (b[1] - b[0]) * u
                 y_all = jax.vmap(prob.fn)(x_all)
+                # Held-out points: TEST_POINTS uniform in the box from the case's own key.
+                u_test = jax.random.uniform(jax.random.fold_in(jax.random.PRNGKey(key), 1),
+                                            (TEST_POINTS, d))
+                y_test = jax.vmap(prob.fn)(b[0] + (b[1] - b[0]) * u_test)
                 for n in [int(v) for v in args.n.split(",")]:
                     def data_at(m):
                         buf = D.append(D.empty(D.next_capacity(m, 16), d, jnp.float32),
                                        x_all[:m], y_all[:m])
                         return standardized_data(buf, b)[0]
                     prev, cur = data_at(n - 1), data_at(n)
+                    _, y_mean, y_std = standardized_data(
+                        D.append(D.empty(D.next_capacity(n, 16), d, jnp.float32), x_all[:n],
+                                 y_all[:n]), b)
                     c = {"d": d, "n": n, "problem": prob.name, "key": key,
-                         "x": np.asarray(cur.x[:n], float), "y": np.asarray(cur.y[:n], float)}
+                         "x": np.asarray(cur.x[:n], float), "y": np.asarray(cur.y[:n], float),
+                         "xt": np.asarray(u_test, float),
+                         "yt": (np.asarray(y_test, float) - float(y_mean)) / float(y_std)}
                     for name, (model, fit) in sides.items():
                         warm = fit(model.init_params(d, jnp.float32), prev)[0]
                         c[f"{name}_ms"] = _time(fit, args.reps, warm, cur)
@@ -260,6 +290,8 @@ def measure_ntkbo(args) -> list[dict]:
                         c[f"{name}_mean"] = mean
                         lml = log_marginal_likelihood(c["x"], c["y"], ell, s2, lam, mean)
                         c[f"{name}_lml"] = lml / n
+                        c[f"{name}_lpd"] = log_predictive_density(c["x"], c["y"], c["xt"],
+                                                                  c["yt"], ell, s2, lam, mean)
                         c[f"{name}_lp"] = (lml + gp_log_prior(ell, s2, lam, d)) / n
                     print(f"[gp-fit] d={d} n={n} {prob.name} key={key}: "
                           f"{c['new_ms']:.1f} ms", file=sys.stderr, flush=True)
@@ -275,10 +307,13 @@ def table(cases: list[dict], bt: dict, baseline: str | None) -> list[str]:
             lml = log_marginal_likelihood(c["x"], c["y"], b["ell"], a * a, a * a * b["noise"],
                                           b["y_mean"] + a * b["mean"])
             c["bt_ms"], c["bt_lml"] = b["ms"], lml / c["n"]
+            c["bt_lpd"] = log_predictive_density(c["x"], c["y"], c["xt"], c["yt"], b["ell"], a * a,
+                                                 a * a * b["noise"], b["y_mean"] + a * b["mean"])
     head = ["d", "n", "cases", "ntkbo refit ms"]
     if baseline:
         head += [f"ms at {baseline}", f"lp/n - lp/n at {baseline} (median, min)"]
-    head += ["BoTorch fit ms", "lml/n ntkbo", "lml/n BoTorch", "ntkbo - BoTorch (median, min)"]
+    head += ["BoTorch fit ms", "lml/n ntkbo", "lml/n BoTorch", "ntkbo - BoTorch (median, min)",
+             "held-out lpd ntkbo", "held-out lpd BoTorch", "ntkbo - BoTorch (median, min)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     groups = sorted({(c["d"], c["n"]) for c in cases})
     med = lambda v: statistics.median(v)  # noqa: E731
@@ -292,8 +327,12 @@ def table(cases: list[dict], bt: dict, baseline: str | None) -> list[str]:
             diff = [c["new_lml"] - c["bt_lml"] for c in g]
             row += [f"{med([c['bt_ms'] for c in g]):.1f}", f"{med([c['new_lml'] for c in g]):.4f}",
                     f"{med([c['bt_lml'] for c in g]):.4f}", f"{med(diff):+.4f}, {min(diff):+.4f}"]
+            diff = [c["new_lpd"] - c["bt_lpd"] for c in g]
+            row += [f"{med([c['new_lpd'] for c in g]):.4f}", f"{med([c['bt_lpd'] for c in g]):.4f}",
+                    f"{med(diff):+.4f}, {min(diff):+.4f}"]
         else:
-            row += ["(BoTorch absent)", f"{med([c['new_lml'] for c in g]):.4f}", "-", "-"]
+            row += ["(BoTorch absent)", f"{med([c['new_lml'] for c in g]):.4f}", "-", "-",
+                    f"{med([c['new_lpd'] for c in g]):.4f}", "-", "-"]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -318,7 +357,7 @@ def main(argv=None) -> int:
     print("\n".join(table(cases, bt, args.baseline)))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{k: v for k, v in c.items() if k not in ("x", "y")} for c in cases], f,
+            json.dump([{k: v for k, v in c.items() if k not in ("x", "y", "xt", "yt")} for c in cases], f,
                       indent=1)
     return 0
 
