@@ -25,8 +25,10 @@ The parts, in order (``--parts`` picks some):
 3. ``seeds``: seeds per second of ``jax.jit(jax.vmap(minimize))`` for each algorithm and budget on
    Ackley in d = 10, over growing seed counts (stopping at the first out-of-memory or when the
    next count is not predicted to fit), against a Python loop over a jitted single run (at most
-   ``--loop-seeds`` seeds, the time per seed extrapolated). Compile time is the first call minus
-   the second (on other keys).
+   ``--loop-seeds`` seeds, the time per seed extrapolated), and through the study runner (one
+   cell of a spec, ``ntkbo.experiments.runner.run_cell``: sharded over the local devices with
+   its default block of seeds per call) at the largest seed count the vmap cells ran. Compile
+   time is the first call minus the second (on other keys).
 4. ``step``: ``suggest`` and ``update`` of each ``--step-algos`` entry at n observations
    (``benchmarks/speed.py``'s
    ``measure_step``: buffer capacity ``ntkbo.data.next_capacity(n + 1)``, compile excluded, the
@@ -638,10 +640,64 @@ def part_seeds(p: Part) -> None:
                 p.log(f"  vmap {s} seeds: first call {fmt_s(t_first)}, second {fmt_s(t_second)}"
                       f" -> {cell['seeds_per_s']:.3g} seeds/s{vs}")
                 prev = (s, cell["compile_s"], t_second)
+            _runner(p, row, base, options, budget, noise, prev, per_seed, slot_end)
         except Exception as e:  # noqa: BLE001
             row.update(status="oom" if is_oom(e) else "failed", message=short(e))
             p.save()
             p.log(f"  failed: {short(e, 200)}")
+
+
+def _runner(p: Part, row: dict, base: str, options: dict, budget: int, noise: dict, prev,
+            per_seed, slot_end: float) -> None:
+    """The study runner's side of a seeds cell: the same algorithm, problem and budget as one
+    cell of a spec (``ntkbo.experiments.runner.run_cell``: sharded over the local devices, its
+    block of seeds per call from ``cell_block``), for the largest seed count the vmap cells ran
+    (the smallest of ``--seeds`` if none did); its first call compiles, the second (same keys)
+    is timed. Skipped when the vmap cell of that count predicts more than the slot has left."""
+    from ntkbo.experiments import runner
+    from ntkbo.experiments.spec import Spec
+
+    args = p.args
+    seeds = prev[0] if prev is not None else min(args.seeds)
+    if prev is not None and time.time() + prev[1] + 2 * prev[2] > slot_end:
+        row["runner"] = {"seeds": seeds, "status": "skipped", "message":
+                         f"predicted {prev[1] + 2 * prev[2]:.0f} s > "
+                         f"{slot_end - time.time():.0f} s left in this slot"}
+        p.save()
+        p.log(f"  runner {seeds} seeds: skipped ({row['runner']['message']})")
+        return
+    try:
+        spec = Spec.from_dict({"name": "gpu", "budget": budget, "seeds": seeds,
+                               "algorithms": [{"name": base, "options": options}],
+                               "problems": [{"name": args.problem, "dims": [args.dim],
+                                             "options": noise}]})
+        cell = spec.resolve("full")[0]
+        mesh = runner.seed_mesh()
+        block = runner.cell_block(cell, mesh)
+        t0 = time.perf_counter()
+        runner.run_cell(cell, mesh, block)
+        t_first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        out = runner.run_cell(cell, mesh, block)
+        t_second = time.perf_counter() - t0
+    except Exception as e:  # noqa: BLE001
+        row["runner"] = {"seeds": seeds, "status": "oom" if is_oom(e) else "failed",
+                         "message": short(e)}
+        p.save()
+        p.log(f"  runner {seeds} seeds: failed: {short(e, 200)}")
+        return
+    import numpy as np
+
+    row["runner"] = {"seeds": seeds, "status": "ok", "devices": int(mesh.devices.size),
+                     "block": block, "first_call_s": t_first, "second_call_s": t_second,
+                     "compile_s": max(t_first - t_second, 0.0), "seeds_per_s": seeds / t_second,
+                     "speedup": None if per_seed is None else seeds * per_seed / t_second,
+                     "mean_best_f": float(np.mean(np.min(out["f"], axis=1)))}
+    p.save()
+    r = row["runner"]
+    vs = "" if per_seed is None else f", {r['speedup']:.2f}x the loop"
+    p.log(f"  runner {seeds} seeds ({r['devices']} device(s), block {block}): first call "
+          f"{fmt_s(t_first)}, second {fmt_s(t_second)} -> {r['seeds_per_s']:.3g} seeds/s{vs}")
 
 
 def _loop(p: Part, row: dict, run, problem, slot_end: float) -> tuple:
@@ -1177,7 +1233,9 @@ def _seeds(lines, d) -> None:
               f"timed on at most {d.get('loop_seeds')} seeds after its compiling call and "
               "**extrapolated per seed**; speed-up = seeds x loop time per seed / vmap time. "
               "Compile = first call - second call (second call on other keys). Next seed count "
-              f"predicted as compile + 2 x run x (ratio)^{d.get('growth_exponent')}.", "",
+              f"predicted as compile + 2 x run x (ratio)^{d.get('growth_exponent')}. `runner`: "
+              "the same as one cell of a study (`ntkbo.experiments.runner.run_cell`, sharded over "
+              "the local devices, `block` seeds per device and call), second call timed.", "",
               "| algorithm | budget | seeds | first call | second call | compile | seeds/s | "
               "loop seeds/s | speed-up | mean best f |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -1205,6 +1263,20 @@ def _seeds(lines, d) -> None:
                          f"{format(loop['seeds_per_s'], '.3g') if loop else '-'} | "
                          f"{'-' if c['speedup'] is None else format(c['speedup'], '.2f') + 'x'} | "
                          f"{c['mean_best_f']:.3g} |")
+        c = r.get("runner")
+        if c is None:
+            continue
+        label = f"{c['seeds']} (runner"
+        if c["status"] != "ok":
+            lines.append(f"| {r['algo']} | {r['budget']} | {label}) | {c['status']}: "
+                         f"{c.get('message', '')} | | | | | | |")
+            continue
+        lines.append(f"| {r['algo']} | {r['budget']} | {label}, {c['devices']} device(s), block "
+                     f"{c['block']}) | {fmt_s(c['first_call_s'])} | {fmt_s(c['second_call_s'])} | "
+                     f"{fmt_s(c['compile_s'])} | **{c['seeds_per_s']:.3g}** | "
+                     f"{format(loop['seeds_per_s'], '.3g') if loop else '-'} | "
+                     f"{'-' if c['speedup'] is None else format(c['speedup'], '.2f') + 'x'} | "
+                     f"{c['mean_best_f']:.3g} |")
 
 
 def _step(lines, d, botorch=None) -> None:

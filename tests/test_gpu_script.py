@@ -59,6 +59,15 @@ def test_tiny_scale_writes_a_report_with_every_part(tmp_path):
     gp_rows = [r for r in correctness["gp_rows"] if r["path"] == "ntkbo.gp"]
     assert gp_rows and all(r["max_mean_error"] <= 1e-3 for r in gp_rows), gp_rows
 
+    # The study runner's cell beside the vmap cells, at the largest seed count they ran: on CPU
+    # one device and one seed per call (default_block).
+    seeds = report["parts"]["seeds"]
+    assert seeds["status"] == "ok", seeds
+    for row in seeds["rows"]:
+        r = row["runner"]
+        assert r["status"] == "ok" and r["block"] == 1 and r["devices"] == 1, r
+        assert r["seeds"] == max(c["seeds"] for c in row["vmap"] if c["status"] == "ok"), r
+
     if not _torch_and_botorch_import():
         botorch = report["parts"]["botorch"]
         assert botorch["status"] == "skipped" and "import" in botorch["message"], botorch
