@@ -1252,31 +1252,24 @@ def _seeds(lines, d) -> None:
             if c["status"] == "first call only":
                 lines.append(f"| {r['algo']} | {r['budget']} | {c['seeds']} | "
                              f"{fmt_s(c['first_call_s'])} | stopped before its end | | | | | |")
-                continue
-            if c["status"] != "ok":
-                lines.append(f"| {r['algo']} | {r['budget']} | {c['seeds']} | {c['status']}: "
-                             f"{c.get('message', '')} | | | | | | |")
-                continue
-            lines.append(f"| {r['algo']} | {r['budget']} | {c['seeds']} | "
-                         f"{fmt_s(c['first_call_s'])} | {fmt_s(c['second_call_s'])} | "
-                         f"{fmt_s(c['compile_s'])} | **{c['seeds_per_s']:.3g}** | "
-                         f"{format(loop['seeds_per_s'], '.3g') if loop else '-'} | "
-                         f"{'-' if c['speedup'] is None else format(c['speedup'], '.2f') + 'x'} | "
-                         f"{c['mean_best_f']:.3g} |")
+            else:
+                lines.append(_seed_line(r, str(c["seeds"]), c, loop))
         c = r.get("runner")
-        if c is None:
-            continue
-        label = f"{c['seeds']} (runner"
-        if c["status"] != "ok":
-            lines.append(f"| {r['algo']} | {r['budget']} | {label}) | {c['status']}: "
-                         f"{c.get('message', '')} | | | | | | |")
-            continue
-        lines.append(f"| {r['algo']} | {r['budget']} | {label}, {c['devices']} device(s), block "
-                     f"{c['block']}) | {fmt_s(c['first_call_s'])} | {fmt_s(c['second_call_s'])} | "
-                     f"{fmt_s(c['compile_s'])} | **{c['seeds_per_s']:.3g}** | "
-                     f"{format(loop['seeds_per_s'], '.3g') if loop else '-'} | "
-                     f"{'-' if c['speedup'] is None else format(c['speedup'], '.2f') + 'x'} | "
-                     f"{c['mean_best_f']:.3g} |")
+        if c is not None:
+            where = f", {c['devices']} device(s), block {c['block']}" if c["status"] == "ok" else ""
+            lines.append(_seed_line(r, f"{c['seeds']} (runner{where})", c, loop))
+
+
+def _seed_line(r: dict, label: str, c: dict, loop) -> str:
+    """One row of the seeds table: a vmap or runner cell ``c`` of the slot ``r``."""
+    if c["status"] != "ok":
+        return (f"| {r['algo']} | {r['budget']} | {label} | {c['status']}: "
+                f"{c.get('message', '')} | | | | | | |")
+    return (f"| {r['algo']} | {r['budget']} | {label} | {fmt_s(c['first_call_s'])} | "
+            f"{fmt_s(c['second_call_s'])} | {fmt_s(c['compile_s'])} | "
+            f"**{c['seeds_per_s']:.3g}** | {format(loop['seeds_per_s'], '.3g') if loop else '-'} | "
+            f"{'-' if c['speedup'] is None else format(c['speedup'], '.2f') + 'x'} | "
+            f"{c['mean_best_f']:.3g} |")
 
 
 def _step(lines, d, botorch=None) -> None:
