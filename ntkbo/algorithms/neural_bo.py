@@ -173,6 +173,7 @@ def chunk_entries(platform: str | None = None) -> int:
     platform = jax.default_backend() if platform is None else platform
     return GPU_CHUNK_ENTRIES if platform == "gpu" else CHUNK_ENTRIES
 
+
 __all__ = [
     "NeuralBOState",
     "PrimalU",
