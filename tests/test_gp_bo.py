@@ -199,28 +199,29 @@ def test_an_isotropic_gp_fits_one_lengthscale_under_the_same_prior():
 
 def test_float32_fit_under_x64():
     """The tests run with ``jax_enable_x64``; a fit of float32 parameters on float32 data there
-    (what a float32 problem gives a user who turned x64 on) runs, keeps float32, and reaches the
-    float64 fit's optimum of the same objective from the same start. Tolerance 1e-6 relative on
-    the float64 objective: float32 iterates near a minimum move the objective only to second
-    order (measured 1e-8). Mutation caught (checked by hand): the objective not cast to the
-    default float dtype, which optax's line search refuses ("cotangent type does not match")."""
+    (what a float32 problem gives a user who turned x64 on) runs, keeps float32, and ends at a
+    stationary point of the float64 objective: every gradient entry below 1e-2 (measured 1.4e-3;
+    the float32 iterate's rounding times the objective's curvature, while the start's gradient
+    is above 10). Mutation caught (checked by hand): the objective not cast to the default float
+    dtype, which optax's line search refuses ("cotangent type does not match")."""
     assert jax.config.jax_enable_x64
     d = 3
     x = jax.random.uniform(jax.random.PRNGKey(0), (12, d), jnp.float64)
     y = jnp.sin(4.0 * x).sum(1)
     y = (y - y.mean()) / y.std()
     model = gp_bo.stationary_model("rbf")
+    data = D.append(D.empty(16, d, jnp.float32), x.astype(jnp.float32), y.astype(jnp.float32))
+    start = model.init_params(d, jnp.float32)
+    params, _ = gp_bo.fit_hyperparameters(model, start, data, num_steps=20, restarts=True)
+    assert all(v.dtype == jnp.float32 for v in jax.tree_util.tree_leaves(params))
     data64 = D.append(D.empty(16, d, jnp.float64), x, y)
-    objective = {}
-    for dtype in (jnp.float32, jnp.float64):
-        data = D.append(D.empty(16, d, dtype), x.astype(dtype), y.astype(dtype))
-        params, _ = gp_bo.fit_hyperparameters(model, model.init_params(d, dtype), data,
-                                              num_steps=20, restarts=True)
-        assert all(v.dtype == dtype for v in jax.tree_util.tree_leaves(params))
-        p64 = jax.tree_util.tree_map(lambda v: v.astype(jnp.float64), params)
-        objective[dtype] = float(gp_bo.neg_log_posterior(model, p64, data64, None))
-    assert abs(objective[jnp.float32] - objective[jnp.float64]) <= 1e-6 * abs(
-        objective[jnp.float64]), objective
+    grad = jax.grad(lambda p: gp_bo.neg_log_posterior(model, p, data64, None))
+
+    def largest(p):
+        g = grad(jax.tree_util.tree_map(lambda v: v.astype(jnp.float64), p))
+        return max(float(jnp.max(jnp.abs(v))) for v in jax.tree_util.tree_leaves(g))
+
+    assert largest(start) > 10.0 and largest(params) < 1e-2, (largest(start), largest(params))
 
 
 def test_refit_schedule_grid_and_warm_state():
