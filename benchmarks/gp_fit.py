@@ -357,7 +357,8 @@ def main(argv=None) -> int:
     print("\n".join(table(cases, bt, args.baseline)))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{k: v for k, v in c.items() if k not in ("x", "y", "xt", "yt")} for c in cases], f,
+            arrays = ("x", "y", "xt", "yt")
+            json.dump([{k: v for k, v in c.items() if k not in arrays} for c in cases], f,
                       indent=1)
     return 0
 
