@@ -36,8 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkbo import cache, compiling, qmc
 from ntkbo import data as D
-from ntkbo import qmc
 from ntkbo.base import Algorithm
 from ntkbo.objective import Problem, violation
 from ntkbo.validation import check_bounds
@@ -369,13 +369,25 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
       A ``Result``. The call is traceable: ``jax.vmap`` it over keys to run many seeds at once.
       Each round evaluates the ``q`` points ``algo.suggest`` returns; ``budget - n_init`` must be a
       multiple of ``q``.
+
+    The run is one compiled program per algorithm, problem, budget and capacity plan, compiled
+    at the first call and kept in JAX's persistent cache (``ntkbo.cache``: a later process reads
+    it instead of compiling); a first call that compiles for more than a few seconds says so on
+    standard error (``ntkbo.compiling``).
     """
     n_init = default_n_init(problem, budget) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_constraints(algo, problem)
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
-    return _minimize(algo, problem, key, budget, n_init, q, min_capacity)
+    with cache.scope(), compiling.notice(_describe(algo, problem, budget)):
+        return _minimize(algo, problem, key, budget, n_init, q, min_capacity)
+
+
+def _describe(algo: Algorithm, problem, budget: int) -> str:
+    """``minimize(<algorithm>, <problem>, budget=<budget>)`` for the compile notice."""
+    name = getattr(algo, "name", None) or "algorithm"
+    return f"minimize({name}, {getattr(problem, 'name', 'problem')}, budget={budget})"
 
 
 class _Negate(NamedTuple):
@@ -476,8 +488,9 @@ def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
     validate(problem, budget, n_init, q)
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else _design_capacity(budget, n_init, min_capacity)
-    # Every program goes through ``call``: straight to the jitted function, or through the store.
-    call = programs if programs is not None else (lambda _name, fn, *args: fn(*args))
+    # Every program goes through ``call``: straight to the jitted function, or through the store,
+    # compiled with the persistent cache (``ntkbo.cache``).
+    call = cache.cached(programs if programs is not None else (lambda _name, fn, *args: fn(*args)))
     states, loop_keys, (x, y, f, co, c) = call(
         f"init n_init={n_init} capacity={first}",
         functools.partial(_init_many, algo, problem, n_init=n_init, capacity=first), keys)
