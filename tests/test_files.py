@@ -30,6 +30,7 @@ import threading
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -72,7 +73,7 @@ def _study(n_told: int):
     study = ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(3), n_init=n_told)
     for _ in range(n_told):
         x, study = ask_tell.ask(algo, study)
-        study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(x)))
+        study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(jnp.asarray(x))))
     return algo, study
 
 
@@ -269,7 +270,7 @@ def test_a_save_altered_behind_its_checksum_is_refused(tmp_path):
     path = tmp_path / "s.msgpack"
     ask_tell.save(path, study)
     envelope = serialization.msgpack_restore(path.read_bytes())
-    payload = serialization.msgpack_restore(envelope["payload"])
+    payload = serialization.msgpack_restore(bytes(envelope["payload"]))
     payload["told_y"] = payload["told_y"] + 1.0
     envelope["payload"] = serialization.msgpack_serialize(payload)
     path.write_bytes(serialization.msgpack_serialize(envelope))

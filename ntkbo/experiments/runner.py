@@ -3,7 +3,8 @@
 ``run(spec, out, scale)`` resolves the spec's cells, checks them against what ``out`` already holds
 (``check_compatible``), and runs every cell of this process that has no cell file yet, writing one
 ``store`` file per finished cell. A run killed mid-way loses at most its cell in flight; running it
-again finishes the rest.
+again finishes the rest. It holds ``out``'s one-writer lock (``ntkbo.files.lock_folder``) from
+before it reads the folder until it is done; a second run of the folder stops with its holder named.
 
 Execution of a cell (``run_cell``): the ``S`` seeds' keys ``PRNGKey(seed_offset + i)``
 (``paired_keys``, the same for every algorithm: a paired design) are laid out along the
@@ -378,6 +379,10 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
 
     Returns:
       The paths of the cell files of this process's share (finished now or before).
+
+    Raises ``ntkbo.files.FolderLocked`` (naming the holder's process and host) if another process
+    holds ``out``'s lock; then nothing is read or written. Under ``jax.distributed`` process 0
+    takes the lock for the group (``distributed.Group``) and the others wait for it.
     """
     import jax
 

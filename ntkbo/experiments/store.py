@@ -1,13 +1,11 @@
-"""Cell files: one ``.npz`` per finished (algorithm, problem, dim) cell, written atomically.
+"""Cell files: one ``.npz`` per finished (algorithm, problem, dim) cell, atomic and checksummed.
 
 An experiment's output folder ``DIR`` holds::
 
     DIR/spec.json            the resolved spec and scale the run was started with (``write_spec``)
     DIR/cells/<cell_id>.npz  one file per finished cell (``write_cell`` / ``read_cell``)
     DIR/log.jsonl            one JSON line per event: a cell started / finished (``append_log``)
-
-Cell files are written atomically (``write_cell``): no reader sees one in part, even after a crash.
-Each carries a SHA-256 checksum of its contents, which ``read_cell`` verifies.
+    DIR/ntkbo.lock           while a run writes the folder: its one-writer lock (``ntkbo.files``)
 
 Schema 1 (``S`` seeds, ``B`` budget, ``d`` dimension, ``K`` constraints, ``K = 0`` unconstrained):
 
@@ -28,8 +26,7 @@ name           shape/dtype  meaning
                             this is the cell's wall time (compilation included) divided evenly
                             over its seeds
 ``meta``       () str       JSON, below
-``checksum``   () str       ``ntkbo.files.arrays_sha256`` of every other member, ``meta``
-                            included (absent from files written before 2026-11-29)
+``checksum``   () str       ``ntkbo.files.arrays_sha256`` of the other members (from 2026-11-29)
 =============  ===========  ================================================================
 
 ``meta`` keys: ``schema`` (1), ``cell_id``, ``digest``, ``algorithm`` {``label``, ``name``,
@@ -145,7 +142,8 @@ def write_cell(out: str, cell, arrays: dict, meta: dict) -> str:
     arrays = _check_arrays(arrays)
     if CHECKSUM in arrays:
         raise ValueError(f"arrays: {CHECKSUM!r} is the cell file's own member; rename that array")
-    members = dict(arrays, meta=np.asarray(json.dumps(meta, sort_keys=True, allow_nan=False)))
+    members: dict[str, Any] = dict(
+        arrays, meta=np.asarray(json.dumps(meta, sort_keys=True, allow_nan=False)))
     members[CHECKSUM] = np.asarray(files.arrays_sha256(members))
     path = cell_path(out, cell_id)
     atomic_write(path, lambda fh: np.savez(fh, **members))
@@ -240,12 +238,12 @@ def write_spec(out: str, resolved: dict) -> str:
 def read_spec(out: str) -> dict | None:
     """The ``out/spec.json`` of a previous run, or ``None``; ``ValueError`` naming the file if it is
     not a JSON object (a damaged file: delete it and run the same spec again, which rewrites it;
-    the cell files are checked against the spec by their own digests)."""
+    the cell files are checked against the spec by their own ``digest``)."""
     path = os.path.join(out, SPEC)
     if not os.path.exists(path):
         return None
     fix = ("delete it and run the same spec again to rewrite it (the cell files are checked "
-           "against the spec by their own digests)")
+           "against the spec by their own ``digest``)")
     try:
         with open(path, encoding="utf-8") as fh:
             record = json.load(fh)
