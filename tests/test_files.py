@@ -19,6 +19,7 @@ Subprocesses hold locks or are killed mid-write; the ones that only hold a lock 
 from __future__ import annotations
 
 import io
+import re
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import tomllib
 import time
 
 import jax
@@ -483,3 +485,29 @@ def test_a_distributed_group_stops_as_one_when_the_folder_is_held(tmp_path):
         assert holder in err, err[-3000:]
     assert "process 0 of this group stopped before running any cell" in results[1][1]
     assert sorted(os.listdir(out)) == [], os.listdir(out)
+
+
+@pytest.mark.parametrize("command", ["run", "coco", "runner"])
+def test_run_coco_and_the_python_runner_stop_on_a_held_folder(command, tmp_path, capsys):
+    """With the folder's lock held (here, by this process through another open file), ``ntkbo
+    run``, ``ntkbo coco`` (exit 2) and ``ntkbo.experiments.run`` (``FolderLocked``) stop naming
+    the holder before they compute or write anything: the folder holds only the lock file.
+    Mutation caught (checked): ``cli.run`` without its lock (it runs and writes
+    ``results.json``)."""
+    from ntkbo import experiments
+
+    out = tmp_path / "out"
+    holder = f"process {os.getpid()} on host {socket.gethostname()} (command: holder)"
+    with files.lock_folder(out, "holder"):
+        if command == "runner":
+            with pytest.raises(files.FolderLocked, match=re.escape(holder)):
+                experiments.run(tomllib.loads(SPEC_TOML.format(budget=4)), str(out))
+        else:
+            argv = {"run": ["run", "--algo", "random_search", "--problem", "branin", "--budget",
+                            "3", "--seeds", "1", "--no-plot"],
+                    "coco": ["coco", "--algo", "random_search", "--dims", "2", "--functions",
+                             "1", "--instances", "1", "--budget-multiplier", "1"]}[command]
+            assert main(["--no-cache", *argv, "--out", str(out)]) == 2
+            err = capsys.readouterr().err
+            assert holder in err and "is in use" in err, err
+        assert os.listdir(out) == [files.LOCK_NAME]
