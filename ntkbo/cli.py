@@ -406,6 +406,7 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
         check_writable_folder("--out", out)
         # one writer per folder: a second run into ``out`` stops here, before anything runs
         with files.lock_folder(out, command or " ".join(sys.argv)):
+            files.remove_temporaries(out)  # a killed writer's, whole or not: never renamed
             return _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options,
                         problem_options, seed, chunk, quiet, make_plot, command, block,
                         seed_index, config_file, min_capacity, programs_dir)

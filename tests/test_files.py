@@ -426,7 +426,9 @@ def test_two_bench_processes_on_one_folder_one_runs_the_other_stops(tmp_path, ca
     and writes nothing: ``spec.json`` and every cell hold budget 4 (two such runs once both
     "succeeded", with a budget-16 spec.json over budget-20 cells). Then a stale lock (a lock file
     of a process that has exited) does not stop a third run of the first spec, which finds every
-    cell done. Mutation caught (checked): no lock in ``runner.run`` (the second bench runs)."""
+    cell done, and deletes the temporary file the dead holder left. Mutations caught (checked):
+    no lock in ``runner.run`` (the second bench runs); no ``remove_temporaries`` in ``runner.run``
+    (the temporary file stays)."""
     first, second = tmp_path / "a.toml", tmp_path / "b.toml"
     first.write_text(SPEC_TOML.format(budget=4))
     second.write_text(SPEC_TOML.format(budget=5))
@@ -453,10 +455,13 @@ def test_two_bench_processes_on_one_folder_one_runs_the_other_stops(tmp_path, ca
                           capture_output=True, text=True, check=True)
     lock_file.write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
     before = {p: os.stat(p).st_mtime_ns for p in store.list_cells(str(out))}
+    left = out / "cells" / f".{os.path.basename(next(iter(before)))}.x1y2z3{files.TMP_SUFFIX}"
+    left.write_bytes(b"the half-written cell of the killed holder")
     with pytest.warns(UserWarning, match=f"stale lock of process {int(dead.stdout)}"):
         assert main(["--no-cache", "bench", str(first), "--out", str(out), "--quiet"]) == 0
     assert {p: os.stat(p).st_mtime_ns for p in store.list_cells(str(out))} == before
     assert not lock_file.exists()
+    assert not left.exists()  # the lock's new holder deleted the dead writer's temporary file
 
 
 def _free_port() -> int:

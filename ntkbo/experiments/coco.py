@@ -229,6 +229,7 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
         raise ValueError(f"--out {out!r}: cocoex's option string cannot hold whitespace")
     # one writer per folder: a second run into ``out`` stops here, before it checks the folder
     with files.lock_folder(out, " ".join(sys.argv)):
+        files.remove_temporaries(out)  # a killed writer's, whole or not: never renamed
         return _run(algo_name, options, dims, instances, functions, budget_multiplier, out, seed,
                     quiet, write_report)
 
