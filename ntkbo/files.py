@@ -227,23 +227,29 @@ def lock_folder(folder: str | os.PathLike, command: str | None = None) -> Folder
     unlocked lock file recording a holder on another host is refused with ``FolderLocked`` (that
     process cannot be checked from here: delete the file once it is gone). ``command``: recorded
     as the holder's command
-    (default: ``sys.argv`` joined by spaces). ``OSError`` naming the folder if its file system
-    cannot lock files."""
+    (default: ``sys.argv`` joined by spaces). ``ValueError`` naming the folder if its file system
+    cannot lock files or the lock file cannot be opened."""
     folder = os.fspath(folder)
-    os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, LOCK_NAME)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"{folder}: cannot create the folder ({err.strerror or err})") from None
     host = socket.gethostname()
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as err:
+            raise ValueError(f"{folder}: cannot open its lock file {path} ({err.strerror or err})"
+                             ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
             holder = _read_record(fd)
             os.close(fd)
             if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise OSError(err.errno, f"{path}: cannot lock the folder {folder!r} ({err}); "
-                                         "its file system does not support file locks (flock)"
-                              ) from None
+                raise ValueError(f"{path}: cannot lock the folder {folder} ({err.strerror or err})"
+                                 "; its file system does not support file locks (flock)") from None
             mine = holder.get("pid") == os.getpid() and holder.get("host") == host
             raise FolderLocked(
                 f"{folder} is in use: {_describe(holder) if holder else 'another process'}"

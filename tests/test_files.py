@@ -516,3 +516,24 @@ def test_run_coco_and_the_python_runner_stop_on_a_held_folder(command, tmp_path,
             err = capsys.readouterr().err
             assert holder in err and "is in use" in err, err
         assert os.listdir(out) == [files.LOCK_NAME]
+
+
+def test_a_folder_that_cannot_be_locked_is_named(tmp_path, monkeypatch):
+    """A path that is a file, and a file system without ``flock`` (``ENOLCK``, injected): a
+    ``ValueError`` naming the folder or lock file and the reason, which every command prints as
+    its error. Mutation caught (checked): the ``flock`` error re-raised as it comes (an
+    ``OSError`` with no path)."""
+    import errno
+    import fcntl
+
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(ValueError, match=f"{tmp_path / 'a-file'}: cannot create the folder"):
+        files.lock_folder(tmp_path / "a-file")
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(ValueError, match=f"{tmp_path / 'd' / files.LOCK_NAME}: cannot lock the "
+                                         r"folder .*No locks available.*does not support"):
+        files.lock_folder(tmp_path / "d")
