@@ -943,6 +943,10 @@ def main(argv: list[str] | None = None) -> int:
         # A second identical command loads its compiled programs (JAX's persistent cache) and,
         # for ``run``, its traced ones (``ntkbo.programs``) instead of tracing and compiling.
         folder = cache.enable()
+    if args.command in ("run", "demo", "bench", "coco"):
+        from ntkbo import compiling
+
+        compiling.quiet()  # the progress bars say when a program compiles
     if args.command in ("coco", "coco-report"):
         return _coco(args)
     if args.command == "bench":
