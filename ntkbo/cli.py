@@ -424,6 +424,8 @@ def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, prob
     from ntkbo import loop
 
     problem = ntkbo.benchmarks.get(problem_name, dim=dim, **problem_options)
+    # the words of a boolean option in --set or the TOML file ("false", "no") parsed
+    options = ntkbo.algorithms.from_text(algo_name, options)
     # PINN-BO gets the problem's PDE, constrained algorithms its number of constraints (the same
     # function builds the algorithms of ``ntkbo bench``).
     built = ntkbo.algorithms.problem_options(algo_name, problem, **options)
@@ -683,7 +685,9 @@ def _coco(args) -> int:
         if args.command == "coco-report":
             rep = coco.report(args.dirs, args.out)
         else:
-            opts = _parse_options(args.set)
+            from ntkbo.algorithms import from_text
+
+            opts = from_text(args.algo, _parse_options(args.set))
             dims = coco.parse_ints(args.dims, "--dims", coco.BBOB_DIMS)
             instances = coco.parse_ints(args.instances, "--instances")
             functions = coco.parse_ints(args.functions, "--functions", coco.BBOB_FUNCTIONS)

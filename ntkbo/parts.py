@@ -27,10 +27,13 @@ import dataclasses
 import functools
 import inspect
 import re
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard, TypeVar, Union, cast
 
 import optax
+
+from ntkbo.validation import check_option, option_kinds
 
 
 class _Unset:
@@ -394,6 +397,35 @@ class Layout:
         return out
 
 
+@functools.lru_cache(maxsize=None)
+def _kinds(plain: Callable) -> dict[str, frozenset[str]]:
+    """Each option of the function ``plain`` with the kinds of value its annotation allows
+    (``ntkbo.validation.option_kinds``; empty for an option without one)."""
+    hints = typing.get_type_hints(plain)
+    return {k: option_kinds(hints.get(k)) for k in inspect.signature(plain).parameters}
+
+
+def option_types(plain: Callable) -> dict[str, frozenset[str]]:
+    """The kinds of value each plain option of ``plain`` (a factory's implementation, or a
+    ``functools.partial`` of one) takes, read from its annotations: the one source of the type
+    rule (``ntkbo.validation.check_option``) for calls, ``--set`` and TOML files."""
+    return _kinds(getattr(plain, "func", plain))
+
+
+def check_types(plain: Callable, options: Mapping[str, Any], layout: Layout | None = None,
+                where: str = "") -> None:
+    """``ntkbo.validation.check_option`` on each of the plain ``options`` of ``plain``;
+    ``ValueError`` naming the option as the caller writes it (``fit.enabled``) when ``layout``
+    is given, else by its plain name."""
+    kinds = option_types(plain)
+    for k, v in options.items():
+        try:
+            name = k if layout is None else layout.public_name(k)
+            check_option(name, v, kinds.get(k, frozenset()))
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}" if where else str(err)) from None
+
+
 def _is_custom(value) -> bool:
     return value is not None and not isinstance(value, (Part, Mapping))
 
@@ -477,6 +509,8 @@ def composed(plain: Callable, layout: Layout) -> Callable[[F], F]:
             except TypeError as err:
                 raise TypeError(f"{where}: {err}{layout.hint(options)}") from None
             try:
+                # plain names: public_message below writes them as the caller does
+                check_types(plain, layout.flatten(options, where))
                 return public(*args, **options)
             except ValueError as err:  # name the option as the caller gave it
                 raise ValueError(layout.public_message(str(err))) from None
@@ -491,4 +525,5 @@ def composed(plain: Callable, layout: Layout) -> Callable[[F], F]:
 
 
 __all__ = ["UNSET", "Fit", "Layout", "Network", "PARTS", "Part", "PartOption", "Residuals",
-           "Search", "Training", "composed", "is_transformation", "merge", "set_option"]
+           "Search", "Training", "check_types", "composed", "is_transformation", "merge",
+           "option_types", "set_option"]

@@ -43,6 +43,9 @@ import copy
 import functools
 import inspect
 import sys
+from collections.abc import Mapping
+
+import jax
 
 from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
@@ -57,7 +60,9 @@ from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
 from ntkbo.base import Algorithm, Config, NoInfo, describe
-from ntkbo.parts import PARTS, Layout, merge
+from ntkbo import data as D
+from ntkbo.parts import PARTS, Layout, check_types, merge, option_types
+from ntkbo.validation import check_update, parse_option_text
 # The typed ``info`` of each algorithm's ``suggest`` and ``update`` (``ntkbo.base``).
 from ntkbo.algorithms.constrained_ei import ConstrainedEIInfo
 from ntkbo.algorithms.go_ucb import GOUCBSuggestInfo, GOUCBUpdateInfo
@@ -174,6 +179,7 @@ def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults:
                          f"{', '.join(public.parameters)}")
     plain = _plain(getattr(factory, "__wrapped__", factory))
     options = layout(factory).flatten(options, f"algorithm {name!r}")
+    check_types(plain, options, layout(factory), f"algorithm {name!r}")
     sig = inspect.signature(plain)
     try:
         bound = sig.bind_partial(*args, **options)
@@ -279,7 +285,8 @@ def recorded(name: str, factory):
         algo = factory(*args, **options)  # its own errors first (it validates its options)
         config = layout(factory).split(_resolve(factory, name, args, options,
                                                 kwargs_defaults=True))
-        return algo._replace(name=name, config=Config(config))
+        return algo._replace(name=name, config=Config(config),
+                             update=checked_update(algo.update, algo.n_constraints))
 
     if isinstance(factory, functools.partial):
         build.__name__ = build.__qualname__ = name
@@ -418,6 +425,57 @@ def _dotted(config: dict) -> dict:
     return out
 
 
+def checked_update(update, n_constraints: int = 0):
+    """``update`` after ``ntkbo.validation.check_update`` of its arguments against the state's
+    observation buffer (its dimension and dtype): shapes and dtypes always (they are static, so
+    checked once when traced), values where they are concrete (an eager call), so a NaN point or
+    a value that overflows the state's dtype is refused, never stored. Every algorithm the
+    registry builds has its ``update`` checked so; an update already checked is returned as it
+    is."""
+    if getattr(update, "checked", False):
+        return update
+
+    @functools.wraps(update)
+    def checked(state, x, y):
+        buffers = [n for n in jax.tree_util.tree_leaves(state, is_leaf=_is_data)
+                   if isinstance(n, D.Data)]
+        if buffers:
+            check_update(x, y, dim=buffers[0].dim, dtype=buffers[0].x.dtype,
+                         n_constraints=n_constraints)
+        return update(state, x, y)
+
+    checked.checked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def _is_data(node) -> bool:
+    return isinstance(node, D.Data)
+
+
+def from_text(name: str, options: dict) -> dict:
+    """``options`` of algorithm ``name`` as written in text (``ntkbo run --set``, a TOML file's
+    options, a study spec): the value of each boolean option, top-level or a part's field,
+    parsed from the words a user writes (``ntkbo.validation.parse_option_text``: ``true`` /
+    ``false``, ``yes`` / ``no``, ``on`` / ``off``, ``1`` / ``0``); anything else as it is, for
+    the factory's type rule (``ntkbo.parts.check_types``) to accept or refuse naming it. An
+    unknown name is returned unchanged (``get`` names it)."""
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        return dict(options)
+    inner = getattr(factory, "__wrapped__", factory)
+    kinds = option_types(_plain(inner))
+    lay = layout(inner)
+    out = {}
+    for k, v in options.items():
+        fields = lay.parts.get(k)
+        if fields is not None and isinstance(v, Mapping):
+            out[k] = {f: parse_option_text(f"{k}.{f}", x, kinds.get(fields.get(f, ""), frozenset()))
+                      for f, x in v.items()}
+        else:
+            out[k] = parse_option_text(k, v, kinds.get(lay.renames.get(k, k), frozenset()))
+    return out
+
+
 def names() -> list[str]:
     """The names ``get`` accepts."""
     return sorted(_FACTORIES)
@@ -436,7 +494,8 @@ __all__ = [
     "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo", "NeuralTSSuggestInfo",
     "NeuralUCBSuggestInfo", "NoInfo", "PinnBOSuggestInfo", "PinnGPSuggestInfo",
     "StoBntsSuggestInfo", "TrainInfo",
-    "base_name", "defaults", "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
+    "base_name", "checked_update", "defaults", "for_problem", "from_text",
+    "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
     "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",
     "record_differences", "recorded", "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde",

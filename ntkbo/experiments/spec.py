@@ -499,6 +499,8 @@ class Spec:
                         continue
                     if a.id in sc.options:  # this scale's options for that algorithm
                         a = dataclasses.replace(a, options=merge(a.options, sc.options[a.id]))
+                    # TOML's words for a boolean option ("false", "no", ...) parsed, not truthy
+                    a = dataclasses.replace(a, options=algorithms.from_text(a.name, a.options))
                     unstable = _unstable(a.options)
                     if unstable is not None:
                         path, value = unstable
