@@ -61,7 +61,7 @@ from ntkbo.loop import MIN_CAPACITY, design_size, grow_state, initial_design
 from ntkbo.optimize import MIN_DISTANCE
 from ntkbo.provenance import git_revision, versions
 from ntkbo.search_space import Space
-from ntkbo.validation import check_bounds, check_int
+from ntkbo.validation import check_bounds, check_fits_dtype, check_int, real_array
 
 #: The save format: 4 records the state, the float64 record, the bounds, the algorithm's name and
 #: resolved config (each part whole, ``ntkbo.parts``), the dtype and the provenance (and,
@@ -542,20 +542,20 @@ def _check_trial(study: Study, trial, action: str) -> int:
 
 
 def _is_trial_id(trial) -> bool:
-    return isinstance(trial, Trial) or (isinstance(trial, (int, np.integer))
-                                        and not isinstance(trial, (bool, np.bool_)))
+    """Whether ``trial`` names a trial (an int id or a ``Trial``); ``ValueError`` for a single
+    value that is neither (``6.0``, ``True``, ``"6"``): points are arrays ``(q, d)`` or ``(d,)``."""
+    if isinstance(trial, Trial) or (isinstance(trial, (int, np.integer))
+                                    and not isinstance(trial, (bool, np.bool_))):
+        return True
+    if np.ndim(trial) == 0:  # a float, a bool, a string, a 0-d array: not an id, not points
+        raise ValueError(f"trial must be a trial id (an int from ask_trial) or a Trial, or points "
+                         f"x of shape (q, d); got {type(trial).__name__} {trial!r}; nothing was "
+                         "recorded")
+    return False
 
 
-def _fits_dtype(name: str, v: np.ndarray, dtype) -> None:
-    """Finite values of ``v`` must stay finite in ``dtype`` (no silent overflow to inf)."""
-    with np.errstate(over="ignore"):
-        lost = np.isfinite(v) & ~np.isfinite(v.astype(dtype))
-    if np.any(lost):
-        where = np.argwhere(lost).tolist()
-        raise ValueError(
-            f"{name} at {where} ({v[lost].tolist()}) overflows the state's dtype {np.dtype(dtype)} "
-            f"(largest finite value {float(np.finfo(dtype).max):.4g}): rescale the objective or "
-            "enable jax_enable_x64; nothing was recorded")
+#: Finite values must stay finite in the state's dtype (the rule of every path that tells).
+_fits_dtype = check_fits_dtype
 
 
 def tell(algo: Algorithm, study: Study, trial, y, c=None) -> Study:
@@ -580,16 +580,13 @@ def tell(algo: Algorithm, study: Study, trial, y, c=None) -> Study:
     if not _is_trial_id(trial):
         return _tell(algo, study, trial, y, c, None)
     tid = _check_trial(study, trial, "tell")
-    try:
-        y = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"y must be a number: {err}") from None
+    y = np.asarray(real_array("y", y), dtype=np.float64)
     if y.size != 1:
         raise ValueError(f"y must be one value for trial {tid}, got shape {y.shape}; nothing "
                          "was recorded")
     if c is not None:
         k = int(getattr(algo, "n_constraints", 0))
-        c = np.asarray(c, dtype=np.float64)
+        c = np.asarray(real_array("c", c), dtype=np.float64)
         if k and c.size != k:
             raise ValueError(f"c must hold the {k} constraint values of trial {tid} (shape "
                              f"({k},)), got shape {c.shape}; nothing was recorded")
@@ -643,11 +640,8 @@ def _tell(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) 
     buf = _buffer(study.state)
     d = buf.dim
     dtype = np.dtype(buf.x.dtype)
-    try:
-        x = np.asarray(x, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"x and y must be numeric arrays: {err}") from None
+    x = np.asarray(real_array("x", x), dtype=np.float64)
+    y = np.asarray(real_array("y", y), dtype=np.float64)
     if x.ndim == 1:
         x = x[None, :]
     y = y.reshape(-1) if y.ndim <= 1 else y
@@ -665,7 +659,7 @@ def _tell(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) 
         if c is None:
             raise ValueError(f"c (the {k} constraint values at each point, shape ({x.shape[0]}, "
                              f"{k})) is required: the algorithm has n_constraints={k}")
-        c = np.asarray(c, dtype=np.float64)
+        c = np.asarray(real_array("c", c), dtype=np.float64)
         if c.ndim == 1 and x.shape[0] == 1:
             c = c[None, :]
         if c.shape != (x.shape[0], k):

@@ -40,7 +40,7 @@ from ntkbo import cache, compiling, qmc
 from ntkbo import data as D
 from ntkbo.base import Algorithm
 from ntkbo.objective import Problem, violation
-from ntkbo.validation import check_bounds
+from ntkbo.validation import check_bounds, check_int, check_output, check_problem
 
 Array = jax.Array
 
@@ -138,8 +138,7 @@ def _design_capacity(budget: int, n_init: int, min_capacity: int) -> int:
 def validate(problem, budget: int, n_init: int, q: int) -> None:
     """Argument checks, made once outside ``jit``; raise ``ValueError`` naming the argument."""
     for name, v in (("budget", budget), ("n_init", n_init), ("q", q)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-            raise ValueError(f"{name} must be a Python int, got {type(v).__name__} {v!r}")
+        validate_int(name, v)
     if not 1 <= budget <= MAX_BUDGET:
         raise ValueError(f"budget must be in [1, {MAX_BUDGET}], got {budget}")
     if not 1 <= n_init <= budget:
@@ -150,12 +149,17 @@ def validate(problem, budget: int, n_init: int, q: int) -> None:
         raise ValueError(
             f"budget - n_init = {budget - n_init} must be a multiple of q = {q} "
             "(every round evaluates q points)")
-    bounds = getattr(problem, "bounds", None)
-    if bounds is None or getattr(problem, "fn", None) is None:
-        raise ValueError("problem must have fn and bounds (see ntkbo.benchmarks.Problem)")
+    check_problem(problem)
+    bounds = problem.bounds
     # shape, finite, lower < upper (values only when concrete: under an outer jit they are tracers)
     check_bounds(bounds, "problem.bounds")
     check_traceable(problem)
+
+
+def validate_int(name: str, v) -> None:
+    """``v`` must be an int (a Python or numpy integer, not a bool): ``ValueError`` naming it."""
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise ValueError(f"{name} must be a Python int, got {type(v).__name__} {v!r}")
 
 
 #: What JAX raises when a function reads a traced value as a concrete one (numpy, float(), if).
@@ -171,7 +175,7 @@ def check_traceable(problem) -> None:
     dtype = bounds.dtype if jnp.issubdtype(bounds.dtype, jnp.floating) else jnp.result_type(float)
     point = jax.ShapeDtypeStruct(bounds.shape[-1:], dtype)
     try:
-        jax.eval_shape(lambda x: problem.fn(x), point)
+        out = jax.eval_shape(lambda x: problem.fn(x), point)
     except _NOT_TRACEABLE as err:
         name = getattr(problem, "name", "problem")
         raise TypeError(
@@ -181,6 +185,8 @@ def check_traceable(problem) -> None:
             "problem = ntkbo.benchmarks.numpy_problem(fn, bounds) (evaluated on the host by "
             "jax.pure_callback, under jit and vmap), or drive it yourself with ntkbo.ask_tell."
         ) from None
+    for leaf in jax.tree_util.tree_leaves(out):
+        check_output(f"problem.fn of {getattr(problem, 'name', 'problem')!r}", leaf)
 
 
 def check_constraints(algo: Algorithm, problem) -> None:
@@ -219,7 +225,11 @@ def design_size(d: int) -> int:
 
 
 def default_n_init(problem, budget: int) -> int:
-    """``min(budget, design_size(d))``: the default initial design of a run of ``budget``."""
+    """``min(budget, design_size(d))``: the default initial design of a run of ``budget``
+    (``ValueError`` naming the argument for a ``problem`` that is not one or a ``budget`` that
+    is not an int)."""
+    check_problem(problem)
+    validate_int("budget", budget)
     return min(budget, design_size(problem.bounds.shape[-1]))
 
 
@@ -228,6 +238,8 @@ def _evaluate(problem, key, x):
     constraint values ``(q, K)``. The objective's noise uses ``key`` exactly as for an unconstrained
     problem; the constraints' noise uses ``fold_in(key, 1)``."""
     f = jax.vmap(problem.fn)(x)
+    if not jnp.issubdtype(f.dtype, jnp.floating):  # an integer objective (check_traceable)
+        f = f.astype(x.dtype)
     noise = jnp.asarray(problem.noise_std, f.dtype) * jax.random.normal(key, f.shape, f.dtype)
     k = n_constraints(problem)
     if not k:
@@ -377,6 +389,7 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
     """
     n_init = default_n_init(problem, budget) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
+    check_int("min_capacity", min_capacity, 1)
     check_constraints(algo, problem)
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
@@ -412,6 +425,8 @@ def maximize(algo: Algorithm, problem: Problem, budget: int, key, **kwargs) -> R
     the original sign (``best_y`` is the largest observation among the observed-feasible points).
     The constraints keep their sign (``c_k <= 0`` feasible); ``metric`` is ``NaN`` (the problem's
     ``optimum`` is a minimum)."""
+    check_problem(problem)
+    check_traceable(problem)  # its output's dtype, before -fn reads it
     r = minimize(algo, _negated(problem), budget, key, **kwargs)
     return r._replace(y=-r.y, f=-r.f, best_y=-r.best_y, best_f=-r.best_f)
 
@@ -483,6 +498,7 @@ def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
     """
     n_init = default_n_init(problem, budget) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
+    check_int("min_capacity", min_capacity, 1)
     check_constraints(algo, problem)
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)

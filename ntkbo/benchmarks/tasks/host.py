@@ -59,7 +59,11 @@ def _point_text(x: np.ndarray) -> str:
 
 def _checked(name: str, evaluate_one: Callable, x: np.ndarray, nan_ok: bool = False) -> float:
     try:
-        y = float(evaluate_one(x))
+        value = evaluate_one(x)
+        if isinstance(value, (bool, np.bool_, complex, np.complexfloating, str, bytes)):
+            raise TaskError(f"{name} returned {value!r} at x = {_point_text(x)}: an objective "
+                            "returns a real number (a float)")
+        y = float(value)
     except TaskError:
         raise
     except Exception as err:  # any simulator/fit failure: report it with its point
@@ -131,7 +135,17 @@ def host_fn(name: str, evaluate_one: Callable, dim: int, workers: int = 1,
         x = np.asarray(x)
         batch = x.shape[:-1]
         y = evaluate_rows(name, evaluate_one, x.reshape(-1, dim), workers, nan_ok)
-        return y.reshape(batch).astype(x.dtype)
+        with np.errstate(over="ignore"):
+            out = y.astype(x.dtype)
+        lost = np.flatnonzero(np.isfinite(y) & ~np.isfinite(out))
+        if lost.size:  # never a silent inf (a failed evaluation): the value is too large
+            i = int(lost[0])
+            raise TaskError(
+                f"{name} returned {y[i]!r} at x = {_point_text(x.reshape(-1, dim)[i])}, which "
+                f"overflows {np.dtype(x.dtype)} (largest finite value "
+                f"{float(np.finfo(x.dtype).max):.4g}): rescale the objective or enable "
+                "jax_enable_x64")
+        return out.reshape(batch)
 
     def fn(x):
         x = jnp.asarray(x)
