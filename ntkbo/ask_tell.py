@@ -171,10 +171,15 @@ def _provenance() -> dict:
             "git_revision": git_revision()}
 
 
-@functools.lru_cache(maxsize=64)
+#: The jitted ``suggest``/``update`` pairs this process keeps, by algorithm (``ntkbo.cache.Kept``:
+#: the least recently used pair beyond ``KEEP_PROGRAMS`` is released, its executables freed).
+_PAIRS = cache.Kept(release=lambda pair: [call.jitted.clear_cache() for call in pair])
+
+
 def _jitted(algo: Algorithm):
     """``algo.suggest`` and ``algo.update`` jitted, compiled with the persistent cache
-    (``ntkbo.cache``) and a notice while a long first call compiles (``ntkbo.compiling``)."""
+    (``ntkbo.cache``) and a notice while a long first call compiles (``ntkbo.compiling``); the
+    same pair for the same algorithm while it is kept (``_PAIRS``)."""
     name = algo.name or "algorithm"
 
     def announced(fn, what):
@@ -184,9 +189,11 @@ def _jitted(algo: Algorithm):
             with cache.scope(), compiling.notice(f"{name}.{what}"):
                 return jitted(*args)
 
+        call.jitted = jitted  # type: ignore[attr-defined]  # what _PAIRS releases
         return call
 
-    return announced(algo.suggest, "suggest"), announced(algo.update, "update")
+    return _PAIRS.get(algo, lambda: (announced(algo.suggest, "suggest"),
+                                     announced(algo.update, "update")))
 
 
 def _buffers(state) -> list[D.Data]:

@@ -135,3 +135,46 @@ def cached(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
 
     return call
+
+
+#: How many compiled programs of each kind a driver keeps in memory (``Kept``): ``minimize``'s
+#: runs, ``ntkbo.ask_tell``'s jitted ``suggest``/``update`` pairs.
+KEEP_PROGRAMS = 8
+
+
+class Kept:
+    """At most ``KEEP_PROGRAMS`` jitted functions, by key, least recently used first out.
+
+    XLA:CPU keeps each compiled executable's machine code in its own memory mappings (about 900 per
+    ``minimize`` of a GP on a new problem), and ``jax.jit`` keeps every executable it compiled for
+    the life of the function. A process that runs one problem after another would so grow until
+    Linux refuses a mapping (``vm.max_map_count``, 65,530 by default) and the compiler fails with
+    "Cannot allocate memory". ``get`` builds the function of a new key with ``make()``; when more
+    than ``KEEP_PROGRAMS`` are kept, the least recently used is released (``release(value)``, by
+    default its ``clear_cache()``, which frees its executables and their mappings) and dropped.
+    Using a released key again compiles anew, a read of the persistent cache (``scope``)."""
+
+    def __init__(self, release: Callable | None = None):
+        import collections
+
+        self._items: collections.OrderedDict = collections.OrderedDict()
+        self._release = release or (lambda fn: fn.clear_cache())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key, make: Callable):
+        """The function kept under ``key`` (built by ``make()`` if absent), now the most recent."""
+        value = self._items.pop(key, None)
+        if value is None:
+            value = make()
+        self._items[key] = value
+        while len(self._items) > max(1, int(KEEP_PROGRAMS)):
+            _, old = self._items.popitem(last=False)
+            self._release(old)
+        return value
+
+    def clear(self) -> None:
+        """Releases every function kept."""
+        while self._items:
+            self._release(self._items.popitem(last=False)[1])

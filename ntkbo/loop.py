@@ -335,7 +335,19 @@ def _stack(parts):
     return jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *parts) if parts else None
 
 
-@functools.partial(jax.jit, static_argnames=("algo", "budget", "n_init", "q", "min_capacity"))
+_STATIC = ("algo", "budget", "n_init", "q", "min_capacity")
+#: The compiled runs this process keeps (``ntkbo.cache.Kept``), one jitted ``_minimize`` per
+#: algorithm, problem structure (its ``fn`` and other static fields) and run shape.
+_RUNS = cache.Kept()
+
+
+def _program(algo, problem, budget, n_init, q, min_capacity):
+    """The jitted ``_minimize`` for these static arguments, its own function object (a new
+    ``functools.partial``) so that releasing it (``ntkbo.cache.Kept``) frees its programs only."""
+    key = (algo, jax.tree_util.tree_structure(problem), budget, n_init, q, min_capacity)
+    return _RUNS.get(key, lambda: jax.jit(functools.partial(_minimize), static_argnames=_STATIC))
+
+
 def _minimize(algo, problem, key, budget, n_init, q, min_capacity):
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else _design_capacity(budget, n_init, min_capacity)
@@ -394,7 +406,9 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
     with cache.scope(), compiling.notice(_describe(algo, problem, budget)):
-        return _minimize(algo, problem, key, budget, n_init, q, min_capacity)
+        run = _program(algo, problem, budget, n_init, q, min_capacity)
+        return run(algo, problem, key, budget=budget, n_init=n_init, q=q,
+                   min_capacity=min_capacity)
 
 
 def _describe(algo: Algorithm, problem, budget: int) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 import ntkbo
 from ntkbo import algorithms as A
-from ntkbo import ask_tell, cli
+from ntkbo import ask_tell, cache, cli, loop
 from ntkbo.benchmarks import Problem, numpy_problem
 from ntkbo.experiments.spec import Spec
 from ntkbo.parts import option_types
@@ -323,3 +323,44 @@ def test_numpy_objective_returning_a_bool_is_an_error():
                             name="flag")
     with pytest.raises(Exception, match="flag returned (True|False) .* returns a real number"):
         ntkbo.minimize(A.random_search(), problem, 3, KEY).best_y.block_until_ready()
+
+
+# ---- released programs ------------------------------------------------------------------------
+
+
+def test_minimize_keeps_a_bounded_number_of_programs(monkeypatch):
+    """With room for two programs, a third problem releases the least recently used one (its
+    jitted function's cache is emptied) and the kept ones still run without compiling again.
+    Catches: ``Kept.get`` without its eviction (three kept), or evicting without
+    ``clear_cache`` (the executables, and their memory mappings, stay)."""
+    monkeypatch.setattr(cache, "KEEP_PROGRAMS", 2)
+    monkeypatch.setattr(loop, "_RUNS", cache.Kept())
+    problems = [PROBLEM.replace(fn=lambda x, s=s: jnp.sum((x - s) ** 2)) for s in (0.1, 0.2, 0.3)]
+    algo = A.random_search()
+    ntkbo.minimize(algo, problems[0], 3, KEY)
+    first = next(iter(loop._RUNS._items.values()))
+    assert first._cache_size() == 1
+    for p in problems[1:]:
+        ntkbo.minimize(algo, p, 3, KEY)
+    assert len(loop._RUNS) == 2
+    assert first._cache_size() == 0  # released
+    kept = list(loop._RUNS._items.values())
+    ntkbo.minimize(algo, problems[2], 3, KEY)
+    assert list(loop._RUNS._items.values()) == kept and kept[-1]._cache_size() == 1
+
+
+def test_ask_tell_keeps_a_bounded_number_of_algorithms(monkeypatch):
+    """The jitted ``suggest``/``update`` of ``ntkbo.ask_tell`` are kept per algorithm, at most
+    ``KEEP_PROGRAMS`` (was an ``lru_cache`` that dropped references without freeing the
+    executables); the released pair's programs are emptied. Catches ``_PAIRS`` with a release
+    that does not clear the jitted functions' caches."""
+    monkeypatch.setattr(cache, "KEEP_PROGRAMS", 1)
+    ask_tell._PAIRS.clear()
+    first, second = A.random_search(), A.random_search(q=2)
+    study = ask_tell.start(first, BOX, KEY, n_init=0)
+    ask_tell.tell(first, study, [[0.1, 0.2]], [1.0])
+    update = ask_tell._jitted(first)[1].jitted
+    assert update._cache_size() == 1 and ask_tell._jitted(first)[1].jitted is update
+    study = ask_tell.start(second, BOX, KEY, n_init=0)
+    ask_tell.tell(second, study, [[0.1, 0.2]], [1.0])
+    assert len(ask_tell._PAIRS) == 1 and update._cache_size() == 0
