@@ -452,7 +452,7 @@ def _is_data(node) -> bool:
     return isinstance(node, D.Data)
 
 
-def from_text(name: str, options: dict) -> dict:
+def from_text(name: str, options: Mapping) -> dict:
     """``options`` of algorithm ``name`` as written in text (``ntkbo run --set``, a TOML file's
     options, a study spec): the value of each boolean option, top-level or a part's field,
     parsed from the words a user writes (``ntkbo.validation.parse_option_text``: ``true`` /
