@@ -24,12 +24,25 @@ problem's pytree, and the group's runs go through one ``jax.lax.map`` (sequentia
     python benchmarks/fuzz.py --runs 1000 --out benchmarks/results/fuzz.md
 
 prints (and writes) a markdown summary with one reproducer line per failed run.
+
+**Abuse cases** (``--abuse N``): hostile use of the library rather than hostile objectives, in
+five classes drawn in turn: option values (words, numbers, ``None``, containers; through the
+Python call and through the text path of ``--set`` and specs), ``update`` called eagerly with
+bad points and values, ``minimize`` with a bad problem or argument, ask/tell misuse (told,
+abandoned, unknown and non-integer trial ids, bad values and points), and damaged study files
+(flipped bits, truncations, garbage, a refused save over a good file). Each case ends in one of
+``OUTCOMES``: a clear error naming the culprit, a correct result (checked independently of the
+library: the recorded option is what the user meant, a failed evaluation is stored as failed, a
+loaded file equals what was saved), or a defect: silently wrong, data lost, a raw error.
+
+    python benchmarks/fuzz.py --abuse 500 --out benchmarks/results/abuse.md
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import math
 import platform
 import re
 import sys
@@ -371,6 +384,391 @@ def markdown(tally: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+
+# ---------------------------------------------------------------------------------------------
+# Abuse: bad inputs, ask/tell misuse, corrupt files and option values, each with its outcome.
+
+#: The outcomes of an abuse case, in the report's order. ``clear_error``: a ``ValueError`` or
+#: ``TypeError`` (or a host ``TaskError``) whose message names the argument, file or option;
+#: ``correct``: accepted, and what was recorded is what was meant (checked independently);
+#: ``silent_wrong``: accepted, and something recorded differs from what was meant;
+#: ``data_loss``: a refused operation changed what a study or file held before it;
+#: ``raw_error``: any other exception, or a message that does not name the culprit.
+OUTCOMES = ("clear_error", "correct", "silent_wrong", "data_loss", "raw_error")
+#: The classes of abuse ``abuse`` draws from.
+CLASSES = ("options", "update", "minimize", "ask_tell", "files")
+
+#: Values a hostile user gives an option: words, numbers, None, containers.
+OPTION_VALUES = ("false", "False", "no", "flase", "off", "1", "0", "yes", "abc", "", "0.1", "nan",
+                 None, True, False, 0, 1, 2, -1, 0.5, 1e300, float("nan"), [1], {"a": 1}, (0,))
+#: The spellings of a boolean a user writes in text (independent of ``ntkbo.validation``).
+_WORDS = {"true": True, "yes": True, "on": True, "1": True,
+          "false": False, "no": False, "off": False, "0": False}
+
+
+class Outcome(Exception):
+    """Raised inside a case to report an outcome other than the one its code reached."""
+
+    def __init__(self, outcome: str, why: str):
+        super().__init__(why)
+        self.outcome = outcome
+
+
+def _named(err: BaseException, *names: str) -> bool:
+    """Whether ``err`` is a clear error: an expected type whose message names one of ``names``."""
+    from ntkbo.benchmarks.tasks.host import TaskError
+
+    text = str(err)
+    # a missing file's FileNotFoundError names it: Python's own clear error for that case
+    clear_type = isinstance(err, (ValueError, TypeError, TaskError, FileNotFoundError)) or (
+        "TaskError" in text and isinstance(err, jax.errors.JaxRuntimeError))
+    return clear_type and any(n in text for n in names)
+
+
+def _intent_bool(value, text: bool):
+    """What a user means by ``value`` for a boolean option (``None``: nothing a boolean means)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if text and isinstance(value, str) and value.strip().lower() in _WORDS:
+        return _WORDS[value.strip().lower()]
+    if text and isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    return None
+
+
+def _case_options(rng: np.random.Generator) -> tuple[str, str]:
+    """A random option of a random algorithm set to a hostile value, through the Python API or as
+    text (``from_text``, the path of ``--set`` and specs). A clear error must name the option; an
+    accepted value must be recorded as what the user meant."""
+    from ntkbo.parts import option_types
+
+    name = str(rng.choice(A.names()))
+    if A.uses_pde(name) or A.models_constraints(name):
+        name = "gp_ei"
+    factory = A._FACTORIES[name].__wrapped__
+    kinds = option_types(A._plain(factory))
+    fixed = set(getattr(factory, "keywords", {}))
+    typed = [k for k, ks in kinds.items() if ks & {"bool", "int", "float"} and k not in fixed]
+    plain = str(rng.choice(typed))
+    value = OPTION_VALUES[rng.integers(len(OPTION_VALUES))]
+    text = bool(rng.integers(2))
+    given = public_options(name, {plain: value})
+    shown = A.layout(A._FACTORIES[name]).public_name(plain)
+    what = f"{name} {shown}={value!r} ({'text' if text else 'python'})"
+    try:
+        options = A.from_text(name, given) if text else given
+        algo = A.get(name, **options)
+    except Exception as err:  # noqa: BLE001 - every exception is classified
+        return ("clear_error" if _named(err, shown) else "raw_error"), what
+    recorded = A.layout(A._FACTORIES[name]).split({plain: None})  # where it sits
+    part = next(iter(recorded))
+    got = algo.config[part][shown.split(".")[-1]] if isinstance(recorded[part], dict) else \
+        algo.config[part]
+    ks = kinds[plain]
+    if "bool" in ks and not ks & {"int", "float"}:
+        intent = _intent_bool(value, text)
+        ok = intent is not None and isinstance(got, bool) and got is intent
+        ok = ok or (isinstance(value, str) and "str" in ks and got == value)
+        ok = ok or (value is None and "none" in ks and got is None)
+    elif isinstance(value, (str, bytes, bool)) and "str" not in ks:
+        numeric_text = text and isinstance(value, str) and "float" in ks
+        ok = numeric_text and isinstance(got, float) and (
+            got == float(value) or math.isnan(got) and math.isnan(float(value)))
+    else:
+        ok = (got == value or value is None and got is None
+              or isinstance(value, float) and isinstance(got, float) and math.isnan(value)
+              and math.isnan(got) or not isinstance(value, (int, float)) and value is not None)
+    return ("correct" if ok else "silent_wrong"), what + f" -> recorded {got!r}"
+
+
+_STATES: dict = {}
+#: Small algorithms whose eager ``update`` is cheap, for the ``update`` class.
+UPDATE_ALGOS = {"random_search": {}, "gp_ei": {"fit": {"enabled": False}},
+                "neural_bo": {"network": {"width": 8}, "training": {"num_steps": 2}}}
+
+
+def _bad_told(rng: np.random.Generator, d: int) -> tuple[Any, Any, str, tuple]:
+    """A hostile ``(x, y)`` for a state of ``d`` inputs, its label and the names a clear error
+    must use."""
+    x = rng.uniform(0.1, 0.9, (1, d))
+    kind = str(rng.choice(["nan_x", "inf_x", "wide_x", "narrow_x", "overflow_y", "complex_y",
+                           "bool_y", "str_y", "ragged_x", "nan_y", "3d_x", "long_y"]))
+    y: Any = np.array([0.5])
+    if kind == "nan_x":
+        x[0, rng.integers(d)] = np.nan
+    elif kind == "inf_x":
+        x[0, rng.integers(d)] = -np.inf
+    elif kind == "wide_x":
+        x = rng.uniform(size=(1, d + 1))
+    elif kind == "narrow_x":
+        x = rng.uniform(size=(1, max(d - 1, 1) if d > 1 else 3))
+    elif kind == "overflow_y":
+        y = np.array([float(rng.choice([1e39, -1e300, 5e38]))])
+    elif kind == "complex_y":
+        y = np.array([1.0 + 2j])
+    elif kind == "bool_y":
+        y = np.array([True])
+    elif kind == "str_y":
+        y = np.array(["1.0"])
+    elif kind == "ragged_x":
+        x = [[0.5] * d, [0.5]]
+    elif kind == "nan_y":
+        y = np.array([np.nan])
+    elif kind == "3d_x":
+        x = x[None]
+    elif kind == "long_y":
+        y = np.array([0.5, 0.5])
+    return x, y, kind, ("x", "y") if kind != "nan_y" else ()
+
+
+def _case_update(rng: np.random.Generator) -> tuple[str, str]:
+    """``algo.update`` called eagerly (float32 state) with a hostile ``(x, y)``; a NaN ``y`` must
+    be stored as a failed evaluation, everything else refused naming ``x`` or ``y``."""
+    name = str(rng.choice(list(UPDATE_ALGOS)))
+    if name not in _STATES:
+        algo = A.get(name, **UPDATE_ALGOS[name])
+        _STATES[name] = (algo, algo.init(jax.random.PRNGKey(0), jnp.zeros((2, 2)).at[1].set(1.0)
+                                         .astype(jnp.float32), 16))
+    algo, state = _STATES[name]
+    x, y, kind, names = _bad_told(rng, 2)
+    what = f"{name}.update {kind}"
+    try:
+        new, _ = algo.update(state, x if isinstance(x, list) else jnp.asarray(x, jnp.float32)
+                             if kind != "nan_x" and kind != "inf_x" else np.asarray(x), y)
+    except Exception as err:  # noqa: BLE001
+        return ("clear_error" if names and _named(err, *(f"{n} " for n in names)) else
+                "raw_error"), what + f": {type(err).__name__}"
+    data = new.data if hasattr(new, "data") else None
+    if data is None:
+        return "silent_wrong", what + ": no buffer to check"
+    n = int(data.count)
+    row_ok = n == 1 and np.all(np.isfinite(np.asarray(data.x[0])))
+    if kind == "nan_y":
+        return ("correct" if row_ok and np.isnan(np.asarray(data.y[0])) else "silent_wrong"), what
+    return "silent_wrong", what + f": accepted (count {n})"
+
+
+def _case_minimize(rng: np.random.Generator) -> tuple[str, str]:
+    """``minimize`` with a bad problem or argument, refused before anything compiles."""
+    from ntkbo.benchmarks import Problem
+
+    box = jnp.array([[0.0, 0.0], [1.0, 1.0]])
+    good = Problem(name="quad", fn=lambda x: jnp.sum(x ** 2), bounds=box)
+    cases = [
+        ("function problem", lambda: (good.fn, 5, {}), ("problem",)),
+        ("string problem", lambda: ("branin", 5, {}), ("problem",)),
+        ("None problem", lambda: (None, 5, {}), ("problem",)),
+        ("list bounds", lambda: (good.replace(bounds=[[0.0, 0.0], [1.0, 1.0]]), 5, {}),
+         ("problem.bounds",)),
+        ("inverted bounds", lambda: (good.replace(bounds=box[::-1]), 5, {}), ("bounds",)),
+        ("nan noise", lambda: (good.replace(noise_std=float("nan")), 5, {}), ("noise_std",)),
+        ("negative noise", lambda: (good.replace(noise_std=-1.0), 5, {}), ("noise_std",)),
+        ("string noise", lambda: (good.replace(noise_std="0.1"), 5, {}), ("noise_std",)),
+        ("bool objective", lambda: (good.replace(fn=lambda x: x[0] > 0), 5, {}), ("problem.fn",)),
+        ("complex objective", lambda: (good.replace(fn=lambda x: x[0] * 1j), 5, {}),
+         ("problem.fn",)),
+        ("string budget", lambda: (good, "10", {}), ("budget",)),
+        ("float budget", lambda: (good, 10.0, {}), ("budget",)),
+        ("bool budget", lambda: (good, True, {}), ("budget",)),
+        ("zero budget", lambda: (good, 0, {}), ("budget",)),
+        ("string min_capacity", lambda: (good, 5, {"min_capacity": "x"}), ("min_capacity",)),
+        ("zero min_capacity", lambda: (good, 5, {"min_capacity": 0}), ("min_capacity",)),
+        ("float n_init", lambda: (good, 5, {"n_init": 2.0}), ("n_init",)),
+        ("n_init above budget", lambda: (good, 5, {"n_init": 9}), ("n_init",)),
+    ]
+    label, make, names = cases[rng.integers(len(cases))]
+    problem, budget, kwargs = make()
+    driver = ntkbo.minimize if rng.integers(2) else ntkbo.maximize
+    try:
+        driver(A.random_search(), problem, budget, jax.random.PRNGKey(0), **kwargs)
+    except Exception as err:  # noqa: BLE001
+        return ("clear_error" if _named(err, *names) else "raw_error"), \
+            f"{driver.__name__} {label}: {type(err).__name__}"
+    return "silent_wrong", f"{driver.__name__} {label}: ran"
+
+
+def _snapshot(study) -> tuple:
+    from ntkbo import ask_tell
+
+    x, y = ask_tell.observations(study)
+    return (x.tobytes(), y.tobytes(), tuple(t.status for t in ask_tell.trials(study)))
+
+
+def _case_ask_tell(rng: np.random.Generator) -> tuple[str, str]:
+    """A misuse of ``ntkbo.ask_tell`` on a study with told, pending and abandoned trials: it must
+    be refused naming the argument, and the study must hold exactly what it held before."""
+    from ntkbo import ask_tell
+
+    algo = A.random_search()
+    study = ask_tell.start(algo, np.array([[0.0, 0.0], [1.0, 1.0]]), jax.random.PRNGKey(
+        int(rng.integers(1 << 30))), n_init=3)
+    ids = []
+    for _ in range(3):
+        tid, _, study = ask_tell.ask_trial(algo, study)
+        ids.append(tid)
+    study = ask_tell.tell(algo, study, ids[0], 1.0)
+    study = ask_tell.abandon(study, ids[1])
+    before = _snapshot(study)
+    kind = str(rng.choice(["tell_twice", "tell_abandoned", "tell_unknown", "tell_float_id",
+                           "tell_bool_id", "tell_str_id", "tell_negative_id", "tell_two_values",
+                           "tell_string_value", "tell_complex_value", "tell_bool_value",
+                           "tell_overflow", "tell_outside", "tell_nan_point", "tell_c",
+                           "abandon_twice", "fail_told", "tell_wide_point", "lie"]))
+    pending = ids[2]
+    calls = {
+        "tell_twice": (lambda: ask_tell.tell(algo, study, ids[0], 2.0), ("trial",)),
+        "tell_abandoned": (lambda: ask_tell.tell(algo, study, ids[1], 2.0), ("trial",)),
+        "tell_unknown": (lambda: ask_tell.tell(algo, study, 99, 2.0), ("trial",)),
+        "tell_float_id": (lambda: ask_tell.tell(algo, study, float(pending), 2.0), ("trial",)),
+        "tell_bool_id": (lambda: ask_tell.tell(algo, study, True, 2.0), ("trial",)),
+        "tell_str_id": (lambda: ask_tell.tell(algo, study, str(pending), 2.0), ("trial",)),
+        "tell_negative_id": (lambda: ask_tell.tell(algo, study, -1, 2.0), ("trial",)),
+        "tell_two_values": (lambda: ask_tell.tell(algo, study, pending, [1.0, 2.0]), ("y",)),
+        "tell_string_value": (lambda: ask_tell.tell(algo, study, pending, "abc"), ("y",)),
+        "tell_complex_value": (lambda: ask_tell.tell(algo, study, pending, 1j), ("y",)),
+        "tell_bool_value": (lambda: ask_tell.tell(algo, study, pending, False), ("y",)),
+        "tell_overflow": (lambda: ask_tell.tell(algo, study, pending, 1e39)
+                          if not jax.config.jax_enable_x64 else ask_tell.tell(
+                              algo, study, pending, 1e309), ("y",)),
+        "tell_outside": (lambda: ask_tell.tell(algo, study, [[2.0, 0.5]], [1.0]), ("x",)),
+        "tell_nan_point": (lambda: ask_tell.tell(algo, study, [[np.nan, 0.5]], [1.0]), ("x",)),
+        "tell_c": (lambda: ask_tell.tell(algo, study, pending, 1.0, c=[0.5]), ("c",)),
+        "abandon_twice": (lambda: ask_tell.abandon(study, ids[1]), ("trial",)),
+        "fail_told": (lambda: ask_tell.fail(algo, study, ids[0]), ("trial",)),
+        "tell_wide_point": (lambda: ask_tell.tell(algo, study, [[0.5, 0.5, 0.5]], [1.0]), ("x",)),
+        "lie": (lambda: ask_tell.ask(algo, study, lie="max "), ("lie",)),
+    }
+    call, names = calls[kind]
+    try:
+        result = call()
+    except Exception as err:  # noqa: BLE001
+        if _snapshot(study) != before:
+            return "data_loss", kind
+        return ("clear_error" if _named(err, *names) else "raw_error"), \
+            f"{kind}: {type(err).__name__}: {str(err)[:80]}"
+    if kind == "tell_overflow" and jax.config.jax_enable_x64:
+        y = ask_tell.observations(result)[1]  # 1e309 is inf as a Python float: a failed one
+        return ("correct" if np.isinf(y[-1]) and ask_tell.failed(result)[-1] else
+                "silent_wrong"), kind
+    return "silent_wrong", f"{kind}: accepted"
+
+
+def _case_files(rng: np.random.Generator, folder: str) -> tuple[str, str]:
+    """A saved study damaged on disk (a flipped bit, a truncation, appended or replaced bytes, an
+    empty file, a missing one) and loaded: refused naming the file, or loaded equal to what was
+    saved; and a refused save over a good file must leave that file whole."""
+    import os
+
+    from ntkbo import ask_tell
+
+    algo = A.random_search()
+    box = np.array([[0.0, 0.0], [1.0, 1.0]])
+    study = ask_tell.start(algo, box, jax.random.PRNGKey(int(rng.integers(1 << 30))), n_init=2)
+    for _ in range(2):
+        tid, x, study = ask_tell.ask_trial(algo, study)
+        study = ask_tell.tell(algo, study, tid, float(np.sum(x)))
+    path = os.path.join(folder, f"study-{rng.integers(1 << 30)}.ntkbo")
+    ask_tell.save(path, study)
+    with open(path, "rb") as fh:
+        good = fh.read()
+    kind = str(rng.choice(["flip", "flip", "flip", "truncate", "append", "empty", "garbage",
+                           "missing", "json", "bad_save"]))
+    data = bytearray(good)
+    if kind == "flip":
+        i = int(rng.integers(len(data)))
+        data[i] ^= 1 << int(rng.integers(8))
+    elif kind == "truncate":
+        data = data[:int(rng.integers(len(data)))]
+    elif kind == "append":
+        data += bytes(rng.integers(0, 256, int(rng.integers(1, 64)), dtype=np.uint8))
+    elif kind == "empty":
+        data = bytearray()
+    elif kind == "garbage":
+        data = bytearray(rng.integers(0, 256, len(data), dtype=np.uint8).tobytes())
+    elif kind == "json":
+        data = bytearray(b'{"format": 1}')
+    if kind == "missing":
+        os.remove(path)
+    elif kind == "bad_save":
+        try:
+            ask_tell.save(path, "not a study")  # type: ignore[arg-type]
+        except Exception as err:  # noqa: BLE001
+            with open(path, "rb") as fh:
+                if fh.read() != good:
+                    return "data_loss", kind
+            return ("clear_error" if isinstance(err, (ValueError, TypeError, AttributeError))
+                    else "raw_error"), f"{kind}: {type(err).__name__}"
+        return "silent_wrong", f"{kind}: saved"
+    else:
+        with open(path, "wb") as fh:
+            fh.write(bytes(data))
+    try:
+        loaded = ask_tell.load(path, algo, box)
+    except Exception as err:  # noqa: BLE001
+        return ("clear_error" if _named(err, os.path.basename(path)) else "raw_error"), \
+            f"{kind}: {type(err).__name__}: {str(err)[:80]}"
+    same = _snapshot(loaded) == _snapshot(study) and all(
+        np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(
+            jax.tree_util.tree_leaves(loaded.state), jax.tree_util.tree_leaves(study.state)))
+    return ("correct" if same else "silent_wrong"), f"{kind}: loaded"
+
+
+def abuse(cases: int, seed: int = 0, classes=CLASSES, log=print) -> dict:
+    """``cases`` abuse cases spread evenly over ``classes`` (in float32: the dtype where overflow
+    is reachable); returns ``{"counts": {class: {outcome: n}}, "findings": [lines]}`` where the
+    findings are the cases whose outcome is not a clear error or a correct result."""
+    import tempfile
+
+    rng = np.random.default_rng(seed)
+    counts = {c: dict.fromkeys(OUTCOMES, 0) for c in classes}
+    findings = []
+    x64_before = jax.config.jax_enable_x64
+    t0 = time.time()
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with tempfile.TemporaryDirectory(prefix="ntkbo-abuse-") as folder:
+            for i in range(cases):
+                cls = classes[i % len(classes)]
+                try:
+                    if cls == "options":
+                        outcome, what = _case_options(rng)
+                    elif cls == "update":
+                        outcome, what = _case_update(rng)
+                    elif cls == "minimize":
+                        outcome, what = _case_minimize(rng)
+                    elif cls == "ask_tell":
+                        outcome, what = _case_ask_tell(rng)
+                    else:
+                        outcome, what = _case_files(rng, folder)
+                except Exception as err:  # noqa: BLE001 - the harness's own failure is raw
+                    outcome, what = "raw_error", f"harness: {type(err).__name__}: {err}"
+                counts[cls][outcome] += 1
+                if outcome not in ("clear_error", "correct"):
+                    findings.append(f"{outcome} | {cls} | {what}")
+                if (i + 1) % 50 == 0:
+                    log(f"[{time.time() - t0:7.1f} s] {i + 1} abuse cases, "
+                        f"{len(findings)} findings")
+    finally:
+        jax.config.update("jax_enable_x64", x64_before)
+    return {"counts": counts, "findings": findings, "wall_time_s": time.time() - t0}
+
+
+def abuse_markdown(report: dict, command: str) -> str:
+    counts = report["counts"]
+    total = {o: sum(c[o] for c in counts.values()) for o in OUTCOMES}
+    lines = ["# Abuse cases", "", f"Command: `{command}`  ",
+             f"Wall time {report['wall_time_s']:.0f} s; jax {jax.__version__}, float32.", "",
+             f"{sum(total.values())} cases: " + ", ".join(f"{total[o]} {o}" for o in OUTCOMES)
+             + ".", "", "| class | " + " | ".join(OUTCOMES) + " |",
+             "|---|" + "---:|" * len(OUTCOMES)]
+    lines += [f"| {c} | " + " | ".join(str(v[o]) for o in OUTCOMES) + " |"
+              for c, v in counts.items()]
+    lines += ["| all | " + " | ".join(str(total[o]) for o in OUTCOMES) + " |"]
+    if report["findings"]:
+        lines += ["", "## Findings", ""] + [f"- {f}" for f in report["findings"]]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     ntkbo.configure_blas_threads()  # one LAPACK thread (ntkbo.lapack_threads), as ntkbo's CLI
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -381,9 +779,20 @@ def main(argv=None) -> int:
     p.add_argument("--dtypes", default="float32,float64",
                    help="comma-separated, run in this order (the runs split evenly)")
     p.add_argument("--out", default=None, help="write the markdown summary here too")
+    p.add_argument("--abuse", type=int, default=0, metavar="N",
+                   help="run N abuse cases (bad inputs, ask/tell misuse, corrupt files, options) "
+                        "instead of the fuzzed runs")
     args = p.parse_args(argv)
     algos = args.algos.split(",") if args.algos else None
     command = "python benchmarks/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.abuse:
+        report = abuse(args.abuse, args.seed, log=lambda s: print(s, file=sys.stderr, flush=True))
+        text = abuse_markdown(report, command)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as fh:
+                fh.write(text)
+        return 1 if report["findings"] else 0
 
     def write(tally, partial=True):
         if args.out:

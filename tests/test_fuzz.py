@@ -1,4 +1,5 @@
-"""The fuzz of ``benchmarks/fuzz.py`` at CI size, and its checker on known defects."""
+"""The fuzz of ``benchmarks/fuzz.py`` at CI size (runs and abuse cases), and its checkers on known
+defects."""
 
 import importlib.util
 import pathlib
@@ -50,3 +51,30 @@ def test_ten_fuzzed_runs_pass():
     assert not tally["failures"], tally["failures"]
     assert tally["failed_evaluations"] > 0
     assert set(tally["by_dtype"]) == {"float32", "float64"}
+
+
+def test_abuse_cases_end_in_a_clear_error_or_a_correct_result():
+    """Sixty abuse cases (twelve per class: options, update, minimize, ask/tell, files) in
+    float32: none is silently wrong, loses data or raises a raw error; each class ran."""
+    report = fuzz.abuse(60, seed=1, log=lambda s: None)
+    assert not report["findings"], report["findings"]
+    for cls, counts in report["counts"].items():
+        assert sum(counts.values()) == 12, (cls, counts)
+        assert counts["clear_error"] > 0, (cls, counts)
+
+
+def test_abuse_checker_flags_an_unchecked_update_and_untyped_options(monkeypatch):
+    """The classifier itself, on the defects it is meant to find: with the type rule turned off
+    (``check_types`` a no-op) a string recorded for a boolean or numeric option is
+    ``silent_wrong``; with ``update`` unchecked a stored NaN point is ``silent_wrong``."""
+    import ntkbo.algorithms as A
+    import ntkbo.parts as P
+
+    monkeypatch.setattr(P, "check_types", lambda *a, **k: None)
+    monkeypatch.setattr(A, "check_types", lambda *a, **k: None)
+    monkeypatch.setattr(A, "checked_update", lambda update, n_constraints=0: update)
+    monkeypatch.setattr(fuzz, "_STATES", {})
+    report = fuzz.abuse(100, seed=0, classes=("options", "update"), log=lambda s: None)
+    assert report["counts"]["options"]["silent_wrong"] > 0, report["counts"]
+    assert report["counts"]["update"]["silent_wrong"] > 0, report["counts"]
+    assert any("nan_x: accepted" in f for f in report["findings"]), report["findings"]
