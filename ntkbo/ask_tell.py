@@ -549,16 +549,17 @@ def _check_trial(study: Study, trial, action: str) -> int:
 
 
 def _is_trial_id(trial) -> bool:
-    """Whether ``trial`` names a trial (an int id or a ``Trial``); ``ValueError`` for a single
-    value that is neither (``6.0``, ``True``, ``"6"``): points are arrays ``(q, d)`` or ``(d,)``."""
-    if isinstance(trial, Trial) or (isinstance(trial, (int, np.integer))
-                                    and not isinstance(trial, (bool, np.bool_))):
-        return True
+    return isinstance(trial, Trial) or (isinstance(trial, (int, np.integer))
+                                        and not isinstance(trial, (bool, np.bool_)))
+
+
+def _check_points_or_id(trial) -> None:
+    """``tell``'s ``trial`` that is not a trial id must be points (an array ``(q, d)`` or
+    ``(d,)``): ``ValueError`` for a single value (``6.0``, ``True``, ``"6"``), which is neither."""
     if np.ndim(trial) == 0:  # a float, a bool, a string, a 0-d array: not an id, not points
         raise ValueError(f"trial must be a trial id (an int from ask_trial) or a Trial, or points "
                          f"x of shape (q, d); got {type(trial).__name__} {trial!r}; nothing was "
                          "recorded")
-    return False
 
 
 #: Finite values must stay finite in the state's dtype (the rule of every path that tells).
@@ -585,6 +586,7 @@ def tell(algo: Algorithm, study: Study, trial, y, c=None) -> Study:
     ``jax_enable_x64`` to model them apart).
     """
     if not _is_trial_id(trial):
+        _check_points_or_id(trial)
         return _tell(algo, study, trial, y, c, None)
     tid = _check_trial(study, trial, "tell")
     y = np.asarray(real_array("y", y), dtype=np.float64)

@@ -122,6 +122,10 @@ def tell(algo, study: ask_tell.Study, trial, *args, maximize: bool = False,
         x = _canonical(space, ask_tell._table(study).x[tid])[None]
         c = None if constraints is None else np.asarray(constraints, float).reshape(1, -1)
         return ask_tell._tell(algo, study, x, y, c, [tid])
+    if trial is not None and not isinstance(trial, Space):
+        raise ValueError(f"trial must be a trial id (an int from ask_trial), or the study's Space "
+                         f"followed by params and scores; got {type(trial).__name__} {trial!r}; "
+                         "nothing was recorded")
     if len(args) != 2:
         raise ValueError(f"tell(algo, study, space, params, scores): got {1 + len(args)} "
                          "arguments after the study")

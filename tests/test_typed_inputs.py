@@ -243,6 +243,21 @@ def test_tell_refuses_a_trial_id_that_is_not_an_int(trial):
     assert len(ask_tell.pending(study)) == 2 and ask_tell.observations(study)[0].shape[0] == 0
 
 
+@pytest.mark.parametrize("trial", [6.0, True, "6"])
+def test_space_tell_refuses_a_trial_id_that_is_not_an_int(trial):
+    """``ntkbo.space.tell``'s id form: a float, a bool or a string names ``trial`` (it was taken
+    for the space form and refused for its argument count). Nothing is recorded."""
+    from ntkbo import space as S
+
+    sp = S.Space([S.Float("lr", 1e-5, 0.1, log=True)])
+    algo = A.random_search()
+    study = S.start(algo, sp, KEY, n_init=1)
+    _, _, study = S.ask_trial(algo, study)
+    with pytest.raises(ValueError, match="trial must be a trial id .* got"):
+        S.tell(algo, study, trial, 1.0)
+    assert len(ask_tell.pending(study)) == 1
+
+
 def test_tell_refuses_bool_and_complex_values():
     algo = A.random_search()
     study = ask_tell.start(algo, BOX, KEY, n_init=1)
