@@ -53,7 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
-from ntkbo import cache, compiling
+from ntkbo import cache, compiling, lapack_threads
 from ntkbo import data as D
 from ntkbo import files
 from ntkbo.base import Algorithm
@@ -174,15 +174,17 @@ def _provenance() -> dict:
 @functools.lru_cache(maxsize=64)
 def _jitted(algo: Algorithm):
     """``algo.suggest`` and ``algo.update`` jitted, compiled with the persistent cache
-    (``ntkbo.cache``) and a notice while a long first call compiles (``ntkbo.compiling``)."""
+    (``ntkbo.cache``) and a notice while a long first call compiles (``ntkbo.compiling``), run
+    with ``ntkbo.lapack_threads.during_calls``."""
     name = algo.name or "algorithm"
 
     def announced(fn, what):
         jitted = jax.jit(fn)
 
         def call(*args):
-            with cache.scope(), compiling.notice(f"{name}.{what}"):
-                return jitted(*args)
+            with cache.scope(), lapack_threads.during_calls(), compiling.notice(
+                    f"{name}.{what}"):
+                return jax.block_until_ready(jitted(*args))
 
         return call
 

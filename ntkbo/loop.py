@@ -35,8 +35,9 @@ from typing import Any, Iterator, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
-from ntkbo import cache, compiling, qmc
+from ntkbo import cache, compiling, lapack_threads, qmc
 from ntkbo import data as D
 from ntkbo.base import Algorithm
 from ntkbo.objective import Problem, violation
@@ -373,15 +374,29 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
     The run is one compiled program per algorithm, problem, budget and capacity plan, compiled
     at the first call and kept in JAX's persistent cache (``ntkbo.cache``: a later process reads
     it instead of compiling); a first call that compiles for more than a few seconds says so on
-    standard error (``ntkbo.compiling``).
+    standard error (``ntkbo.compiling``). It runs on one LAPACK thread unless the environment
+    says otherwise (``ntkbo.lapack_threads.during_calls``) and returns once computed.
     """
     n_init = default_n_init(problem, budget) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_constraints(algo, problem)
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
-    with cache.scope(), compiling.notice(_describe(algo, problem, budget)):
-        return _minimize(algo, problem, key, budget, n_init, q, min_capacity)
+    with cache.scope(), lapack_threads.during_calls(), compiling.notice(
+            _describe(algo, problem, budget)):
+        return _ready(_minimize(algo, problem, key, budget, n_init, q, min_capacity))
+
+
+def _ready(result):
+    """``result`` once computed, so that the LAPACK thread count of
+    ``lapack_threads.during_calls`` holds while the program runs: its arrays are waited for, and
+    so are the batched values of an eager ``jax.vmap`` (a tracer's ``val``); under an outer
+    ``jit`` nothing runs yet and nothing is waited for."""
+    for a in jax.tree_util.tree_leaves(result):
+        value = getattr(a, "val", None) if isinstance(a, Tracer) else a
+        if isinstance(value, jax.Array) and not isinstance(value, Tracer):
+            value.block_until_ready()
+    return result
 
 
 def _describe(algo: Algorithm, problem, budget: int) -> str:
@@ -489,8 +504,13 @@ def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else _design_capacity(budget, n_init, min_capacity)
     # Every program goes through ``call``: straight to the jitted function, or through the store,
-    # compiled with the persistent cache (``ntkbo.cache``).
-    call = cache.cached(programs if programs is not None else (lambda _name, fn, *args: fn(*args)))
+    # compiled with the persistent cache (``ntkbo.cache``) and run on the LAPACK threads of
+    # ``lapack_threads.during_calls``.
+    run = programs if programs is not None else (lambda _name, fn, *args: fn(*args))
+
+    def call(*args):
+        with cache.scope(), lapack_threads.during_calls():
+            return _ready(run(*args))
     states, loop_keys, (x, y, f, co, c) = call(
         f"init n_init={n_init} capacity={first}",
         functools.partial(_init_many, algo, problem, n_init=n_init, capacity=first), keys)

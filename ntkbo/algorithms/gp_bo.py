@@ -397,8 +397,9 @@ def select_by_bic(shared: _Model):
                 log_prior=lambda p, dim: jnp.where(is_shared, shared.log_prior(one_view(p), dim),
                                                    model.log_prior(p, dim)))
 
-        has_restarts = model.restarts is not None and restarts is not False
-        if has_restarts:
+        has_restarts = (model.restarts is not None and shared.restarts is not None
+                        and restarts is not False)
+        if model.restarts is not None and shared.restarts is not None:
             ard_mode = jax.tree_util.tree_map(lambda a: a[0], model.restarts(d, data.y.dtype))
             one_mode = shared.restarts(d, data.y.dtype)
             one_mode = as_ard(jax.tree_util.tree_map(lambda a: a[0], one_mode))
