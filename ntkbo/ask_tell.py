@@ -188,10 +188,12 @@ def _state_bounds(state) -> np.ndarray:
 def start(algo: Algorithm, bounds, key, *, n_init: int | None = None,
           capacity: int = MIN_CAPACITY) -> Study:
     """A new study on the box ``bounds`` ``(2, d)``; ``n_init`` Sobol points are asked first
-    (default ``ntkbo.loop.design_size(d)`` = ``max(2, d + 1)``, as ``ntkbo.minimize``)."""
+    (default, as ``ntkbo.minimize``: ``algo.n_init``, its preset's design, else
+    ``ntkbo.loop.design_size(d)`` = ``max(2, d + 1)``)."""
     bounds = check_bounds(bounds)
     if n_init is None:
-        n_init = design_size(bounds.shape[1])
+        n_init = getattr(algo, "n_init", None)
+        n_init = design_size(bounds.shape[1]) if n_init is None else n_init
     check_int("n_init", n_init, 0)
     check_int("capacity", capacity, 1)
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):

@@ -204,9 +204,12 @@ def design_size(d: int) -> int:
     return max(2, int(d) + 1)
 
 
-def default_n_init(problem, budget: int) -> int:
-    """``min(budget, design_size(d))``: the default initial design of a run of ``budget``."""
-    return min(budget, design_size(problem.bounds.shape[-1]))
+def default_n_init(problem, budget: int, algo=None) -> int:
+    """The initial design of a run of ``budget`` when the caller gives none: ``min(budget,
+    algo.n_init)`` when ``algo`` carries its preset's (``ntkbo.base.Algorithm.n_init``), else
+    ``min(budget, design_size(d))``."""
+    n_init = getattr(algo, "n_init", None)
+    return min(budget, design_size(problem.bounds.shape[-1]) if n_init is None else n_init)
 
 
 def _evaluate(problem, key, x):
@@ -346,8 +349,8 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
         ``(d,) -> ()``, ``bounds`` ``(2, d)`` and ``noise_std``).
       budget: total number of evaluations, initial design included.
       key: a ``jax.random`` key; the same key gives a bit-identical run.
-      n_init: size of the quasi-random initial design (default ``min(budget, max(2, d + 1))``,
-        ``design_size``).
+      n_init: size of the quasi-random initial design (default ``default_n_init``: the
+        ``algo.n_init`` of its preset, else ``min(budget, max(2, d + 1))``, ``design_size``).
       min_capacity: the smallest buffer capacity (capacities are powers of two).
 
     Returns:
@@ -355,7 +358,7 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
       Each round evaluates the ``q`` points ``algo.suggest`` returns; ``budget - n_init`` must be a
       multiple of ``q``.
     """
-    n_init = default_n_init(problem, budget) if n_init is None else n_init
+    n_init = default_n_init(problem, budget, algo) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_constraints(algo, problem)
     q = batch_size(algo, problem)
@@ -454,7 +457,7 @@ def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
     ``problem``; the initial design's and the chunks' programs are then exported to it once and
     loaded by later processes instead of traced (bit-identical results; ``ntkbo run`` passes one).
     """
-    n_init = default_n_init(problem, budget) if n_init is None else n_init
+    n_init = default_n_init(problem, budget, algo) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_constraints(algo, problem)
     q = batch_size(algo, problem)

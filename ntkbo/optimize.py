@@ -18,11 +18,14 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
    never returns a lower value than its start.
 4. The result is the best of the refined starts and the candidates: refinement never lowers the
    acquisition value below the best candidate.
-5. If ``observed`` points are given (the evaluated inputs) and the result lies within
-   ``min_distance`` of one of them (Chebyshev distance in units of the box's width, default
-   ``MIN_DISTANCE``), it is replaced by the best refined start or candidate that does not
+5. The duplicate guard, only if ``observed`` points are given (the evaluated inputs): a result
+   within ``min_distance`` of one of them (Chebyshev distance in units of the box's width,
+   default ``MIN_DISTANCE``) is replaced by the best refined start or candidate that is not
    (``OptimizeInfo.replaced``; :data:`DISTINCT_POOL` says among which): an evaluation of a
-   deterministic objective at a point already observed teaches the model nothing.
+   deterministic objective at a point already observed teaches the model nothing. Without
+   ``observed`` the result is the acquisition's own maximiser, as in every paper. The
+   algorithms pass their observations when their ``search.avoid_observed`` is on
+   (:data:`AVOID_OBSERVED`, :func:`guarded`).
 
 Gradient refinement needs ``acq_fn`` to be differentiable and *row-wise*: row ``i`` of the output
 depends only on row ``i`` of the input (true of EI, LogEI, PI, UCB and the posterior mean of any
@@ -58,8 +61,11 @@ __all__ = [
     "near_observed",
     "best_distinct",
     "argmax_distinct",
+    "AVOID_OBSERVED",
     "METHODS",
     "MIN_DISTANCE",
+    "check_avoid_observed",
+    "guarded",
     "SAMPLERS",
 ]
 
@@ -70,6 +76,12 @@ METHODS = ("adam", "pgd", "lbfgs", "none")
 SAMPLERS = ("sobol", "kronecker", "uniform")
 #: Two points closer than this fraction of the box's width in every coordinate are one point.
 MIN_DISTANCE = 1e-4
+#: The default of every algorithm's ``search.avoid_observed`` (stage 5): off, as in the papers
+#: (a Thompson draw's arg-max is the paper's point; a repeat of a noisy evaluation is an
+#: observation like any other). On the tuning keys the guard changed nothing (GP-EI, dev Branin,
+#: budget 40: it never fired; docs/decisions.md, 2026-11-29), so no measurement supports it as a
+#: default; turn it on for a deterministic objective whose model may ask for the same point again.
+AVOID_OBSERVED = False
 #: Candidates beyond the refined starts searched for a distinct replacement (stage 5): the
 #: ``num_restarts + DISTINCT_POOL`` best and ``DISTINCT_POOL`` candidates spread over the set
 #: (every ``n // DISTINCT_POOL``-th: when the best candidates all crowd one observed corner, the
@@ -144,6 +156,19 @@ def argmax_distinct(values: Array, duplicate: Array) -> tuple[Array, Array]:
     alt = jnp.argmax(rank)
     replaced = duplicate[best] & ~duplicate[alt]
     return jnp.where(replaced, alt, best), replaced
+
+
+def check_avoid_observed(avoid_observed) -> None:
+    """``ValueError`` unless an algorithm's ``search.avoid_observed`` is a bool."""
+    if not isinstance(avoid_observed, (bool, np.bool_)):
+        raise ValueError(f"avoid_observed must be True or False, got {avoid_observed!r}")
+
+
+def guarded(avoid_observed: bool, x: Array, mask: Array) -> Array | None:
+    """The ``observed`` argument of the search under an algorithm's ``search.avoid_observed``:
+    the valid rows of ``x`` ``(n, d)`` (``mask`` ``(n,)``; the others NaN, which the guard
+    ignores) when it is on, ``None`` (no guard) when it is off."""
+    return jnp.where(mask[:, None], x, jnp.nan) if avoid_observed else None
 
 
 def _finite_or_neg_inf(v: Array) -> Array:

@@ -201,6 +201,11 @@ class Search(Part):
       jitter: the posterior's relative Cholesky jitter (``None``: ``ntkbo.gp.default_jitter``).
       joint_steps: GO-UCB's joint ascent over ``(x, w)``: its steps.
       joint_learning_rate: its step size.
+      avoid_observed: the duplicate guard: a maximiser within ``ntkbo.optimize.MIN_DISTANCE`` of
+        the box's width of an observed point is replaced by the best point that is not
+        (``ntkbo.optimize``, stage 5); for deterministic objectives. ``False`` (the default,
+        ``ntkbo.optimize.AVOID_OBSERVED``, and every ``"paper"`` and ``"authors"`` preset): the
+        acquisition's own maximiser, as the papers.
     """
 
     num_candidates: Any = UNSET
@@ -218,6 +223,7 @@ class Search(Part):
     jitter: Any = UNSET
     joint_steps: Any = UNSET
     joint_learning_rate: Any = UNSET
+    avoid_observed: Any = UNSET
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

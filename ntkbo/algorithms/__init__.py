@@ -127,6 +127,11 @@ _ADDED_BASELINE = {gp: dict(ard=True, fit_mean="zero"),
                    neural_bo: dict(thompson="independent", num_restarts=4, num_acq_steps=30,
                                    acq_method="pgd"),
                    ntk_gp: dict(posterior_inverse=None)}
+# ``search.avoid_observed`` (2026-11-29): every earlier cell ran the duplicate guard.
+for _factory in (go_ucb, gp, ntk_gp, neural_bo, pinn_bo, pinn_ntk_gp, neural_cbo, neural_greedy,
+                 neural_linear, neural_ts, neural_ucb, sto_bnts, sto_bnts_linear):
+    _ADDED_BASELINE.setdefault(_factory, {})["avoid_observed"] = True
+del _factory
 
 
 def _function_of(factory):
@@ -213,6 +218,26 @@ def presets(name: str) -> dict:
     return copy.deepcopy(dict(by_name[name] if name in by_name else getattr(module, "PRESETS", {})))
 
 
+def design(name: str, preset=None) -> int | None:
+    """The initial design's size (``n_init``) that preset ``preset`` of algorithm ``name`` carries:
+    the size its source ran, from the module of the factory behind ``name`` (its
+    ``N_INIT_BY_NAME[name]`` if it has that entry, else its ``N_INIT``), keyed by preset; ``None``
+    without a preset or where the source gives none (the drivers' default then holds,
+    ``ntkbo.loop.design_size``). The recorded factories put it on the ``Algorithm``
+    (``Algorithm.n_init``); the study runner reads it from a spec's ``preset`` option. The
+    papers' initial designs are random points (uniform or Sobol); the drivers' design is
+    scrambled Sobol whatever the preset."""
+    if preset is None:
+        return None
+    f = _FACTORIES.get(name)
+    f = getattr(f, "__wrapped__", f)
+    f = getattr(f, "func", f)
+    module = sys.modules.get(getattr(f, "__module__", ""), None)
+    by_name = getattr(module, "N_INIT_BY_NAME", {})
+    table = by_name[name] if name in by_name else getattr(module, "N_INIT", {})
+    return table.get(preset)
+
+
 def with_preset(name: str, preset, options: dict) -> dict:
     """``options`` on top of preset ``preset`` of algorithm ``name`` (``options`` alone when
     ``preset`` is None); ``ValueError`` naming ``preset`` and the choices."""
@@ -279,7 +304,7 @@ def recorded(name: str, factory):
         algo = factory(*args, **options)  # its own errors first (it validates its options)
         config = layout(factory).split(_resolve(factory, name, args, options,
                                                 kwargs_defaults=True))
-        return algo._replace(name=name, config=Config(config))
+        return algo._replace(name=name, config=Config(config), n_init=design(name, preset))
 
     if isinstance(factory, functools.partial):
         build.__name__ = build.__qualname__ = name
@@ -436,7 +461,8 @@ __all__ = [
     "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo", "NeuralTSSuggestInfo",
     "NeuralUCBSuggestInfo", "NoInfo", "PinnBOSuggestInfo", "PinnGPSuggestInfo",
     "StoBntsSuggestInfo", "TrainInfo",
-    "base_name", "defaults", "for_problem", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
+    "base_name", "defaults", "design", "for_problem", "get", "go_ucb", "gp", "models_constraints",
+    "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
     "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",
     "record_differences", "recorded", "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde",

@@ -104,13 +104,14 @@ NUM_BEST = 4
 #: standardised outputs), which neither paper states.
 _GREEDY_UCB = dict(network=dict(width=20, depth=2, activation="relu", W_std=1.0, b_std=1.0),
                    lam=0.01, nu=0.1, u="full",
-                   search=dict(num_candidates=10, num_restarts=10, num_steps=500, method="pgd"))
+                   search=dict(num_candidates=10, num_restarts=10, num_steps=500, method="pgd",
+                               avoid_observed=False))
 _STO_BNTS = dict(network=dict(width=256, depth=2, activation="relu"), lam=0.001, nu=1.0, u="diag",
-                 search=dict(num_candidates=10_000))
+                 search=dict(num_candidates=10_000, avoid_observed=False))
 PRESETS_BY_NAME = {
     "neural_ucb": {"paper": _GREEDY_UCB,
                    "sto_bnts": dict(_STO_BNTS, search=dict(num_candidates=10_000, num_restarts=100,
-                                                           method="lbfgs"))},
+                                                           method="lbfgs", avoid_observed=False))},
     "neural_ts": {"paper": _STO_BNTS, "sto_bnts": _STO_BNTS},
 }
 
@@ -122,14 +123,16 @@ LAYOUT = Layout({
     "network": _NETWORK,
     "training": _TRAINING,
     "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
-                   num_steps="num_acq_steps", method="acq_method"),
+                   num_steps="num_acq_steps", method="acq_method",
+                   avoid_observed="avoid_observed"),
 })
 #: Where ``neural_ts``'s plain options sit among its parts (no gradient refinement: its search
 #: has no ``num_steps`` or ``method``).
 TS_LAYOUT = Layout({
     "network": _NETWORK,
     "training": _TRAINING,
-    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts"),
+    "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
+                   avoid_observed="avoid_observed"),
 })
 
 __all__ = ["DiagU", "FeaturesU", "LAYOUT", "NeuralTSSuggestInfo", "NeuralUCBState",
@@ -284,7 +287,7 @@ def nu_by_dimension(style: str, d: int) -> float:
 
 def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_steps, learning_rate,
           q, input_map, num_candidates, num_restarts, num_acq_steps, acq_method, jitter,
-          y_transform):
+          y_transform, avoid_observed):
     check_int("width", width, 1)
     check_int("depth", depth, 1)
     check_positive("lam", lam)
@@ -301,6 +304,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
     check_choice("y_transform", y_transform, Y_TRANSFORMS)
     check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
                               optimize.METHODS)
+    optimize.check_avoid_observed(avoid_observed)
     if jitter is not None:
         check_positive("jitter", jitter, allow_zero=True)
     mlp_spec(depth, width, activation, W_std, b_std)  # validates the network arguments
@@ -356,7 +360,7 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
         opt: dict[str, Any]  # options of several types, passed as **opt
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts, x_best=starts,
                    num_steps=num_acq_steps, method=acq_method,
-                   observed=jnp.where(mask[:, None], z, jnp.nan))
+                   observed=optimize.guarded(avoid_observed, z, mask))
         d = state.bounds.shape[-1]
         nu_t = jnp.asarray(nu_by_dimension(style, d) if isinstance(nu, str) else nu, dtype)
 
@@ -437,6 +441,7 @@ def _neural_ucb(
     acq_method: str = "pgd",
     jitter: float | None = None,
     y_transform: str = "standardize",
+    avoid_observed: bool = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_ucb`` with its flat options (``LAYOUT`` places them in the parts)."""
     return _make("ucb", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
@@ -444,7 +449,7 @@ def _neural_ucb(
                  learning_rate=learning_rate, q=q, input_map=input_map,
                  num_candidates=num_candidates, num_restarts=num_restarts,
                  num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter,
-                 y_transform=y_transform)
+                 y_transform=y_transform, avoid_observed=avoid_observed)
 
 
 def _neural_ts(
@@ -465,13 +470,15 @@ def _neural_ts(
     num_restarts: int = 1,
     jitter: float | None = None,
     y_transform: str = "standardize",
+    avoid_observed: bool = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_ts`` with its flat options (``TS_LAYOUT`` places them in the parts)."""
     return _make("ts", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
                  W_std=W_std, b_std=b_std, u=u, num_steps=num_steps,
                  learning_rate=learning_rate, q=q, input_map=input_map,
                  num_candidates=num_candidates, num_restarts=num_restarts, num_acq_steps=0,
-                 acq_method="none", jitter=jitter, y_transform=y_transform)
+                 acq_method="none", jitter=jitter, y_transform=y_transform,
+                 avoid_observed=avoid_observed)
 
 
 @composed(_neural_ucb, LAYOUT)

@@ -274,7 +274,7 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
         key = problem_key(seed, fid, d, iid)
         t0 = time.time()
         bounds = np.stack([lb, ub])
-        n_init = default_n_init(SimpleNamespace(bounds=bounds), budget)
+        n_init = default_n_init(SimpleNamespace(bounds=bounds), budget, algo)
         study = ask_tell.start(algo, bounds, key, n_init=n_init)
         xs, fs = [], []
         while len(fs) < budget:

@@ -26,6 +26,7 @@ import json
 import math
 import re
 import tomllib
+from types import SimpleNamespace
 from typing import Any, Mapping, cast
 
 import numpy as np
@@ -488,17 +489,24 @@ class Spec:
                                      f"{err}") from None
                 full_budget = self.budget if p.budget is None else p.budget
                 budget = min(full_budget, sc.budget or full_budget)
-                n_init = next((v for v in (sc.n_init, p.n_init, self.n_init) if v is not None),
-                              None)
-                n_init = loop.default_n_init(problem, budget) if n_init is None else n_init
-                if budget < n_init:
-                    raise ValueError(f"spec field 'budget' = {budget} (scale {scale!r}) is below "
-                                     f"n_init = {n_init} for problem {p.id!r}")
+                given_n_init = next(
+                    (v for v in (sc.n_init, p.n_init, self.n_init) if v is not None), None)
                 for j, a in enumerate(self.algorithms):
                     if a.id in sc.exclude:
                         continue
                     if a.id in sc.options:  # this scale's options for that algorithm
                         a = dataclasses.replace(a, options=merge(a.options, sc.options[a.id]))
+                    # unset: the design of the algorithm's preset (ntkbo.algorithms.design), else
+                    # the library's default
+                    n_init = given_n_init
+                    if n_init is None:
+                        preset = a.options.get("preset")
+                        n_init = loop.default_n_init(problem, budget, SimpleNamespace(
+                            n_init=algorithms.design(a.name, preset)
+                            if isinstance(preset, str) else None))
+                    if budget < n_init:
+                        raise ValueError(f"spec field 'budget' = {budget} (scale {scale!r}) is "
+                                         f"below n_init = {n_init} for problem {p.id!r}")
                     unstable = _unstable(a.options)
                     if unstable is not None:
                         path, value = unstable
