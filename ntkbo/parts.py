@@ -239,7 +239,7 @@ class Fit(Part):
       refit_until: refit at every observation up to this count, then geometrically.
       refit_ratio: the geometric ratio beyond ``refit_until``.
       ard: a lengthscale per dimension (``True``), one shared (``False``) or the better of the
-        two by BIC (``"auto"``).
+        two by BIC (``"auto"``; each evaluated at its MAP fit, not its maximum likelihood).
       mean: the outputs' prior mean: ``"zero"``, or ``"constant"``, fitted with the others
         (profiled out of the likelihood in closed form; BoTorch's ``ConstantMean``).
     """

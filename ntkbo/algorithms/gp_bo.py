@@ -330,7 +330,10 @@ BIC_RESTART_MARGIN = 0.0
 def select_by_bic(shared: _Model):
     """A ``_Model.fit`` for ARD models that also fits ``shared``, the same model with one
     lengthscale for all dimensions (``log_ell`` of shape ``(1,)``), and keeps whichever has the
-    lower ``bic`` (ties: the shared one, the simpler model). The result always has the ARD shape
+    lower ``bic`` (ties: the shared one, the simpler model). Each criterion is evaluated at that
+    model's MAP fit (the priors included), not at its maximum-likelihood estimate as Schwarz's
+    derivation assumes: the likelihood term is the MAP fit's, at most the maximum's, so a model
+    whose prior pulls harder is penalised a little more. The result always has the ARD shape
     ``(d,)``: a shared lengthscale is stored repeated, which is the same kernel, so the factor,
     the acquisition and the next warm start need no other code.
 

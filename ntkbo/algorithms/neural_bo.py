@@ -35,7 +35,10 @@ standardised outputs, ``embed``) and in two choices, each measured (docs/decisio
 and 2026-11-27): TrainNN starts from ``theta_{t-1}`` (``warm_start=True``; Algorithm 2 starts from
 ``theta_0``; ``train_nn``), and ``nu="by_dimension"`` is 1.0 when ``d <= 6``, else 0.3
 (``nu_by_dimension``), where the paper picks ``nu`` per problem from ``{0.1, 1, 10}``.
-``PRESETS["authors"]`` is the authors' code (github.com/phantrdat/neuralbo).
+``PRESETS["authors"]`` is the authors' code (github.com/phantrdat/neuralbo). The initialisation
+is Section 7's (weights ``N(0, 1/m)``, ``W_std="paper"``), not Section 4's (``N(0, 2/m)`` with the
+last layer zero, under which every gradient feature but the last layer's vanishes at
+``theta_0``).
 """
 
 from __future__ import annotations
@@ -97,8 +100,12 @@ THOMPSON = ("independent", "pathwise")
 #:   ``theta_0`` every round. How it departs from Section 7: the paper trains by SGD (batch 50,
 #:   50 epochs, learning rate 1e-3), which ntkbo's full-batch TrainNN cannot express; the number
 #:   of steps ``J = 200`` and the step ``1 / (lam + tr K)`` are ntkbo's (Algorithm 2 leaves both
-#:   open; Theorem 1's are impractical). Where the paper is silent (inputs, output scaling,
-#:   candidates), ntkbo's defaults stay (unit-sphere inputs, standardised outputs).
+#:   open; Theorem 1's are impractical). The initialisation is Section 7's ``N(0, 1/m)``, not
+#:   Section 4's ``N(0, 2/m)`` with a zero last layer: a zero readout makes ``h(x; theta_0) = 0``
+#:   but also zeroes the gradient features of every other layer at ``theta_0``, so the
+#:   uncertainty would see the last layer alone. Where the paper is silent (inputs, output
+#:   scaling, candidates), ntkbo's defaults stay (unit-sphere inputs, standardised outputs); the
+#:   initial design is 5 points (:data:`N_INIT`) and the duplicate guard is off, as the paper.
 #: * ``"authors"``: the authors' code (github.com/phantrdat/neuralbo, ``baselines/neuralbo.py``)
 #:   with the demo configuration ``config/Ackley/DIM_2/NeuralBO_ackley2.json`` of its first
 #:   commit (d32f12a): ``L = 2`` ``Linear`` layers (one hidden) of ``W = 200`` with biases,
@@ -123,7 +130,8 @@ THOMPSON = ("independent", "pathwise")
 #:   1 here), and of the readout weights and bias, ``U(+-1/sqrt(m))`` (std ``1/sqrt(3)``, against
 #:   1); and Adam's ``eps = 1e-8``, which meets gradients ``2 sqrt(m)`` times smaller than theirs
 #:   (it matters only where a gradient is near 0). ``learning_rate`` and ``train_penalty`` are
-#:   for width 200: a ``width`` given with this preset rescales neither.
+#:   for width 200: a ``width`` given with this preset rescales neither. 5 initial Sobol points
+#:   (their ``n_init``), no duplicate guard.
 PRESETS = {
     "paper": dict(network=dict(width=500, depth=1, activation="relu", W_std="paper", b_std=None),
                   lam=0.01, nu=1.0, features="static", uncertainty="dual",

@@ -8,7 +8,10 @@ Problem: minimise ``f(x)`` subject to ``c_k(x) <= 0``, ``k = 1..K`` (feasible if
 then the constraints (``ntkbo.base``). The algorithm (Algorithm 3), in ntkbo's conventions::
 
     v(x; theta), u_k(x; omega_k)       one network per black-box function, same architecture
-    sigma_a^2(x) = lam g_a^T (lam I + G_a^T G_a)^{-1} g_a,  g_a = d a(x) / d W at W_0   (Eq. 4.3-4.4)
+    sigma_a^2(x) = lam g_a^T (lam I + G_a^T G_a)^{-1} g_a,  g_a = d a(x) / d W at W_0
+                   (Eqs. 4.3-4.4 write g_a^T (I + G_a^T G_a)^{-1} g_a: U_0 = I and no lam
+                   prefactor; the two agree at lam = 1, PRESETS["paper"]; the prefactor is
+                   NeuralBO's, which makes sigma_a^2 the empirical-NTK GP variance with noise lam)
     beta_{a,t}   = B + R sqrt(gamma_{a,t} + 2 + 2 log(1 / delta))             (Lemma 4.1.5)
     LCB_k(x)     = u_k(x) - beta_{k,t} sigma_k(x) - epsilon / (t + 1)          (Cor. 4.1.6)
     mu^+         = min over evaluated points observed feasible of v(x_i)       (noisy incumbent)

@@ -88,13 +88,17 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #:   scrambled Sobol points plus the best observed points and perturbations of them, which no
 #:   option removes), biases on; the network and training of three of its seven problem configs
 #:   (Rastrigin-20, Michalewicz-30, Cosine Mixture-50): 4 ``Linear`` layers (3 hidden) of 50,
-#:   learning rate ``0.01``, 200 epochs.
+#:   learning rate ``0.01``, 200 epochs; 50 initial points (:data:`N_INIT_BY_NAME`). Not
+#:   expressible: its raw outputs (the configs do not normalise them; ``pinn_bo`` standardises
+#:   the observations and the PDE's right-hand side with them, so ``lam`` and the learning rate
+#:   act on another scale).
 #: * ``pinn_ntk_gp``, ``"paper"``: the GP of Definition 5.3.1 / Lemma 5.3.4 on that network's NTK
 #:   (no biases, ``W_std = 1``, the grid's smallest ``L = 2``: one hidden layer, ``depth=1``) with
 #:   Algorithm 4's ``nu_t`` (``"thesis"``, ``gamma_t`` replaced by ``I(f; Y_t)``: the maximal
 #:   information gain is unknown for a black box) and the Thompson draw the greedy network stands
 #:   for (Lemma 5.3.4).
 #:
+#: Every preset here runs without the duplicate guard (``search.avoid_observed=False``).
 #: Not expressible, so ntkbo's choice stays: tanh (``"erf"``, no closed-form tanh kernel; the
 #: thesis also names ReLU, whose second derivative vanishes); the thesis's ExponentialLR(0.95) and
 #: its retraining every 10 iterations (the code: every 1 or 10); Algorithm 4's ``nu_t`` in
