@@ -143,7 +143,7 @@ _PAPER_ARCH = dict(width=256, depth=2, activation="relu")
 _SECTION2_NET = dict(network=dict(**_PAPER_ARCH, W_std="paper", b_std=None,
                                   parameterization="ntk"),
                      beta=1.0, perturb_targets=False, fixed_key=False)
-#: He et al.'s network and noise as the authors' copy of ``bayesian_ntk/config.py`` has them.
+# He et al.'s network and noise as the authors' copy of ``bayesian_ntk/config.py`` has them.
 _HE_NET = dict(network=dict(**_PAPER_ARCH, parameterization="standard", W_std=1.5, b_std=0.05),
                sigma=0.1, beta=1.0, perturb_targets=False, input_map="cube")
 PRESETS_BY_NAME = {
