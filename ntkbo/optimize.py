@@ -23,9 +23,8 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
    default ``MIN_DISTANCE``) is replaced by the best refined start or candidate that is not
    (``OptimizeInfo.replaced``; :data:`DISTINCT_POOL` says among which): an evaluation of a
    deterministic objective at a point already observed teaches the model nothing. Without
-   ``observed`` the result is the acquisition's own maximiser, as in every paper. The
-   algorithms pass their observations when their ``search.avoid_observed`` is on
-   (:data:`AVOID_OBSERVED`, :func:`guarded`).
+   ``observed``, the acquisition's own maximiser, as in every paper; the algorithms pass their
+   observations when ``search.avoid_observed`` is on (:data:`AVOID_OBSERVED`, :func:`guarded`).
 
 Gradient refinement needs ``acq_fn`` to be differentiable and *row-wise*: row ``i`` of the output
 depends only on row ``i`` of the input (true of EI, LogEI, PI, UCB and the posterior mean of any

@@ -35,10 +35,8 @@ standardised outputs, ``embed``) and in two choices, each measured (docs/decisio
 and 2026-11-27): TrainNN starts from ``theta_{t-1}`` (``warm_start=True``; Algorithm 2 starts from
 ``theta_0``; ``train_nn``), and ``nu="by_dimension"`` is 1.0 when ``d <= 6``, else 0.3
 (``nu_by_dimension``), where the paper picks ``nu`` per problem from ``{0.1, 1, 10}``.
-``PRESETS["authors"]`` is the authors' code (github.com/phantrdat/neuralbo). The initialisation
-is Section 7's (weights ``N(0, 1/m)``, ``W_std="paper"``), not Section 4's (``N(0, 2/m)`` with the
-last layer zero, under which every gradient feature but the last layer's vanishes at
-``theta_0``).
+``PRESETS["authors"]`` is the authors' code (github.com/phantrdat/neuralbo). Weights are Section
+7's ``N(0, 1/m)``, not Section 4's ``N(0, 2/m)`` with a zero last layer (``PRESETS``).
 """
 
 from __future__ import annotations
@@ -1065,7 +1063,9 @@ def neural_bo(
         (0.02 of the box), ``sampler`` (``"sobol"``, scrambled, Kronecker beyond 256
         dimensions, or ``"kronecker"``), ``chunk_size`` (``None``: about ``2^22 / p`` rows per
         chunk); with ``thompson="pathwise"`` also ``num_restarts`` (4) best candidates refined
-        by ``method`` (``"pgd"``) for ``num_steps`` (30).
+        by ``method`` (``"pgd"``) for ``num_steps`` (30); ``avoid_observed`` (``False``, the
+        paper's: each draw's arg-max; ``True``: a draw whose minimiser is an observed point takes
+        its best other candidate, ``ntkbo.optimize``).
       lam: ``lambda``: ``U_0 = lam I``, the variance prefactor, the training penalty (paper: 0.01).
       nu: exploration ``nu_t``: a number (paper grid ``{0.1, 1, 10}``), ``"by_dimension"`` (the
         default: 1.0 when ``d <= 6``, else 0.3, ``nu_by_dimension``), ``"repo"`` for the

@@ -30,17 +30,13 @@ sample, i.e. the maximiser of the acquisition ``-f~``: the paper's algorithm run
 zero-mean prior is symmetric). ``info.acq_value`` is ``-f~`` at the query, standardised.
 
 **Defaults and the paper.** The defaults follow Algorithm 1 as Sections 2-3 state it
-(``preset="section2"``: ``depth=2``, ReLU, NTK parameterisation without biases, ``beta_t = 1``, no
-target perturbation, fresh networks every round, the network trained on (1)), with inputs on the
-unit sphere and ``sigma = 0.1`` where the paper leaves them open (:func:`embed_inputs`). They
-depart from it in the training, 10 Levenberg-Marquardt steps of the nonlinear network at width
-128 (the paper: gradient descent till convergence, width 256; :func:`train_member`), and a
-cheaper query search (:func:`sto_bnts`). The paper's experiments ran another network and
-training (Appendix F: He et al.'s code with its defaults, standard parameterisation, 1000 GD
-steps): ``preset="appendix_f"``. ``optimizer="linearized"`` (``preset="linearized"``) is
-STO-BNTS-Linear's member with the readout anchor tied, not Algorithm 1. The posterior-sample
-property is exact only in the infinite-width limit for the trained network, and for its own
-kernel, the empirical NTK, for the linear members.
+(``preset="section2"``: ``depth=2``, ReLU, NTK parameterisation without biases, ``beta_t = 1``,
+fresh networks every round, the network trained on (1)), inputs on the unit sphere and
+``sigma = 0.1`` where it is open, but 10 Levenberg-Marquardt steps at width 128 (:func:`train_member`)
+and a cheaper query search. The paper's experiments ran He et al.'s code with its defaults
+(Appendix F): ``preset="appendix_f"``. ``preset="linearized"`` is STO-BNTS-Linear's member with
+the readout anchor tied, not Algorithm 1. The posterior-sample property is exact only in the
+infinite-width limit for the trained network, and for the empirical NTK for the linear members.
 """
 
 from __future__ import annotations
