@@ -249,7 +249,9 @@ class Spec:
       budget: evaluations per run (initial design included), before scaling.
       seeds: the seed count; seed ``i`` uses ``PRNGKey(seed_offset + i)`` (module docstring).
       seed_offset: added to the seed index to make the key.
-      n_init: the initial design's size; ``None``: ``ntkbo.loop.default_n_init`` per problem.
+      n_init: the initial design's size; ``None``: ``ntkbo.loop.default_n_init`` per problem and
+        algorithm (the design of an algorithm's ``preset`` option, ``ntkbo.algorithms.design``,
+        else ``min(budget, max(2, d + 1))``).
       reference: the label the report tests against (default: the ``random_search`` algorithm's
         label, if any).
       scales: per-spec overrides of ``SCALES`` (name -> ``Scale``).
