@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
+from ntkbo import cache, compiling
 from ntkbo import data as D
 from ntkbo.base import Algorithm
 from ntkbo.loop import MIN_CAPACITY, design_size, grow_state, initial_design
@@ -162,7 +163,20 @@ def _provenance() -> dict:
 
 @functools.lru_cache(maxsize=64)
 def _jitted(algo: Algorithm):
-    return jax.jit(algo.suggest), jax.jit(algo.update)
+    """``algo.suggest`` and ``algo.update`` jitted, compiled with the persistent cache
+    (``ntkbo.cache``) and a notice while a long first call compiles (``ntkbo.compiling``)."""
+    name = algo.name or "algorithm"
+
+    def announced(fn, what):
+        jitted = jax.jit(fn)
+
+        def call(*args):
+            with cache.scope(), compiling.notice(f"{name}.{what}"):
+                return jitted(*args)
+
+        return call
+
+    return announced(algo.suggest, "suggest"), announced(algo.update, "update")
 
 
 def _buffers(state) -> list[D.Data]:

@@ -1,28 +1,35 @@
-"""JAX's persistent compilation cache for the command line and the experiment runner.
+"""JAX's persistent compilation cache for ntkbo's programs: compiled once per machine, not per script.
 
-A first ``ntkbo run`` compiles one program per buffer capacity (``ntkbo.loop``) and spends most of
-its time there on small budgets. With the persistent cache, compiled executables are written to a
-folder and a second run of the same command (same algorithm, problem, budget, seeds, JAX version
-and devices) loads them instead of compiling.
+ntkbo's drivers (``minimize``, ``maximize``, ``minimize_chunks``, ``ntkbo.ask_tell``,
+``ntkbo.space`` and the study runner) compile their programs with JAX's persistent compilation
+cache on: the executables are written to a folder, and a later process that builds the same
+program (same algorithm and options, problem, budget, JAX version and devices) reads them instead
+of compiling. A first ``minimize`` compiles for seconds; the same script run again compiles nothing.
 
-The folder is, in order: the ``path`` argument; ``$NTKBO_CACHE_DIR``; ``$XDG_CACHE_HOME/ntkbo/jax``;
-``~/.cache/ntkbo/jax``. ``NTKBO_CACHE_DIR=off`` (or ``ntkbo ... --no-cache``) disables it. JAX keys
-each entry by the program, the compile options, the backend and the JAX version, so a stale entry
-is never used; deleting the folder is always safe.
+The folder is, in order: the ``path`` argument of ``enable``; ``$NTKBO_CACHE_DIR``;
+``$XDG_CACHE_HOME/ntkbo/jax``; ``~/.cache/ntkbo/jax``. ``NTKBO_CACHE_DIR=off`` (or ``ntkbo ...
+--no-cache``) turns it off. JAX keys each entry by the program, the compile options, the backend
+and the JAX version, so a stale entry is never used; deleting the folder is always safe. It grows
+by about a megabyte per distinct program and is never pruned (JAX's own size limit needs a file lock
+on every write).
 
-``ntkbo run`` also keeps its traced programs in the folder's ``programs`` subfolder
-(``ntkbo.programs``): the cache above removes the compilation but not the tracing and lowering.
-
-The library itself never turns the cache on: a user's own JAX program keeps its own settings.
+The cache covers ntkbo's calls only (``scope``): a user's own ``jax.jit`` programs keep the user's
+settings, and a cache folder the user configured for JAX (``jax_compilation_cache_dir``) is used
+as it is. The command line (``ntkbo run``, ``bench``, ``coco``, ``demo``) turns it on for the whole
+process (``enable``) and also keeps its traced programs (``ntkbo.programs``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+from typing import Callable, Iterator
 
 #: Programs that compile faster than this are not written (JAX's default is 1 s; most of the
 #: library's per-capacity programs compile in 0.2-2 s, and together they dominate a short run).
 MIN_COMPILE_SECONDS = 0.1
+_OFF = ("", "off", "0", "none", "false", "no")
 
 
 def cache_dir(path: str | None = None) -> str | None:
@@ -32,24 +39,89 @@ def cache_dir(path: str | None = None) -> str | None:
     if path is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         path = os.path.join(base, "ntkbo", "jax")
-    if path.strip().lower() in ("", "off", "0", "none", "false"):
+    if path.strip().lower() in _OFF:
         return None
     return path
 
 
-def enable(path: str | None = None) -> str | None:
-    """Turns on JAX's persistent compilation cache in ``cache_dir(path)``; returns the folder, or
-    ``None`` if disabled or the folder cannot be created (then nothing changes: a missing cache
-    only costs compile time)."""
-    import jax
-
-    folder = cache_dir(path)
+def _usable(folder: str | None) -> str | None:
+    """``folder`` once it exists, or ``None`` if it is ``None`` or cannot be created (a missing
+    cache only costs compile time)."""
     if folder is None:
         return None
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError:
         return None
+    return folder
+
+
+def enable(path: str | None = None) -> str | None:
+    """Turns on JAX's persistent compilation cache in ``cache_dir(path)`` for every program of the
+    process; returns the folder, or ``None`` if disabled or the folder cannot be created (then
+    nothing changes)."""
+    import jax
+
+    folder = _usable(cache_dir(path))
+    if folder is None:
+        return None
     jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    try:  # JAX opens its cache folder once per process: a scope before may have opened another
+        from jax.experimental.compilation_cache import compilation_cache
+        compilation_cache.reset_cache()
+    except (ImportError, AttributeError):
+        pass
     return folder
+
+
+def _states():
+    """JAX's configuration states of the cache folder and the minimum compile time, which set a
+    value for the current thread as context managers (``None`` on a JAX without them)."""
+    try:
+        from jax._src import config as jax_config
+        states = (jax_config.compilation_cache_dir,
+                  jax_config.persistent_cache_min_compile_time_secs)
+    except (ImportError, AttributeError):
+        return None
+    return states if all(callable(s) for s in states) else None
+
+
+def active_dir() -> str | None:
+    """The folder ntkbo's calls compile into now: the user's own ``jax_compilation_cache_dir`` if
+    set, else ``cache_dir()`` (``None``: no cache)."""
+    import jax
+
+    return jax.config.jax_compilation_cache_dir or cache_dir()
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[str | None]:
+    """Compiles what runs inside with the persistent cache in ``cache_dir()`` (for the current
+    thread only), unless JAX already has a cache folder (the user's, or ``enable``'s), which is
+    then used, or the cache is off. Yields the folder in use (``None``: none)."""
+    import jax
+
+    own = jax.config.jax_compilation_cache_dir
+    if own:
+        yield own
+        return
+    folder = _usable(cache_dir())
+    states = _states()
+    if folder is None or states is None:
+        yield None
+        return
+    folder_state, seconds_state = states
+    with folder_state(folder), seconds_state(MIN_COMPILE_SECONDS):
+        yield folder
+
+
+def cached(fn: Callable) -> Callable:
+    """``fn`` with every call run in ``scope()``."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        with scope():
+            return fn(*args, **kwargs)
+
+    return call

@@ -57,13 +57,11 @@ RESULTS_SCHEMA = 4
 #: The keys of a ``ntkbo run --config`` TOML file and their defaults (``None``: none or required).
 CONFIG_KEYS = {"algo": None, "problem": None, "dim": None, "budget": 50, "seeds": 4, "seed": 0,
                "n_init": None, "noise_std": None, "chunk": 5, "block": None, "seed_index": None,
-               "min_capacity": 64, "out": "runs/latest", "plot": True, "options": {}}
+               "min_capacity": 128, "out": "runs/latest", "plot": True, "options": {}}
 
-#: ``ntkbo run``'s smallest buffer capacity (``--min-capacity``): the run compiles one program per
-#: capacity stage (``ntkbo.loop.plan``), and below 64 observations a step costs next to nothing
-#: at any capacity, so starting at 64 saves the 16- and 32-stages' tracing and compiling (a
-#: 30-evaluation run compiles one stage instead of two). The library's drivers keep
-#: ``ntkbo.loop.MIN_CAPACITY``.
+#: ``ntkbo run``'s smallest buffer capacity (``--min-capacity``): the drivers' own default,
+#: ``ntkbo.loop.MIN_CAPACITY`` (written out here so that the command line starts without
+#: importing JAX; ``tests/test_cli.py`` checks that the two agree).
 RUN_MIN_CAPACITY = CONFIG_KEYS["min_capacity"]
 
 

@@ -7,9 +7,11 @@ points), then rounds of ``suggest -> evaluate -> update`` with ``q`` points per 
 The state's buffers have a fixed capacity. To keep the cost of a step proportional to the number of
 observations rather than to the budget, the run is split into *segments*: while the buffer holds at
 most ``c`` points the state has capacity ``c`` (a power of two), and it is grown to ``2c`` between
-segments (``ntkbo.data.grow``). Each segment is one ``lax.scan``, compiled once per capacity. The whole
-run is a traceable function of the key, so ``jax.vmap(lambda k: ntkbo.minimize(algo, problem, B, k))``
-runs many seeds at once.
+segments (``ntkbo.data.grow``). Each segment is one ``lax.scan``, and each is a compiled copy of the
+whole step, which costs seconds to compile (more than the step costs to run at any capacity up to
+``MIN_CAPACITY``): below ``MIN_CAPACITY`` observations one segment serves, of the capacity the budget
+needs (``plan``). The whole run is a traceable function of the key, so
+``jax.vmap(lambda k: ntkbo.minimize(algo, problem, B, k))`` runs many seeds at once.
 
 Constrained problems (``problem.constraints``, ``K`` black-box constraints ``c_k(x) <= 0``): every
 evaluation also observes the constraint values (noisy if ``problem.constraint_noise_std > 0``). An
@@ -34,16 +36,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkbo import cache, compiling, qmc
 from ntkbo import data as D
-from ntkbo import qmc
 from ntkbo.base import Algorithm
 from ntkbo.objective import Problem, violation
 from ntkbo.validation import check_bounds
 
 Array = jax.Array
 
-#: Default smallest capacity of a state's buffers (a power of two).
-MIN_CAPACITY = 16
+#: Default smallest capacity of a run's buffers (a power of two), unless the budget needs less: a
+#: segment (``plan``) is one more compiled copy of the whole step, seconds of compilation on a CPU
+#: and tens of seconds on a GPU, while a step at 128 observations' capacity costs milliseconds more
+#: than at 16 (``benchmarks/compile.py``; docs/decisions.md).
+MIN_CAPACITY = 128
 #: The largest budget a driver accepts (the buffers of a kernel model are O(capacity^2) in memory).
 MAX_BUDGET = 1 << 16
 
@@ -108,17 +113,26 @@ class Segment(NamedTuple):
 def plan(budget: int, n_init: int, q: int = 1, min_capacity: int = MIN_CAPACITY) -> list[Segment]:
     """The capacity schedule of a run: the rounds at each power-of-two capacity.
 
-    Round ``r`` starts with ``n_init + r q`` observations and needs room for ``q`` more.
+    Round ``r`` starts with ``n_init + r q`` observations and needs room for ``q`` more; its
+    capacity is the smallest power of two that holds them and is at least ``min_capacity``, or at
+    least the capacity the whole ``budget`` needs if that is smaller (a run of 30 evaluations has
+    one segment of capacity 32, one of 100 one of 128, one of 1000 four: 128, 256, 512, 1024).
     """
     rounds = (budget - n_init) // q
+    floor = min(int(min_capacity), D.next_capacity(budget, 1))
     segments: list[Segment] = []
     for r in range(rounds):
-        cap = D.next_capacity(n_init + (r + 1) * q, min_capacity)
+        cap = D.next_capacity(n_init + (r + 1) * q, floor)
         if segments and segments[-1].capacity == cap:
             segments[-1] = Segment(cap, segments[-1].rounds + 1)
         else:
             segments.append(Segment(cap, 1))
     return segments
+
+
+def _design_capacity(budget: int, n_init: int, min_capacity: int) -> int:
+    """The capacity of a run without rounds (``budget == n_init``), on ``plan``'s rule."""
+    return D.next_capacity(n_init, min(int(min_capacity), D.next_capacity(budget, 1)))
 
 
 def validate(problem, budget: int, n_init: int, q: int) -> None:
@@ -315,7 +329,7 @@ def _stack(parts):
 @functools.partial(jax.jit, static_argnames=("algo", "budget", "n_init", "q", "min_capacity"))
 def _minimize(algo, problem, key, budget, n_init, q, min_capacity):
     segments = plan(budget, n_init, q, min_capacity)
-    first = segments[0].capacity if segments else D.next_capacity(n_init, min_capacity)
+    first = segments[0].capacity if segments else _design_capacity(budget, n_init, min_capacity)
     state, key, (x0, y0, f0, co0, c0), info0 = _init(algo, problem, key, n_init, first)
     xs, ys, fs, cos, cs, infos = [x0], [y0], [f0], [co0], [c0], []
     update_infos = [jax.tree_util.tree_map(lambda a: a[None], info0)]
@@ -351,19 +365,32 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
       key: a ``jax.random`` key; the same key gives a bit-identical run.
       n_init: size of the quasi-random initial design (default ``default_n_init``: the
         ``algo.n_init`` of its preset, else ``min(budget, max(2, d + 1))``, ``design_size``).
-      min_capacity: the smallest buffer capacity (capacities are powers of two).
+      min_capacity: the smallest buffer capacity unless the budget needs less (capacities are
+        powers of two; ``plan``).
 
     Returns:
       A ``Result``. The call is traceable: ``jax.vmap`` it over keys to run many seeds at once.
       Each round evaluates the ``q`` points ``algo.suggest`` returns; ``budget - n_init`` must be a
       multiple of ``q``.
+
+    The run is one compiled program per algorithm, problem, budget and capacity plan, compiled
+    at the first call and kept in JAX's persistent cache (``ntkbo.cache``: a later process reads
+    it instead of compiling); a first call that compiles for more than a few seconds says so on
+    standard error (``ntkbo.compiling``).
     """
     n_init = default_n_init(problem, budget, algo) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_constraints(algo, problem)
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
-    return _minimize(algo, problem, key, budget, n_init, q, min_capacity)
+    with cache.scope(), compiling.notice(_describe(algo, problem, budget)):
+        return _minimize(algo, problem, key, budget, n_init, q, min_capacity)
+
+
+def _describe(algo: Algorithm, problem, budget: int) -> str:
+    """``minimize(<algorithm>, <problem>, budget=<budget>)`` for the compile notice."""
+    name = getattr(algo, "name", None) or "algorithm"
+    return f"minimize({name}, {getattr(problem, 'name', 'problem')}, budget={budget})"
 
 
 class _Negate(NamedTuple):
@@ -463,9 +490,10 @@ def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
     segments = plan(budget, n_init, q, min_capacity)
-    first = segments[0].capacity if segments else D.next_capacity(n_init, min_capacity)
-    # Every program goes through ``call``: straight to the jitted function, or through the store.
-    call = programs if programs is not None else (lambda _name, fn, *args: fn(*args))
+    first = segments[0].capacity if segments else _design_capacity(budget, n_init, min_capacity)
+    # Every program goes through ``call``: straight to the jitted function, or through the store,
+    # compiled with the persistent cache (``ntkbo.cache``).
+    call = cache.cached(programs if programs is not None else (lambda _name, fn, *args: fn(*args)))
     states, loop_keys, (x, y, f, co, c) = call(
         f"init n_init={n_init} capacity={first}",
         functools.partial(_init_many, algo, problem, n_init=n_init, capacity=first), keys)

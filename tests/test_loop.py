@@ -34,6 +34,22 @@ def test_plan_covers_budget_with_power_of_two_capacities():
         assert done <= s.capacity
 
 
+def test_plan_compiles_one_segment_below_min_capacity():
+    """A segment is a compiled copy of the step: below ``MIN_CAPACITY`` observations one segment
+    serves, of the capacity the budget needs (never more), and above it the capacities double as
+    before. Expected plans counted by hand from ``plan``'s rule. Mutations caught: the floor
+    dropped (30 evaluations in two segments, 16 and 32); the floor not capped by the budget (30
+    evaluations at capacity 128)."""
+    caps = lambda budget, n_init=7, **kw: [(s.capacity, s.rounds)  # noqa: E731
+                                            for s in loop.plan(budget, n_init, **kw)]
+    assert loop.MIN_CAPACITY == 128
+    assert caps(30) == [(32, 23)]
+    assert caps(100) == [(128, 93)]
+    assert caps(300) == [(128, 121), (256, 128), (512, 44)]
+    assert caps(30, min_capacity=16) == [(16, 9), (32, 14)]
+    assert caps(9, n_init=3) == [(16, 6)]
+
+
 def test_same_key_same_run_and_vmap_equals_separate_runs():
     key = jax.random.PRNGKey(3)
     a = ntkbo.minimize(ALGO, PROBLEM, 41, key, n_init=5)
@@ -199,10 +215,12 @@ def test_tell_grows_capacity_and_does_not_retrace_within_a_capacity():
 
     algo = ntkbo.Algorithm(base.init, base.suggest, update)
     study = ask_tell.start(algo, PROBLEM.bounds, jax.random.PRNGKey(0), n_init=0)
-    study, _ = run_ask_tell(study, algo, 40, None)
-    assert int(ask_tell.observations(study)[0].shape[0]) == 40
-    # 40 tells spread over capacities 16, 32, 64: one trace each, not one per tell
-    assert traces == [16, 32, 64]
+    n = loop.MIN_CAPACITY + 10
+    study, _ = run_ask_tell(study, algo, n, None)
+    assert int(ask_tell.observations(study)[0].shape[0]) == n
+    # the tells spread over two capacities, MIN_CAPACITY and twice it: one trace each, not one
+    # per tell (mutation caught: a capacity grown by one row per tell retraces every time)
+    assert traces == [loop.MIN_CAPACITY, 2 * loop.MIN_CAPACITY]
 
 
 def test_minimize_under_an_outer_jit_with_closed_over_problem():

@@ -110,6 +110,7 @@ def _build_program(cell: Cell, mesh):
     import jax
     from jax.sharding import PartitionSpec
 
+    from ntkbo import cache
     from ntkbo.loop import minimize
 
     algo, problem = cell.build()
@@ -127,7 +128,7 @@ def _build_program(cell: Cell, mesh):
     fn = jax.shard_map(jax.vmap(one, in_axes=(None, 0)), mesh=mesh,
                        in_specs=(PartitionSpec(), PartitionSpec(AXIS)),
                        out_specs=PartitionSpec(AXIS), check_vma=False)
-    return algo, problem, jax.jit(fn)
+    return algo, problem, cache.cached(jax.jit(fn))  # compiled with the persistent cache
 
 
 #: Share of a device's memory that one call's seeds may fill, by ``seed_bytes``'s estimate.
