@@ -38,6 +38,7 @@ import numpy as np
 
 from ntkbo import cache, compiling, qmc
 from ntkbo import data as D
+from ntkbo.algorithms import resolve_guard
 from ntkbo.base import Algorithm
 from ntkbo.objective import Problem, violation
 from ntkbo.validation import check_bounds
@@ -358,7 +359,10 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
     """Minimises ``problem.fn`` over ``problem.bounds`` with ``budget`` evaluations.
 
     Args:
-      algo: an ``ntkbo.Algorithm``.
+      algo: an ``ntkbo.Algorithm``; a duplicate guard left at ``"auto"`` is resolved against
+        ``problem`` (``ntkbo.algorithms.resolve_guard``: off where it is noisy, so a problem
+        passed as an argument of ``jax.jit`` needs the guard set or the algorithm built by
+        ``ntkbo.algorithms.for_problem``).
       problem: an ``ntkbo.benchmarks.Problem`` (or anything with a traceable ``fn`` of one point
         ``(d,) -> ()``, ``bounds`` ``(2, d)`` and ``noise_std``).
       budget: total number of evaluations, initial design included.
@@ -378,6 +382,7 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
     it instead of compiling); a first call that compiles for more than a few seconds says so on
     standard error (``ntkbo.compiling``).
     """
+    algo = resolve_guard(algo, problem)
     n_init = default_n_init(problem, budget, algo) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_constraints(algo, problem)
@@ -484,6 +489,7 @@ def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
     ``problem``; the initial design's and the chunks' programs are then exported to it once and
     loaded by later processes instead of traced (bit-identical results; ``ntkbo run`` passes one).
     """
+    algo = resolve_guard(algo, problem)
     n_init = default_n_init(problem, budget, algo) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_constraints(algo, problem)

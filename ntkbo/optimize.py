@@ -63,6 +63,7 @@ __all__ = [
     "AVOID_OBSERVED",
     "METHODS",
     "MIN_DISTANCE",
+    "avoid_observed_for",
     "check_avoid_observed",
     "guarded",
     "SAMPLERS",
@@ -75,12 +76,13 @@ METHODS = ("adam", "pgd", "lbfgs", "none")
 SAMPLERS = ("sobol", "kronecker", "uniform")
 #: Two points closer than this fraction of the box's width in every coordinate are one point.
 MIN_DISTANCE = 1e-4
-#: The default of every algorithm's ``search.avoid_observed`` (stage 5): off, as in the papers
-#: (a Thompson draw's arg-max is the paper's point; a repeat of a noisy evaluation is an
-#: observation like any other). On the tuning keys the guard changed nothing (GP-EI, dev Branin,
-#: budget 40: it never fired; docs/decisions.md, 2026-11-29), so no measurement supports it as a
-#: default; turn it on for a deterministic objective whose model may ask for the same point again.
-AVOID_OBSERVED = False
+#: The default of every algorithm's ``search.avoid_observed`` (stage 5): ``"auto"``, the guard
+#: on for a noise-free problem and off for a noisy one (:func:`avoid_observed_for`; a repeat of a
+#: noisy evaluation is an observation like any other). A factory does not know the problem, so
+#: it treats ``"auto"`` as noise-free (on); the drivers resolve it against the problem first
+#: (``ntkbo.algorithms.problem_options``, ``ntkbo.algorithms.resolve_guard``). The evidence for
+#: the guard on a deterministic objective is in docs/decisions.md (2026-11-27, 2026-11-29).
+AVOID_OBSERVED = "auto"
 #: Candidates beyond the refined starts searched for a distinct replacement (stage 5): the
 #: ``num_restarts + DISTINCT_POOL`` best and ``DISTINCT_POOL`` candidates spread over the set
 #: (every ``n // DISTINCT_POOL``-th: when the best candidates all crowd one observed corner, the
@@ -158,16 +160,29 @@ def argmax_distinct(values: Array, duplicate: Array) -> tuple[Array, Array]:
 
 
 def check_avoid_observed(avoid_observed) -> None:
-    """``ValueError`` unless an algorithm's ``search.avoid_observed`` is a bool."""
-    if not isinstance(avoid_observed, (bool, np.bool_)):
-        raise ValueError(f"avoid_observed must be True or False, got {avoid_observed!r}")
+    """``ValueError`` unless an algorithm's ``search.avoid_observed`` is a bool or ``"auto"``."""
+    if not (isinstance(avoid_observed, (bool, np.bool_)) or avoid_observed == "auto"):
+        raise ValueError(f"avoid_observed must be True, False or 'auto', got {avoid_observed!r}")
 
 
-def guarded(avoid_observed: bool, x: Array, mask: Array) -> Array | None:
+def avoid_observed_for(avoid_observed, noisy: bool) -> bool:
+    """Whether the duplicate guard runs under ``search.avoid_observed`` on a problem whose
+    observations are ``noisy`` (``ntkbo.objective.is_noisy``): ``"auto"`` is on exactly when
+    they are not (a repeat of a deterministic evaluation teaches nothing; a repeat of a noisy
+    one is a new observation); ``True`` and ``False`` hold whatever the noise. The one rule of
+    every driver (``ntkbo.minimize``, the study runner, ``ntkbo run``, ``ntkbo.algorithms.
+    for_problem``); an algorithm that does not know its problem takes ``noisy=False``."""
+    check_avoid_observed(avoid_observed)
+    return (not noisy) if avoid_observed == "auto" else bool(avoid_observed)
+
+
+def guarded(avoid_observed, x: Array, mask: Array) -> Array | None:
     """The ``observed`` argument of the search under an algorithm's ``search.avoid_observed``:
     the valid rows of ``x`` ``(n, d)`` (``mask`` ``(n,)``; the others NaN, which the guard
-    ignores) when it is on, ``None`` (no guard) when it is off."""
-    return jnp.where(mask[:, None], x, jnp.nan) if avoid_observed else None
+    ignores) when it is on, ``None`` (no guard) when it is off; ``"auto"`` as for a noise-free
+    problem (:func:`avoid_observed_for`: the drivers have replaced it for a noisy one)."""
+    on = avoid_observed_for(avoid_observed, noisy=False)
+    return jnp.where(mask[:, None], x, jnp.nan) if on else None
 
 
 def _finite_or_neg_inf(v: Array) -> Array:

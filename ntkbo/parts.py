@@ -203,9 +203,11 @@ class Search(Part):
       joint_learning_rate: its step size.
       avoid_observed: the duplicate guard: a maximiser within ``ntkbo.optimize.MIN_DISTANCE`` of
         the box's width of an observed point is replaced by the best point that is not
-        (``ntkbo.optimize``, stage 5); for deterministic objectives. ``False`` (the default,
-        ``ntkbo.optimize.AVOID_OBSERVED``, and every ``"paper"`` and ``"authors"`` preset): the
-        acquisition's own maximiser, as the papers.
+        (``ntkbo.optimize``, stage 5); for deterministic objectives. ``"auto"`` (the default,
+        ``ntkbo.optimize.AVOID_OBSERVED``): on for a noise-free problem, off for a noisy one
+        (``ntkbo.optimize.avoid_observed_for``; ask/tell, which does not know the noise: on).
+        ``False`` (every ``"paper"`` and ``"authors"`` preset): the acquisition's own maximiser,
+        as the papers.
     """
 
     num_candidates: Any = UNSET

@@ -6,10 +6,10 @@ on Branin at budget 40, the fourth of the keys ``split(PRNGKey(0), 8)``, evaluat
 four observations the MAP fit puts the first lengthscale at 1.1 and the noise at 5e-3
 (standardised): the posterior is confident everywhere but at the incumbent, where the fitted noise
 leaves a standard deviation of 0.05 and EI peaks. ``ntkbo.optimize``'s stage 5 replaces such a
-maximiser by the best distinct point when the algorithm's ``search.avoid_observed`` is on (it is
-off by default and in the papers' presets; these tests turn it on). Mutation checked: without
-stage 5 (``observed`` ignored in ``ntkbo.optimize._maximize_over``) this test fails: evaluations 4
-and 5 are the same corner.
+maximiser by the best distinct point when the algorithm's ``search.avoid_observed`` is on: its
+default, ``"auto"``, on this noise-free problem (off in the papers' presets and on a noisy
+problem, ``tests/test_avoid_observed.py``). Mutation checked: without stage 5 (``observed`` ignored in
+``ntkbo.optimize._maximize_over``) this test fails: evaluations 4 and 5 are the same corner.
 """
 
 import jax
@@ -22,8 +22,7 @@ from algo_checks import assert_distinct
 def test_gp_ei_does_not_repeat_the_incumbent():
     problem = ntkbo.benchmarks.get("branin")
     key = jax.random.split(jax.random.PRNGKey(0), 8)[3]
-    algo = ntkbo.algorithms.gp(search={"avoid_observed": True})
-    r = jax.jit(lambda k: ntkbo.minimize(algo, problem, 40, k))(key)
+    r = jax.jit(lambda k: ntkbo.minimize(ntkbo.algorithms.gp(), problem, 40, k))(key)
     assert_distinct(r.x, problem.bounds)
     # The guard did fire: EI's maximiser was an observed point in some rounds.
     assert int(np.sum(r.info.duplicates_replaced)) > 0
@@ -43,7 +42,7 @@ def test_neural_ts_stalled_at_a_corner_does_not_repeat_a_point():
     here."""
     problem = ntkbo.benchmarks.get("branin")
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    algo = ntkbo.algorithms.get("neural_ts", nu=0.1, search={"avoid_observed": True})
+    algo = ntkbo.algorithms.get("neural_ts", nu=0.1)
     r = jax.jit(jax.vmap(lambda k: ntkbo.minimize(algo, problem, 16, k)))(keys)
     assert_distinct(r.x, problem.bounds)
     # The guard did fire: without it the stall would have repeated a point.

@@ -56,7 +56,9 @@ from ntkbo.algorithms.neural_linear import neural_linear
 from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
+from ntkbo import optimize
 from ntkbo.base import Algorithm, Config, NoInfo, describe
+from ntkbo.objective import is_noisy
 from ntkbo.parts import PARTS, Layout, merge
 # The typed ``info`` of each algorithm's ``suggest`` and ``update`` (``ntkbo.base``).
 from ntkbo.algorithms.constrained_ei import ConstrainedEIInfo
@@ -127,7 +129,9 @@ _ADDED_BASELINE = {gp: dict(ard=True, fit_mean="zero"),
                    neural_bo: dict(thompson="independent", num_restarts=4, num_acq_steps=30,
                                    acq_method="pgd"),
                    ntk_gp: dict(posterior_inverse=None)}
-# ``search.avoid_observed`` (2026-11-29): every earlier cell ran the duplicate guard.
+# ``search.avoid_observed`` (2026-11-29): every earlier cell ran the duplicate guard; a cell's
+# ``"auto"`` is resolved against its problem first (``problem_options``), so a noise-free cell's
+# ``True`` is left out of its digest and a noisy cell's ``False`` enters it.
 for _factory in (go_ucb, gp, ntk_gp, neural_bo, pinn_bo, pinn_ntk_gp, neural_cbo, neural_greedy,
                  neural_linear, neural_ts, neural_ucb, sto_bnts, sto_bnts_linear):
     _ADDED_BASELINE.setdefault(_factory, {})["avoid_observed"] = True
@@ -353,13 +357,57 @@ def problem_options(name: str, problem, **options) -> dict:
     k = int(getattr(problem, "n_constraints", 0) or 0)
     if k and models_constraints(name, **options):
         options.setdefault("n_constraints", k)
+    if _guard_option(name, options) == "auto":
+        on = optimize.avoid_observed_for("auto", is_noisy(problem))
+        options = merge(options, {"search": {"avoid_observed": on}})
     return options
+
+
+def _guard_option(name: str, options: dict):
+    """The ``search.avoid_observed`` of ``get(name, **options)`` (given, its preset's, or the
+    default); None for an algorithm without a duplicate guard."""
+    factory = _FACTORIES[name]
+    rest = {k: v for k, v in options.items() if k != "preset"}
+    value = _resolve(factory, name, (), with_preset(name, options.get("preset"), rest)).get(
+        "avoid_observed")
+    return value if isinstance(value, str) else None
 
 
 def for_problem(name: str, problem, **options) -> Algorithm:
     """``get(name, **problem_options(name, problem, **options))``: the algorithm ``name`` set up
-    for ``problem`` (its PDE, its number of constraints)."""
+    for ``problem`` (its PDE, its number of constraints, its duplicate guard: ``"auto"``
+    resolved, ``ntkbo.optimize.avoid_observed_for``)."""
     return get(name, **problem_options(name, problem, **options))
+
+
+def resolve_guard(algo: Algorithm, problem) -> Algorithm:
+    """``algo`` as it runs on ``problem``: a recorded algorithm whose ``search.avoid_observed``
+    is ``"auto"`` is rebuilt (``get(algo.name, **algo.config)``, its preset's design kept) with
+    the guard ``ntkbo.optimize.avoid_observed_for`` gives for ``problem`` (off where it is
+    noisy, ``ntkbo.objective.is_noisy``) when that differs from what the factory does with
+    ``"auto"`` (on); ``algo`` itself otherwise, and for an algorithm without a record (the
+    unwrapped module functions, whose ``"auto"`` stays on). ``ntkbo.minimize`` calls it; a
+    rebuilt algorithm is cached, so repeated runs reuse their compiled programs."""
+    config = getattr(algo, "config", None)
+    if config is None or getattr(algo, "name", None) not in _FACTORIES:
+        return algo
+    search = config.get("search")
+    value = search.get("avoid_observed") if isinstance(search, dict) else None
+    if not (isinstance(value, str) and value == "auto"):
+        return algo
+    on = optimize.avoid_observed_for(value, is_noisy(problem))
+    if on == optimize.avoid_observed_for(value, noisy=False):
+        return algo
+    return _with_guard(algo, on)
+
+
+@functools.lru_cache(maxsize=64)
+def _with_guard(algo: Algorithm, on: bool) -> Algorithm:
+    """``algo`` rebuilt from its record with ``search.avoid_observed = on``."""
+    assert algo.config is not None and algo.name is not None
+    config = dict(algo.config)
+    config["search"] = {**config["search"], "avoid_observed": on}
+    return get(algo.name, **config)._replace(n_init=algo.n_init)
 
 
 def resolved_options(name: str, preset=None, **options) -> dict:
@@ -465,6 +513,6 @@ __all__ = [
     "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
     "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",
-    "record_differences", "recorded", "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde",
-    "with_preset",
+    "record_differences", "recorded", "resolve_guard", "resolved_options", "sto_bnts",
+    "sto_bnts_linear", "uses_pde", "with_preset",
 ]

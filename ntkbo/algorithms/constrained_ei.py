@@ -70,7 +70,7 @@ class ConstrainedKernelBOState(NamedTuple):
 
 def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int, xi: float,
                           jitter, num_candidates: int, num_restarts: int, num_steps: int,
-                          avoid_observed: bool = optimize.AVOID_OBSERVED) -> Algorithm:
+                          avoid_observed: bool | str = optimize.AVOID_OBSERVED) -> Algorithm:
     """cEI over ``K = n_constraints`` independent GPs of ``model``; ``base`` is the unconstrained
     EI algorithm of the same model, whose ``init``/``update`` hold and fit each function's GP."""
     if isinstance(n_constraints, bool) or not isinstance(n_constraints, int) or n_constraints < 0:

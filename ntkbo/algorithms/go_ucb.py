@@ -685,7 +685,7 @@ def joint_ascent(key: Array, apply_w, w_hat: Array, sigma: Array, chol: Array, b
 def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
                       optimistic: str, num_best: int, num_candidates: int, num_restarts: int,
                       num_steps: int, joint_steps: int, joint_learning_rate,
-                      avoid_observed: bool = optimize.AVOID_OBSERVED):
+                      avoid_observed: bool | str = optimize.AVOID_OBSERVED):
     """Step 5 for ``q`` points: ``x = argmax_x max_{w in Ball_t} f_x(w)``, by the linearised bonus
     (``linearized_ucb`` maximised by ``ntkbo.optimize.maximize_acquisition``) or the joint ascent
     (``joint_ascent``); between the points of a batch ``Sigma`` grows along the chosen point's
@@ -815,7 +815,7 @@ def _go_ucb(
     joint_learning_rate: float = 1e-4,
     refit_every: int = 1,
     refit_steps: int | None = None,
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``go_ucb`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_int("horizon", horizon, 1)

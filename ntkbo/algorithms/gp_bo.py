@@ -493,7 +493,7 @@ class GPThompsonInfo(NamedTuple):
 def build_suggest(model: _Model, *, acquisition: str, q: int, num_candidates: int,
                   num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
                   log_ei: bool = True, posterior_inverse: bool | None = None,
-                  avoid_observed: bool = optimize.AVOID_OBSERVED):
+                  avoid_observed: bool | str = optimize.AVOID_OBSERVED):
     """A kernel model's raw ``suggest(key, state, beta, xi) -> (x (q, d), info)`` (blackjax's
     ``build_kernel`` pattern): the acquisition's hyper-parameters ``beta`` (UCB,
     ``-(mu - sqrt(beta) sigma)``, Srinivas et al. 2010) and ``xi`` (the EI/PI margin) are arguments,
@@ -589,7 +589,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
               n_constraints: int = 0, fit_method: str = "lbfgs", refit_until: int = 100,
               refit_ratio: float = 1.1, log_ei: bool = True,
               posterior_inverse: bool | None = None,
-              avoid_observed: bool = optimize.AVOID_OBSERVED) -> Algorithm:
+              avoid_observed: bool | str = optimize.AVOID_OBSERVED) -> Algorithm:
     """The shared kernel-model algorithm (see the module docstring). The acquisition maximiser
     (``ntkbo.optimize``) starts from scrambled Sobol candidates plus the best observed points and
     their perturbations, then refines the best ``num_restarts`` by projected gradient ascent.
@@ -813,7 +813,7 @@ def _gp(*, kernel: str = "rbf", acquisition: str = "ei", beta: float = 4.0, xi: 
         num_steps: int = _GPD["num_steps"], num_ts_candidates: int = _GPD["num_ts_candidates"],
         jitter: float | None = _GPD["jitter"], n_constraints: int = _GPD["n_constraints"],
         posterior_inverse: bool | None = _GPD["posterior_inverse"],
-        avoid_observed: bool = optimize.AVOID_OBSERVED) -> Algorithm:
+        avoid_observed: bool | str = optimize.AVOID_OBSERVED) -> Algorithm:
     """``gp`` with its flat options (``LAYOUT`` places them in the parts)."""
     if kernel not in STATIONARY:
         raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
@@ -855,7 +855,7 @@ def _ntk_gp(*, kernel_fn=None, acquisition: str = "ucb", depth: int = 2, activat
             num_ts_candidates: int = _NTKD["num_ts_candidates"],
             jitter: float | None = _NTKD["jitter"], n_constraints: int = _NTKD["n_constraints"],
             posterior_inverse: bool | None = _NTKD["posterior_inverse"],
-            avoid_observed: bool = optimize.AVOID_OBSERVED) -> Algorithm:
+            avoid_observed: bool | str = optimize.AVOID_OBSERVED) -> Algorithm:
     """``ntk_gp`` with its flat options (``NTK_LAYOUT`` places them in the parts)."""
     from ntkbo.kernels import as_kernel, mlp
 

@@ -798,7 +798,7 @@ def _neural_bo(
     input_map: str = "sphere",
     chunk_size: int | None = None,
     jitter: float | None = None,
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_bo`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_positive("lam", lam)
@@ -858,7 +858,7 @@ def _build(
     input_map: str = "sphere",
     chunk_size: int | None = None,
     jitter: float | None = None,
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> NeuralBOFns:
     """``build`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_choice("features", features, FEATURES)
@@ -1063,9 +1063,10 @@ def neural_bo(
         (0.02 of the box), ``sampler`` (``"sobol"``, scrambled, Kronecker beyond 256
         dimensions, or ``"kronecker"``), ``chunk_size`` (``None``: about ``2^22 / p`` rows per
         chunk); with ``thompson="pathwise"`` also ``num_restarts`` (4) best candidates refined
-        by ``method`` (``"pgd"``) for ``num_steps`` (30); ``avoid_observed`` (``False``, the
-        paper's: each draw's arg-max; ``True``: a draw whose minimiser is an observed point takes
-        its best other candidate, ``ntkbo.optimize``).
+        by ``method`` (``"pgd"``) for ``num_steps`` (30); ``avoid_observed`` (``"auto"``: on
+        for a noise-free problem, off for a noisy one; ``True``: a draw whose minimiser is an
+        observed point takes its best other candidate, ``ntkbo.optimize``; ``False``, the
+        paper's and both presets': each draw's arg-max).
       lam: ``lambda``: ``U_0 = lam I``, the variance prefactor, the training penalty (paper: 0.01).
       nu: exploration ``nu_t``: a number (paper grid ``{0.1, 1, 10}``), ``"by_dimension"`` (the
         default: 1.0 when ``d <= 6``, else 0.3, ``nu_by_dimension``), ``"repo"`` for the

@@ -339,7 +339,7 @@ def _neural_cbo(
     perturb_scale: float = 0.02,
     input_map: str = "sphere",
     chunk_size: int = 1024,
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_cbo`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_int("n_constraints", n_constraints, 1)

@@ -324,7 +324,7 @@ def _neural_greedy(
     sampler: str = "uniform",
     num_best: int = 0,
     jitter: float | None = None,
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_greedy`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_choice("smb", smb, SMBS)

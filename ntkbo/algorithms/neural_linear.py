@@ -332,7 +332,7 @@ def _neural_linear(
     num_acq_steps: int = 30,
     acq_method: str = "pgd",
     y_transform: str = "standardize",
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_linear`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_int("width", width, 1)

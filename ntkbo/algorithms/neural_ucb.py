@@ -448,7 +448,7 @@ def _neural_ucb(
     acq_method: str = "pgd",
     jitter: float | None = None,
     y_transform: str = "standardize",
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_ucb`` with its flat options (``LAYOUT`` places them in the parts)."""
     return _make("ucb", width=width, depth=depth, lam=lam, nu=nu, activation=activation,
@@ -477,7 +477,7 @@ def _neural_ts(
     num_restarts: int = 1,
     jitter: float | None = None,
     y_transform: str = "standardize",
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_ts`` with its flat options (``TS_LAYOUT`` places them in the parts)."""
     return _make("ts", width=width, depth=depth, lam=lam, nu=nu, activation=activation,

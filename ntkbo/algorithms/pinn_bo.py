@@ -544,7 +544,7 @@ def _pinn_bo(
     num_restarts: int = 4,
     acq_steps: int = 20,
     method: str = "pgd",
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``pinn_bo`` with its flat options (``LAYOUT`` places them in the parts)."""
     optimize.check_avoid_observed(avoid_observed)
@@ -667,7 +667,7 @@ def _pinn_ntk_gp(
     acq_steps: int = 20,
     method: Optional[str] = None,
     jitter: Optional[float] = None,
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``pinn_ntk_gp`` with its flat options (``NTK_GP_LAYOUT`` places them in the parts)."""
     optimize.check_avoid_observed(avoid_observed)

@@ -448,7 +448,7 @@ def _sto_bnts(
     acq_method: str = "pgd",
     jitter: float | None = None,
     input_map: str = "sphere",
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``sto_bnts`` with its flat options (``LAYOUT`` places them in the parts)."""
     return _make(False, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
@@ -480,7 +480,7 @@ def _sto_bnts_linear(
     acq_method: str = "pgd",
     jitter: float | None = None,
     input_map: str = "sphere",
-    avoid_observed: bool = optimize.AVOID_OBSERVED,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``sto_bnts_linear`` with its flat options (``LAYOUT_LINEAR`` places them in the parts)."""
     return _make(True, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
@@ -561,8 +561,9 @@ def sto_bnts(
       search: each member's minimiser over the box (``ntkbo.parts.Search``,
         ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` (1024; paper 10,000),
         ``num_restarts`` refined (4; paper 100), ``num_steps`` of refinement (30) by
-        ``method`` (``"pgd"``; paper ``"lbfgs"``), ``avoid_observed`` (``False``, the paper's:
-        the duplicate guard, ``ntkbo.optimize``).
+        ``method`` (``"pgd"``; paper ``"lbfgs"``), ``avoid_observed`` (the duplicate guard,
+        ``ntkbo.optimize``: ``"auto"``, on for a noise-free problem, off for a noisy one;
+        ``False`` in every source-named preset, as the paper).
       q: the batch size ``B``: independently drawn networks per round.
       sigma: noise standard deviation ``sigma`` of loss (1), on standardised outputs; the
         regulariser's weight is ``lam = beta^2 sigma^2`` (authors' code: 0.1, on raw outputs).
