@@ -189,8 +189,12 @@ class Algorithm(NamedTuple):
     ``n_init``: the initial design's size of the protocol its preset follows (the source's, e.g.
     ``neural_bo(preset="paper")``'s 5; ``ntkbo.algorithms.design``), which ``ntkbo.minimize``,
     the study runner and ``ntkbo.ask_tell`` use when the caller gives no ``n_init`` (``None``:
-    their default, ``ntkbo.loop.design_size``). Not an option of the algorithm: the same options
-    built without the preset run the same algorithm with the default design."""
+    their default, ``ntkbo.loop.design_size``); ``design_sampler``: that design's sampler where
+    the source names one (``"uniform"``: its "random points"; ``ntkbo.algorithms.
+    design_sampler``), read by the same drivers (``None``: scrambled Sobol,
+    ``ntkbo.loop.initial_design``; ``algo._replace(design_sampler=...)`` sets another). Neither is
+    an option of the algorithm: the same options built without the preset run the same
+    algorithm with the default design."""
 
     init: InitFn
     suggest: SuggestFn
@@ -199,3 +203,4 @@ class Algorithm(NamedTuple):
     name: str | None = None
     config: Config | None = None
     n_init: int | None = None
+    design_sampler: str | None = None

@@ -258,14 +258,24 @@ def grow_state(state, capacity: int):
     return D.grow_tree(state, capacity)
 
 
-def initial_design(key, bounds, n: int):
-    """``n`` scrambled quasi-random points in the box (the same for every algorithm)."""
-    return qmc.sobol(key, n, bounds)
+#: The initial design's samplers: ``"sobol"`` (scrambled Sobol, ``ntkbo.qmc.sobol``, the
+#: default) and ``"uniform"`` (i.i.d. uniform points, ``ntkbo.qmc.uniform``: a paper's "random
+#: points" or "random search").
+DESIGN_SAMPLERS = ("sobol", "uniform")
+
+
+def initial_design(key, bounds, n: int, sampler: str | None = None):
+    """``n`` points in the box, the same for every algorithm with the same ``sampler``
+    (:data:`DESIGN_SAMPLERS`; ``None``: ``"sobol"``, scrambled quasi-random points)."""
+    sampler = "sobol" if sampler is None else sampler
+    if sampler not in DESIGN_SAMPLERS:
+        raise ValueError(f"design sampler must be one of {DESIGN_SAMPLERS}, got {sampler!r}")
+    return (qmc.sobol if sampler == "sobol" else qmc.uniform)(key, n, bounds)
 
 
 def _init(algo: Algorithm, problem, key, n_init: int, capacity: int):
     k_design, k_noise, k_algo, k_loop = jax.random.split(key, 4)
-    x0 = initial_design(k_design, problem.bounds, n_init)
+    x0 = initial_design(k_design, problem.bounds, n_init, getattr(algo, "design_sampler", None))
     y0, f0, c_obs0, c0 = _evaluate(problem, k_noise, x0)
     state = algo.init(k_algo, problem.bounds, capacity)
     state, update_info = algo.update(state, x0, _told(algo, y0, c_obs0))
@@ -367,8 +377,9 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
         ``(d,) -> ()``, ``bounds`` ``(2, d)`` and ``noise_std``).
       budget: total number of evaluations, initial design included.
       key: a ``jax.random`` key; the same key gives a bit-identical run.
-      n_init: size of the quasi-random initial design (default ``default_n_init``: the
-        ``algo.n_init`` of its preset, else ``min(budget, max(2, d + 1))``, ``design_size``).
+      n_init: size of the initial design (default ``default_n_init``: the ``algo.n_init`` of its
+        preset, else ``min(budget, max(2, d + 1))``, ``design_size``), drawn by
+        ``algo.design_sampler`` (its preset's; ``None``: scrambled Sobol, ``initial_design``).
       min_capacity: the smallest buffer capacity unless the budget needs less (capacities are
         powers of two; ``plan``).
 

@@ -789,3 +789,52 @@ def test_presets_carry_their_initial_design_and_a_given_n_init_wins():
     cells = {c.cell_id: c.n_init for c in spec.resolve("full")}
     assert cells == {"paper__branin__d2": 5, "default__branin__d2": 3,
                      "paper__hartmann3__d3": 2, "default__hartmann3__d3": 2}
+
+
+def test_presets_carry_their_design_sampler_to_every_driver():
+    """``algo.design_sampler``: STO-BNTS's source-named presets draw uniform random points
+    (Appendix F: initial inputs "selected by random search"), NeuralBO's ``"authors"`` Sobol
+    (its code), every other algorithm and preset ``None`` (no sampler named: the drivers'
+    scrambled Sobol). ``minimize`` (budget = ``n_init``: the design alone, on random search,
+    the cheapest program), ``ask_tell.start`` and a study's cells draw the design with it: the
+    points are ``qmc.uniform``'s at the design key ``split(key, 4)[0]``, not ``qmc.sobol``'s; a
+    cell's definition names a uniform sampler and no Sobol one (the default, absent from the
+    digests of the cells stored before). Mutations caught
+    (checked): ``design_sampler=...`` dropped in ``recorded``; ``_init`` or ``ask_tell.start``
+    ignoring ``algo.design_sampler``; ``_definition`` leaving a uniform sampler out."""
+    for name in ("sto_bnts", "sto_bnts_linear"):
+        for preset in ("appendix_f", "section2"):
+            assert A.get(name, preset=preset).design_sampler == "uniform", (name, preset)
+    assert A.get("sto_bnts", preset="authors").design_sampler == "uniform"
+    assert A.get("neural_bo", preset="authors").design_sampler == "sobol"
+    named = {("sto_bnts", p) for p in ("appendix_f", "section2", "authors")} | {
+        ("sto_bnts_linear", p) for p in ("appendix_f", "section2")} | {("neural_bo", "authors")}
+    for name in A.names():
+        assert A.design_sampler(name) is None
+        for preset in A.presets(name):
+            if (name, preset) not in named:
+                assert A.design_sampler(name, preset) is None, (name, preset)
+    branin = ntkbo.benchmarks.get("branin")
+    key = jax.random.PRNGKey(7)
+    k_design = jax.random.split(key, 4)[0]
+    uniform = ntkbo.qmc.uniform(k_design, 5, branin.bounds)
+    assert not np.allclose(uniform, ntkbo.qmc.sobol(k_design, 5, branin.bounds))
+    algo = A.get("random_search")._replace(design_sampler="uniform")
+    r = ntkbo.minimize(algo, branin, 5, key, n_init=5)
+    np.testing.assert_array_equal(r.x, uniform)
+    study = ntkbo.ask_tell.start(A.get("sto_bnts", preset="appendix_f"), branin.bounds, key)
+    np.testing.assert_array_equal(study.design, uniform)
+    from ntkbo.experiments.spec import AlgorithmSpec, ProblemSpec, Spec
+
+    def cells(*algorithms):
+        spec = Spec(name="t", budget=12, seeds=1, algorithms=algorithms,
+                    problems=(ProblemSpec("branin"),))
+        return {c.algorithm.id: c for c in spec.resolve("full")}
+
+    c = cells(AlgorithmSpec("sto_bnts", {"preset": "appendix_f"}, label="f"),
+              AlgorithmSpec("neural_bo", {"preset": "authors"}, label="authors"),
+              AlgorithmSpec("neural_bo", label="plain"))
+    assert c["f"].definition()["design_sampler"] == "uniform"
+    assert c["f"].build()[0].design_sampler == "uniform"
+    assert "design_sampler" not in c["authors"].definition()
+    assert "design_sampler" not in c["plain"].definition()

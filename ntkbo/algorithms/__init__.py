@@ -228,18 +228,31 @@ def design(name: str, preset=None) -> int | None:
     ``N_INIT_BY_NAME[name]`` if it has that entry, else its ``N_INIT``), keyed by preset; ``None``
     without a preset or where the source gives none (the drivers' default then holds,
     ``ntkbo.loop.design_size``). The recorded factories put it on the ``Algorithm``
-    (``Algorithm.n_init``); the study runner reads it from a spec's ``preset`` option. The
-    papers' initial designs are random points (uniform or Sobol); the drivers' design is
-    scrambled Sobol whatever the preset."""
-    if preset is None:
-        return None
+    (``Algorithm.n_init``); the study runner reads it from a spec's ``preset`` option. Its
+    sampler: :func:`design_sampler`."""
+    return _preset_table(name, "N_INIT").get(preset) if preset is not None else None
+
+
+def design_sampler(name: str, preset=None) -> str | None:
+    """The initial design's sampler (``ntkbo.loop.DESIGN_SAMPLERS``) that preset ``preset`` of
+    algorithm ``name`` carries where its source names one, from the module's
+    ``DESIGN_SAMPLER_BY_NAME[name]`` or ``DESIGN_SAMPLER`` as :func:`design` reads ``N_INIT``:
+    STO-BNTS's ``"uniform"`` (Appendix F's random search), NeuralBO's ``"authors"`` ``"sobol"``;
+    ``None`` elsewhere (no sampler named: NeuralBO's and PINN-BO's papers), where the drivers'
+    scrambled Sobol holds. The recorded factories put it on the ``Algorithm``
+    (``Algorithm.design_sampler``)."""
+    return _preset_table(name, "DESIGN_SAMPLER").get(preset) if preset is not None else None
+
+
+def _preset_table(name: str, table: str) -> dict:
+    """The module table ``table`` (keyed by preset) of algorithm ``name``: its module's
+    ``<table>_BY_NAME[name]`` if it has that entry, else its ``<table>``, else ``{}``."""
     f = _FACTORIES.get(name)
     f = getattr(f, "__wrapped__", f)
     f = getattr(f, "func", f)
     module = sys.modules.get(getattr(f, "__module__", ""), None)
-    by_name = getattr(module, "N_INIT_BY_NAME", {})
-    table = by_name[name] if name in by_name else getattr(module, "N_INIT", {})
-    return table.get(preset)
+    by_name = getattr(module, f"{table}_BY_NAME", {})
+    return by_name[name] if name in by_name else getattr(module, table, {})
 
 
 def with_preset(name: str, preset, options: dict) -> dict:
@@ -308,7 +321,8 @@ def recorded(name: str, factory):
         algo = factory(*args, **options)  # its own errors first (it validates its options)
         config = layout(factory).split(_resolve(factory, name, args, options,
                                                 kwargs_defaults=True))
-        return algo._replace(name=name, config=Config(config), n_init=design(name, preset))
+        return algo._replace(name=name, config=Config(config), n_init=design(name, preset),
+                             design_sampler=design_sampler(name, preset))
 
     if isinstance(factory, functools.partial):
         build.__name__ = build.__qualname__ = name
@@ -407,7 +421,8 @@ def _with_guard(algo: Algorithm, on: bool) -> Algorithm:
     assert algo.config is not None and algo.name is not None
     config = dict(algo.config)
     config["search"] = {**config["search"], "avoid_observed": on}
-    return get(algo.name, **config)._replace(n_init=algo.n_init)
+    return get(algo.name, **config)._replace(n_init=algo.n_init,
+                                             design_sampler=algo.design_sampler)
 
 
 def resolved_options(name: str, preset=None, **options) -> dict:
@@ -509,8 +524,8 @@ __all__ = [
     "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo", "NeuralTSSuggestInfo",
     "NeuralUCBSuggestInfo", "NoInfo", "PinnBOSuggestInfo", "PinnGPSuggestInfo",
     "StoBntsSuggestInfo", "TrainInfo",
-    "base_name", "defaults", "design", "for_problem", "get", "go_ucb", "gp", "models_constraints",
-    "names", "neural_bo",
+    "base_name", "defaults", "design", "design_sampler", "for_problem", "get", "go_ucb", "gp",
+    "models_constraints", "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
     "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",
     "record_differences", "recorded", "resolve_guard", "resolved_options", "sto_bnts",

@@ -154,6 +154,10 @@ PRESETS = {
 #: ``n_init=5`` Sobol points (``baselines/neuralbo.py``), for ``"paper"`` too: Section 7 gives a
 #: count only for robot pushing (15 points) and none for the synthetic functions.
 N_INIT = {"paper": 5, "authors": 5}
+#: Their sampler (``ntkbo.algorithms.design_sampler``): the authors' code's scrambled Sobol points
+#: (the drivers' default too); the paper names none (Section 7: "All the methods start with the
+#: same set of initial points").
+DESIGN_SAMPLER = {"authors": "sobol"}
 
 #: Where ``neural_bo``'s and ``build``'s plain options sit among their parts (``ntkbo.parts``).
 LAYOUT = Layout({
@@ -232,6 +236,7 @@ __all__ = [
     "nu_schedule",
     "PRESETS",
     "N_INIT",
+    "DESIGN_SAMPLER",
 ]
 
 

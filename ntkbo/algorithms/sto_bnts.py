@@ -69,7 +69,8 @@ Array = jax.Array
 
 __all__ = [
     "ACQ_METHODS", "BetaSpec", "INPUT_MAPS", "LM_DAMPING", "LOSS_REDUCTIONS", "NUM_BEST",
-    "N_INIT_BY_NAME", "OPTIMIZERS", "PRESETS_BY_NAME", "StoBntsState", "StoBntsSuggestInfo",
+    "DESIGN_SAMPLER_BY_NAME", "N_INIT_BY_NAME", "OPTIMIZERS", "PRESETS_BY_NAME", "StoBntsState",
+    "StoBntsSuggestInfo",
     "default_num_steps",
     "member_keys", "sample_linear_member", "sample_member", "sto_bnts", "sto_bnts_linear",
     "theorem1_beta",
@@ -166,6 +167,11 @@ N_INIT_BY_NAME = {
     "sto_bnts": {"appendix_f": 5, "section2": 5, "authors": 20},
     "sto_bnts_linear": {"appendix_f": 5, "section2": 5},
 }
+#: Their sampler (``ntkbo.algorithms.design_sampler``): uniform random points, Appendix F's
+#: "initial inputs which are selected by random search" and the Lunar-Lander code's random
+#: points; the drivers' default is scrambled Sobol.
+DESIGN_SAMPLER_BY_NAME = {name: dict.fromkeys(presets, "uniform")
+                          for name, presets in N_INIT_BY_NAME.items()}
 
 _NETWORK = dict(width="width", depth="depth", activation="activation", W_std="W_std",
                 b_std="b_std", parameterization="parameterization")
