@@ -524,7 +524,8 @@ def sto_bnts(
     ``num_restarts`` (the paper: 10,000 random points and L-BFGS-B from 100 starts, Appendix F;
     ``preset="appendix_f"``). Two members may return the same point; as in the paper, nothing
     prevents it; a member's point may repeat an observed one unless ``search.avoid_observed``
-    (off by default and in every source-named preset) replaces it (``ntkbo.optimize``).
+    (``"auto"`` by default: on for a noise-free problem, off for a noisy one; off in every
+    source-named preset) replaces it (``ntkbo.optimize``).
 
     The defaults' training is the nonlinear network on (1) by 10 Levenberg-Marquardt steps at
     width 128, short of convergence (:func:`train_member`). Presets (:data:`PRESETS_BY_NAME`):
