@@ -33,10 +33,8 @@ failed, ``abandon`` drops a trial that was never evaluated.
 Black-box constraints ``c_k(x) <= 0``: an algorithm with ``algo.n_constraints = K > 0`` (e.g.
 ``neural_cbo``) needs ``tell(algo, study, x, y, c)``, ``c`` ``(q, K)``; with ``K = 0``, no ``c``.
 
-The first ``n_init`` points asked are a design drawn from the study's key (scrambled Sobol, or
-the ``algo.design_sampler`` of its preset), the initial design of ``ntkbo.minimize`` with the
-same key; then ``ask`` calls ``algo.suggest``. The study does not know the objective's noise:
-a duplicate guard left at ``"auto"`` is on (``start``).
+The first ``n_init`` points asked are the initial design of ``ntkbo.minimize`` with the same
+key (``start``); then ``ask`` calls ``algo.suggest`` (a duplicate guard at ``"auto"``: on).
 ``save`` (format 4: the algorithm and its options, the bounds, the trials, the ``Space``) keeps
 the key, so a resumed study asks the points an uninterrupted one would; ``load`` refuses a file
 of another algorithm, option or box.

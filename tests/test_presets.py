@@ -43,8 +43,9 @@ NO_PRESETS = [n for n in A.names() if not A.presets(n)]
 
 
 def _needs(name):
-    """What ``get(name, ...)`` needs from a problem (PINN-BO's ``pde``), else nothing."""
-    return A.problem_options(name, PDE_PROBLEM) if A.uses_pde(name) else {}
+    """What ``get(name, ...)`` needs from a problem (PINN-BO's ``pde``), else nothing; not the
+    guard ``problem_options`` also resolves, which would override a preset's."""
+    return {"pde": A.problem_options(name, PDE_PROBLEM)["pde"]} if A.uses_pde(name) else {}
 
 
 def _bound_keywords(name):
@@ -249,13 +250,15 @@ def test_preset_differences_are_where_the_records_differ():
             assert {k: v for k, v in got.items() if k not in need} == \
                 {k: v for k, v in expect.items() if k not in need}, (name, preset)
     assert A.preset_differences("neural_bo", "paper") == {"nu": ("by_dimension", 1.0),
-                                                          "training.warm_start": (True, False)}
+                                                          "training.warm_start": (True, False),
+                                                          "search.avoid_observed": ("auto", False)}
     # The papers' GP baselines are ARD squared-exponential GPs (gp_bo's _PAPER_GP comment): with
     # gp's default ard="auto" the preset must set ARD itself. Mutation caught (checked):
     # ard=True dropped from _PAPER_GP (the preset would then choose by BIC like the default).
     assert A.preset_differences("gp_ei", "paper") == {"fit.refit_ratio": (1.1, 1.0),
                                                       "search.log_ei": (True, False),
-                                                      "fit.ard": ("auto", True)}
+                                                      "fit.ard": ("auto", True),
+                                                      "search.avoid_observed": ("auto", False)}
 
 
 # ---- Presets that name a source: every value against the number as the source writes it ----------

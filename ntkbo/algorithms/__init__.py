@@ -131,7 +131,7 @@ _ADDED_BASELINE = {gp: dict(ard=True, fit_mean="zero"),
                    ntk_gp: dict(posterior_inverse=None)}
 # ``search.avoid_observed`` (2026-11-29): every earlier cell ran the duplicate guard; a cell's
 # ``"auto"`` is resolved against its problem first (``problem_options``), so a noise-free cell's
-# ``True`` is left out of its digest and a noisy cell's ``False`` enters it.
+# ``True`` is left out of its hash and a noisy cell's ``False`` enters it.
 for _factory in (go_ucb, gp, ntk_gp, neural_bo, pinn_bo, pinn_ntk_gp, neural_cbo, neural_greedy,
                  neural_linear, neural_ts, neural_ucb, sto_bnts, sto_bnts_linear):
     _ADDED_BASELINE.setdefault(_factory, {})["avoid_observed"] = True

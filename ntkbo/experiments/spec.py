@@ -159,7 +159,7 @@ def _definition(alg, prob, dim, budget, n_init, seeds, offset, dtype, options,
                 design_sampler=None) -> dict:
     """The cell's definition; a design sampler other than the default scrambled Sobol enters it
     (``"design_sampler"``), the default does not, so cells stored before presets carried one
-    keep their digests."""
+    keep their hashes."""
     out = {
         "algorithm": {"label": alg.id, "name": alg.name, "options": dict(options)},
         "problem": {"label": prob.id, "name": prob.name, "dim": dim, "noise_std": prob.noise_std,
