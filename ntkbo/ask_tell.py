@@ -55,6 +55,7 @@ from flax import serialization
 
 from ntkbo import cache, compiling
 from ntkbo import data as D
+from ntkbo import files
 from ntkbo.base import Algorithm
 from ntkbo.loop import MIN_CAPACITY, design_size, grow_state, initial_design
 from ntkbo.optimize import MIN_DISTANCE
@@ -66,8 +67,17 @@ from ntkbo.validation import check_bounds, check_int
 #: resolved config (each part whole, ``ntkbo.parts``), the dtype and the provenance (and,
 #: optionally, the trials and the space). ``load`` refuses the earlier formats naming what changed:
 #: 1 and 2 recorded no algorithm (and 1 no float64 record nor bounds), 3 recorded the options by
-#: their flat names, before they were grouped into parts.
-FORMAT_VERSION = 4
+#: their flat names, before they were grouped into parts. 5 is 4's record inside a checked envelope:
+#: the file is the msgpack map ``{"format": 5, "checksum": "sha256:<hex>", "payload": <bytes>}``,
+#: ``payload`` the msgpack of the record (whose own ``format`` is 5 too) and ``checksum`` its
+#: SHA-256 (``ntkbo.files.sha256``), verified by ``load``. Format 4 files (no checksum) load with a
+#: warning.
+FORMAT_VERSION = 5
+#: The one earlier format ``load`` reads: the same record, without a checksum.
+UNCHECKED_FORMAT = 4
+#: The record's fields ``load`` needs (``trials`` and ``space`` are optional).
+_REQUIRED = {"algorithm": str, "dtype": str, "capacity": int, "n_init": int, "bounds": np.ndarray,
+             "told_x": np.ndarray, "told_y": np.ndarray, "study": dict}
 
 #: A trial's status, by its code in ``Trials.status``.
 STATUSES = ("pending", "complete", "failed", "abandoned")
@@ -715,9 +725,11 @@ def _record_told(t: Trials, x: np.ndarray, told: np.ndarray, ids: list[int | Non
 def save(path: str | os.PathLike, study: Study) -> None:
     """Writes the study (state, key, design, the float64 record, the trials, pending ones
     included, the bounds, the algorithm's name and config, the dtype, provenance and the study's
-    ``Space``) with ``flax.serialization`` msgpack; atomic rename. A space whose categorical
-    choices JSON cannot hold (``ntkbo.space.Space.to_json``) is not written, with a
-    ``UserWarning``: pass it to ``ntkbo.space.load``."""
+    ``Space``) with ``flax.serialization`` msgpack, with its SHA-256 checksum (``FORMAT_VERSION``),
+    atomically (``ntkbo.files.atomic_write``: a save killed at any point leaves the previous file
+    whole; concurrent saves to one path each write a whole file, the last one stays). A space
+    whose categorical choices JSON cannot hold (``ntkbo.space.Space.to_json``) is not written,
+    with a ``UserWarning``: pass it to ``ntkbo.space.load``."""
     core = study._replace(told_x=None, told_y=None, algorithm=None, trials=None, space=None,
                           suggest_info=None, update_info=None)
     table = _table(study)
@@ -743,10 +755,15 @@ def save(path: str | os.PathLike, study: Study) -> None:
         except ValueError as err:
             warnings.warn(f"{os.fspath(path)}: the study's space is not saved ({err}); pass it to "
                           "ntkbo.space.load", UserWarning, stacklevel=2)
-    tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(serialization.msgpack_serialize(payload))
-    os.replace(tmp, path)
+    _write_payload(path, payload)
+
+
+def _write_payload(path, payload: dict) -> None:
+    """Writes the record ``payload`` to ``path`` in its checked envelope (``FORMAT_VERSION``),
+    atomically."""
+    body = serialization.msgpack_serialize(payload)
+    envelope = {"format": FORMAT_VERSION, "checksum": files.sha256(body), "payload": body}
+    files.atomic_write(path, serialization.msgpack_serialize(envelope))
 
 
 def _state_mismatch(core: Study, saved: dict) -> str | None:
@@ -787,6 +804,11 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     lost, the next suggestions may differ. A file of format 1, 2 (no algorithm record) or 3 (the
     options by their flat names) is refused with a ``ValueError`` saying so.
 
+    The file's checksum is verified first: a truncated, damaged or altered file (a checksum that
+    does not match, a record that cannot be decoded or lacks a field) is refused with a
+    ``ValueError`` naming the file; nothing is loaded. A format-4 file (saved before files
+    carried a checksum) loads with a ``UserWarning`` saying it could not be checked.
+
     **Save files** (format 4) record the algorithm's ``name`` and resolved ``config``
     (``ntkbo.base``), the bounds, the dtype and the versions, device and git revision that wrote
     them, the trials (pending ones included: a loaded study tells them by id) and the study's
@@ -802,17 +824,19 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
             f"{path}: a study file of format {fmt}, which records no algorithm (its name and "
             f"options cannot be checked against {getattr(algo, 'name', None)!r})"
             + (" nor the float64 record and the bounds" if fmt == 1 else "")
-            + f"; this ntkbo reads format {FORMAT_VERSION} only. An ntkbo from before 2026-11-27 "
-            f"loads it and saves it as format {FORMAT_VERSION}")
+            + f"; this ntkbo reads formats {UNCHECKED_FORMAT} and {FORMAT_VERSION} only. An ntkbo "
+            f"from before 2026-11-27 loads it and saves it in a later format")
     if fmt == 3:
         raise ValueError(
             f"{path}: a study file of format 3, which records the algorithm's options by their "
             f"flat names (width, num_steps, ...), before they were grouped into parts "
-            f"(network.width, training.num_steps, ...; ntkbo.parts); this ntkbo reads format "
-            f"{FORMAT_VERSION} only. An ntkbo from before 2026-11-28 loads it")
-    if fmt != FORMAT_VERSION:
+            f"(network.width, training.num_steps, ...; ntkbo.parts); this ntkbo reads formats "
+            f"{UNCHECKED_FORMAT} and {FORMAT_VERSION} only. An ntkbo from before 2026-11-28 "
+            "loads it")
+    if fmt not in (UNCHECKED_FORMAT, FORMAT_VERSION):
         raise ValueError(f"{path}: not an ntkbo study file of a known format (format {fmt!r}; "
-                         f"this ntkbo reads format {FORMAT_VERSION})")
+                         f"this ntkbo reads formats {UNCHECKED_FORMAT} and {FORMAT_VERSION})")
+    _check_record(path, payload)
     saved = json.loads(payload["algorithm"]) or {}
     from ntkbo.algorithms import record_differences
 
@@ -861,14 +885,66 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
                           space=_saved_space(path, payload))
 
 
+def _damaged(path, why: str) -> ValueError:
+    return ValueError(f"{path}: the study file is damaged ({why}), so it is not loaded. Restore "
+                      "it from a copy: ntkbo.ask_tell.save replaces a file only with a whole new "
+                      "one, so a save that was interrupted left the previous file as it was")
+
+
+def _unpack(path, data: bytes, what: str):
+    try:
+        return serialization.msgpack_restore(data)
+    except Exception as err:  # noqa: BLE001 - msgpack raises many types for bad bytes
+        raise _damaged(path, f"{what}cannot be decoded: {type(err).__name__}: {err}") from None
+
+
 def _read_payload(path) -> dict:
-    """The msgpack dict of the file ``path``; ``ValueError`` if it holds something else."""
+    """The record of the study file ``path``: its checksum verified (``FORMAT_VERSION``), or a
+    format-4 file's record with a ``UserWarning`` that it could not be checked; ``ValueError``
+    naming the file if it holds something else, cannot be decoded or its checksum does not
+    match."""
     with open(path, "rb") as fh:
-        payload = serialization.msgpack_restore(fh.read())
-    if not isinstance(payload, dict):
-        raise ValueError(f"{path}: not an ntkbo study file (it holds a {type(payload).__name__}, "
+        top = _unpack(path, fh.read(), "")
+    if not isinstance(top, dict):
+        raise ValueError(f"{path}: not an ntkbo study file (it holds a {type(top).__name__}, "
                          "not a dict)")
+    if "payload" not in top and "checksum" not in top:  # no envelope: an earlier format
+        if top.get("format") == UNCHECKED_FORMAT:
+            warnings.warn(f"{path}: a study file of format {UNCHECKED_FORMAT}, saved before study "
+                          "files carried a checksum: it is loaded without a check for damage. "
+                          "Save it again (ntkbo.ask_tell.save) to add one", UserWarning,
+                          stacklevel=3)
+        return top
+    fmt, body, checksum = top.get("format"), top.get("payload"), top.get("checksum")
+    if not isinstance(body, bytes) or not isinstance(checksum, str):
+        raise _damaged(path, "its payload or checksum is missing or of the wrong type")
+    actual = files.sha256(body)
+    if actual != checksum:
+        raise _damaged(path, f"the checksum of its contents is {actual[:19]}..., the file "
+                             f"records {checksum[:19]}...")
+    payload = _unpack(path, body, "its payload ")
+    if (not isinstance(payload, dict) or payload.get("format") != fmt
+            or set(top) != {"format", "checksum", "payload"}):
+        raise _damaged(path, f"its envelope (format {fmt!r}, fields {sorted(map(str, top))}) "
+                             "does not match its payload")
+    if fmt != FORMAT_VERSION:
+        return {"format": fmt}  # a later ntkbo's file: ``load`` names its format
     return payload
+
+
+def _check_record(path, payload: dict) -> None:
+    """``ValueError`` naming the file if its record lacks a field ``load`` needs or holds one of
+    another type (a damaged file, or one not written by ``save``)."""
+    bad = [k for k, t in _REQUIRED.items() if not isinstance(payload.get(k), t)
+           or (t is int and isinstance(payload.get(k), bool))]
+    if bad:
+        raise _damaged(path, "its record lacks or mistypes " + ", ".join(bad))
+    for k in ("algorithm", "provenance", "space"):
+        if k in payload:
+            try:
+                json.loads(payload[k])
+            except (TypeError, ValueError) as err:
+                raise _damaged(path, f"its {k} field is not JSON text ({err})") from None
 
 
 def _saved_trials(path, payload: dict, study: Study) -> Trials:

@@ -67,11 +67,7 @@ def enable(path: str | None = None) -> str | None:
         return None
     jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
-    try:  # JAX opens its cache folder once per process: a scope before may have opened another
-        from jax.experimental.compilation_cache import compilation_cache
-        compilation_cache.reset_cache()
-    except (ImportError, AttributeError):
-        pass
+    _reset()  # JAX opens its cache folder once per process: a scope before may have opened another
     return folder
 
 
@@ -112,8 +108,22 @@ def scope() -> Iterator[str | None]:
         yield None
         return
     folder_state, seconds_state = states
-    with folder_state(folder), seconds_state(MIN_COMPILE_SECONDS):
-        yield folder
+    try:
+        with folder_state(folder), seconds_state(MIN_COMPILE_SECONDS):
+            yield folder
+    finally:
+        # JAX opens its cache once and then writes every program of the process to it, whatever
+        # the folder setting says: forget it, so the user's own programs stay uncached.
+        _reset()
+
+
+def _reset() -> None:
+    """Makes JAX open its cache folder anew at the next compilation (its ``reset_cache``)."""
+    try:
+        from jax.experimental.compilation_cache import compilation_cache
+        compilation_cache.reset_cache()
+    except (ImportError, AttributeError):
+        pass
 
 
 def cached(fn: Callable) -> Callable:

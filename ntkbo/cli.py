@@ -47,6 +47,7 @@ import time
 
 import numpy as np
 
+from ntkbo import files
 
 #: The layout version of ``results.json`` (2: schema, resolved options, n_init, q, dtype, versions,
 #: device, command and git revision added; 3: the algorithm's name and config from its
@@ -356,8 +357,10 @@ def plot(path: str, title: str, summary: dict, optimum: float | None) -> bool:
     ax.set_title(title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        files.atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
+    finally:
+        plt.close(fig)
     return True
 
 
@@ -399,7 +402,21 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
             raise ValueError(f"--seed-index must be < --seeds={seeds}, got {seed_index}")
     if out:
         check_writable_folder("--out", out)
+        # one writer per folder: a second run into ``out`` stops here, before anything runs
+        with files.lock_folder(out, command or " ".join(sys.argv)):
+            files.remove_temporaries(out)  # a killed writer's, whole or not: never renamed
+            return _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options,
+                        problem_options, seed, chunk, quiet, make_plot, command, block,
+                        seed_index, config_file, min_capacity, programs_dir)
+    return _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options,
+                problem_options, seed, chunk, quiet, make_plot, command, block, seed_index,
+                config_file, min_capacity, programs_dir)
 
+
+def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, problem_options,
+         seed, chunk, quiet, make_plot, command, block, seed_index, config_file, min_capacity,
+         programs_dir) -> dict:
+    """``run`` after its checks (and, with ``out``, under the folder's lock)."""
     import jax
     from tqdm import tqdm
 
@@ -512,9 +529,8 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
             run_i.update(c=last.c[i].tolist(), c_obs=last.c_obs[i].tolist(),
                          feasible=feasible[i].tolist(), metric=metric[i].tolist())
     if out:
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "results.json"), "w") as fh:
-            json.dump(record, fh)
+        # whole or not at all: a run killed while writing leaves the previous results.json
+        files.atomic_write(os.path.join(out, "results.json"), json.dumps(record).encode())
         if make_plot:
             record["plot"] = plot(os.path.join(out, "best_so_far.png"),
                                   f"{algo_name} on {problem.name} (d={problem.dim}), "
@@ -683,7 +699,7 @@ def _coco(args) -> int:
                   "fraction of (function, instance, target) triples solved at the budget: "
                   + ", ".join(f"{d}-D {v:.3f}" for d, v in res["solved"].items()))
             print(f"  cocoex folder (python -m cocopp reads it): {res['cocoex_folder']}")
-    except (ValueError, TypeError, ImportError) as err:
+    except (ValueError, TypeError, ImportError, files.FolderLocked) as err:
         print(f"ntkbo: error: {err}", file=sys.stderr)
         return 2
     print(f"  report: {rep['markdown']}" + (f", plot: {rep['png']}" if rep["png"] else ""))
@@ -705,7 +721,11 @@ def _bench(args) -> int:
     from ntkbo import experiments
 
     dtype = _set_dtype(args)
-    stored = _stored_dtypes(args.out)
+    try:
+        stored = _stored_dtypes(args.out)
+    except ValueError as err:  # a damaged cell or summary file, named
+        print(f"ntkbo bench: error: {err}", file=sys.stderr)
+        return 2
     if stored and stored != {dtype}:
         print(f"ntkbo bench: error: the cells in {args.out} ran in {', '.join(sorted(stored))}, "
               f"this run in {dtype}; a study resumes only in its own dtype: pass --dtype "
@@ -722,7 +742,7 @@ def _bench(args) -> int:
         block = "auto" if args.block is None else (None if args.block == 0 else args.block)
         paths = experiments.run(args.spec, args.out, args.scale, progress=not args.quiet,
                                 block=block)
-    except (ValueError, TypeError, OSError) as err:
+    except (ValueError, TypeError, OSError, files.FolderLocked) as err:
         print(f"ntkbo bench: error: {err}", file=sys.stderr)
         return 2
     print(f"{len(paths)} cells of process {jax.process_index()} of {jax.process_count()} in "
@@ -923,6 +943,10 @@ def main(argv: list[str] | None = None) -> int:
         # A second identical command loads its compiled programs (JAX's persistent cache) and,
         # for ``run``, its traced ones (``ntkbo.programs``) instead of tracing and compiling.
         folder = cache.enable()
+    if args.command in ("run", "demo", "bench", "coco"):
+        from ntkbo import compiling
+
+        compiling.quiet()  # the progress bars say when a program compiles
     if args.command in ("coco", "coco-report"):
         return _coco(args)
     if args.command == "bench":
@@ -952,7 +976,7 @@ def main(argv: list[str] | None = None) -> int:
                   min_capacity=cfg["min_capacity"], config_file=None if args.config is None else
                   {"path": args.config, "settings": cfg["file"]},
                   programs_dir=None if folder is None else os.path.join(folder, "programs"))
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, files.FolderLocked) as err:
         print(f"ntkbo: error: {err}", file=sys.stderr)
         return 2
     _print_summary(rec, cfg["out"] or None)

@@ -280,22 +280,25 @@ def _refine(acq_fn, bounds, starts, start_values, method, num_steps, step_size):
     elif method == "pgd":
 
         def run(u0, v0):
-            _, g0 = value_and_grad(u0)
-
-            def step(carry, _):
+            # Iteration 0 only evaluates the gradient at the start (its value is the candidate
+            # search's, v0): one traced gradient of the acquisition serves the whole ascent.
+            def step(carry, i):
                 u, v, g, eta = carry
+                first = i == 0
                 blocked = ((u <= 0.0) & (g < 0)) | ((u >= 1.0) & (g > 0))
                 g = jnp.where(blocked, 0.0, g)
                 direction = g / jnp.maximum(jnp.max(jnp.abs(g)), jnp.finfo(g.dtype).tiny)
-                u_new = jnp.clip(u + eta * direction, 0.0, 1.0)
+                u_new = jnp.where(first, u, jnp.clip(u + eta * direction, 0.0, 1.0))
                 v_new, g_new = value_and_grad(u_new)
-                ok = v_new > v
-                u, v, g = (jnp.where(ok, a, b) for a, b in ((u_new, u), (v_new, v), (g_new, g)))
-                eta = jnp.minimum(jnp.where(ok, 1.5 * eta, 0.5 * eta), 1.0)
+                ok = (v_new > v) & ~first
+                u, v = (jnp.where(ok, a, b) for a, b in ((u_new, u), (v_new, v)))
+                g = jnp.where(ok | first, g_new, g)
+                eta = jnp.where(first, eta, jnp.minimum(jnp.where(ok, 1.5 * eta, 0.5 * eta), 1.0))
                 return (u, v, g, eta), None
 
             eta0 = jnp.asarray(step_size, u0.dtype)
-            (u, v, _, _), _ = jax.lax.scan(step, (u0, v0, g0, eta0), None, length=num_steps)
+            (u, v, _, _), _ = jax.lax.scan(step, (u0, v0, jnp.zeros_like(u0), eta0),
+                                           jnp.arange(num_steps + 1))
             return u, v
 
     elif method == "lbfgs":

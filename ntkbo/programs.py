@@ -41,11 +41,12 @@ import json
 import os
 import pickle
 import platform
-import tempfile
 import warnings
 from typing import Any, Callable
 
 import jax
+
+from ntkbo import files
 
 #: JAX configuration options that change what tracing produces.
 _TRACING_CONFIG = ("jax_enable_x64", "jax_default_prng_impl", "jax_threefry_partitionable",
@@ -184,14 +185,6 @@ class ProgramStore:
 
 
 def _write_atomically(path: str, data: bytes | bytearray) -> None:
-    """Writes ``data`` to ``path`` through a temporary file in the same folder, so a concurrent
-    reader never sees a partial entry."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """Writes ``data`` to ``path`` whole or not at all (``ntkbo.files.atomic_write``), so a
+    concurrent reader never sees a partial entry."""
+    files.atomic_write(path, data)

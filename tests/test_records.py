@@ -145,8 +145,8 @@ def saved_ucb(tmp_path_factory):
 def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
     """A save from ``ntk_gp(acquisition="ucb")`` once loaded into ``ntk_gp(acquisition="ei")``
     without a word. Now each differing field is named with both values, together with bounds."""
-    payload = serialization.msgpack_restore(saved_ucb.read_bytes())
-    assert payload["format"] == ask_tell.FORMAT_VERSION == 4
+    payload = ask_tell._read_payload(saved_ucb)  # the record inside the checked envelope
+    assert payload["format"] == ask_tell.FORMAT_VERSION == 5
     rec = json.loads(payload["algorithm"])
     assert rec["name"] == "ntk_gp" and rec["config"]["acquisition"] == "ucb" and rec["reproducible"]
     assert payload["dtype"] == "float64" and "jax" in json.loads(payload["provenance"])["versions"]
@@ -171,12 +171,13 @@ def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
 def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
     """A file of format 3 (the options by their flat names), 2 (no algorithm record, dtype and
     provenance) or 1 (nor the float64 record and the bounds) is refused with a ``ValueError``
-    naming its format and what it lacks; a format-4 file loads without a warning and the resumed
-    study asks exactly what the saved one asks (state and key restored). A file holding something
-    other than a dict is refused too. Mutations caught (checked): format 3 accepted again (its
-    records would then be compared option by option: a refusal listing every option, not the
-    format); formats 1 and 2 accepted again; the dict test of ``_read_payload`` removed (an
-    ``AttributeError`` instead)."""
+    naming its format and what it lacks; a format-5 file loads without a warning and the resumed
+    study asks exactly what the saved one asks (state and key restored); a format-4 file (the
+    same record without the checksum's envelope) loads the same study with a warning that it
+    could not be checked. A file holding something other than a dict is refused too. Mutations
+    caught (checked): format 3 accepted again (its records would then be compared option by
+    option: a refusal listing every option, not the format); formats 1 and 2 accepted again; the
+    dict test of ``_read_payload`` removed (an ``AttributeError`` instead)."""
     algo = A.random_search()
     study = ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(1), n_init=2)
     for _ in range(3):
@@ -184,15 +185,21 @@ def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
         study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(jnp.asarray(x))))
     ask_tell.save(tmp_path / "new.msgpack", study)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # format 4: no warning
+        warnings.simplefilter("error")  # format 5: no warning
         new = ask_tell.load(tmp_path / "new.msgpack", algo, BRANIN.bounds)
     np.testing.assert_array_equal(ask_tell.ask(algo, new)[0], ask_tell.ask(algo, study)[0])
     np.testing.assert_array_equal(new.told_y, study.told_y)
-    payload = serialization.msgpack_restore((tmp_path / "new.msgpack").read_bytes())
+    payload = ask_tell._read_payload(tmp_path / "new.msgpack")
+    payload["format"] = 4  # as ntkbo wrote it from 2026-11-28: the record, no envelope
+    (tmp_path / "four.msgpack").write_bytes(serialization.msgpack_serialize(payload))
+    with pytest.warns(UserWarning, match="format 4, saved before study files carried a checksum"):
+        four = ask_tell.load(tmp_path / "four.msgpack", algo, BRANIN.bounds)
+    np.testing.assert_array_equal(ask_tell.ask(algo, four)[0], ask_tell.ask(algo, study)[0])
     payload["format"] = 3
     (tmp_path / "flat.msgpack").write_bytes(serialization.msgpack_serialize(payload))
     with pytest.raises(ValueError, match=r"format 3, which records the algorithm's options by "
-                                         r"their flat names .* this ntkbo reads format 4 only"):
+                                         r"their flat names .* this ntkbo reads formats 4 and 5 "
+                                         r"only"):
         ask_tell.load(tmp_path / "flat.msgpack", algo, BRANIN.bounds)
     for k in ("algorithm", "dtype", "provenance"):
         del payload[k]
@@ -200,7 +207,7 @@ def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
     (tmp_path / "old.msgpack").write_bytes(serialization.msgpack_serialize(payload))
     with pytest.raises(ValueError, match=r"format 2, which records no algorithm \(its name and "
                                          r"options cannot be checked against 'random_search'\); "
-                                         r"this ntkbo reads format 4 only"):
+                                         r"this ntkbo reads formats 4 and 5 only"):
         ask_tell.load(tmp_path / "old.msgpack", algo, BRANIN.bounds)
     for k in ("told_x", "told_y", "bounds"):
         del payload[k]
@@ -232,9 +239,9 @@ def test_a_state_saved_by_another_version_is_rebuilt_from_the_record(tmp_path):
         x, study = ask_tell.ask(algo, study)
         study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(jnp.asarray(x))))
     ask_tell.save(tmp_path / "new.msgpack", study)
-    payload = serialization.msgpack_restore((tmp_path / "new.msgpack").read_bytes())
+    payload = ask_tell._read_payload(tmp_path / "new.msgpack")
     del payload["study"]["state"]["factor"]
-    (tmp_path / "old.msgpack").write_bytes(serialization.msgpack_serialize(payload))
+    ask_tell._write_payload(tmp_path / "old.msgpack", payload)
     with pytest.warns(UserWarning, match=r"rebuilt by telling the saved record again \(3 "):
         old = ask_tell.load(tmp_path / "old.msgpack", algo, BRANIN.bounds)
     np.testing.assert_array_equal(old.told_x, study.told_x)

@@ -200,7 +200,7 @@ FIT_LINESEARCH: dict[str, Any] = dict(max_backtracking_steps=7, decrease_factor=
 
 
 def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, jitter=None,
-                        restarts: bool = True) -> tuple[Any, Array]:
+                        restarts: bool | Array = True) -> tuple[Any, Array]:
     """MAP hyper-parameters by L-BFGS from several starts, each stopped when it has converged.
 
     ``optax.lbfgs`` (backtracking line search) on the negative log posterior of the unconstrained
@@ -220,7 +220,8 @@ def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, 
       model: the kernel model; params: the current (warm-start) unconstrained hyper-parameters;
       data: standardised observations in the unit cube (``observations.standardized_data``);
       num_steps: the most L-BFGS iterations per start (static).
-      restarts: also start from ``model.restarts`` (static); ``False``: the warm start only.
+      restarts: also start from ``model.restarts``: a Python bool, or a traced bool ``()``, for
+        which the restarts are skipped at run time (one compiled fit serves both choices).
 
     Returns:
       ``(params, loss)``: the iterate of the lowest ``neg_log_posterior`` over every start and
@@ -228,10 +229,15 @@ def fit_hyperparameters(model: _Model, params, data: D.Data, *, num_steps: int, 
       that loss. Leaves that ``model.fitted`` marks ``False`` keep their values.
     """
     starts = jax.tree_util.tree_map(lambda a: a[None], params)
-    if restarts and model.restarts is not None:
-        starts = jax.tree_util.tree_map(lambda w, e: jnp.concatenate([w, e]), starts,
-                                        _restart_starts(model, params, data))
-    return _lbfgs_from(model, params, starts, data, num_steps, jitter)
+    active = None
+    if restarts is not False and model.restarts is not None:
+        extra = _restart_starts(model, params, data)
+        starts = jax.tree_util.tree_map(lambda w, e: jnp.concatenate([w, e]), starts, extra)
+        if restarts is not True:
+            n_extra = jax.tree_util.tree_leaves(extra)[0].shape[0]
+            active = jnp.concatenate([jnp.ones((1,), bool),
+                                      jnp.broadcast_to(jnp.asarray(restarts, bool), (n_extra,))])
+    return _lbfgs_from(model, params, starts, data, num_steps, jitter, active)
 
 
 def _restart_starts(model: _Model, params, data: D.Data):
@@ -244,21 +250,25 @@ def _restart_starts(model: _Model, params, data: D.Data):
                                   params, extra, model.fitted(params))
 
 
-def _lbfgs_from(model: _Model, anchor, starts, data: D.Data, num_steps: int, jitter
-                ) -> tuple[Any, Array]:
-    """``fit_hyperparameters``'s L-BFGS from each of ``starts`` (a leading axis), one after
-    another; the best iterate over all of them and its loss. Leaves that ``model.fitted`` marks
-    ``False`` keep ``anchor``'s values."""
-    mask_tree = model.fitted(anchor)
+def _fit_loss(model: _Model, anchor, mask_tree, data: D.Data, jitter):
+    """The objective of a fit: ``neg_log_posterior`` with the leaves that ``mask_tree`` marks
+    ``False`` at ``anchor``'s values, in the default float dtype: optax's line search transposes
+    the objective with the cotangent ``1.0``, which under ``jax_enable_x64`` is float64 and is
+    refused against a float32 value (float32 data with x64 on); a no-op when the dtypes agree."""
 
     def loss(p):
-        # In the default float dtype: optax's line search transposes the objective with the
-        # cotangent ``1.0``, which under ``jax_enable_x64`` is float64 and is refused against a
-        # float32 value (float32 data with x64 on). A no-op whenever the two dtypes agree.
         value = neg_log_posterior(model, _masked(p, anchor, mask_tree), data, jitter)
         return value.astype(jnp.result_type(float))
 
-    def clean(g):  # zero on fixed leaves and where not finite (a failed factorisation)
+    return loss
+
+
+def _lbfgs(loss, p0, mask_tree, num_steps: int) -> tuple[Any, Array]:
+    """L-BFGS on ``loss`` from ``p0`` with ``fit_hyperparameters``'s stopping rule: the best
+    iterate and its loss. The gradient is zero on the leaves ``mask_tree`` marks ``False`` and
+    where it is not finite (a failed factorisation)."""
+
+    def clean(g):
         g = jax.tree_util.tree_map(lambda gi, f: gi if f else jnp.zeros_like(gi), g, mask_tree)
         return jax.tree_util.tree_map(lambda gi: jnp.where(jnp.isfinite(gi), gi, 0.0), g)
 
@@ -267,34 +277,54 @@ def _lbfgs_from(model: _Model, anchor, starts, data: D.Data, num_steps: int, jit
 
     opt = optax.lbfgs(linesearch=optax.scale_by_backtracking_linesearch(
         store_grad=True, **FIT_LINESEARCH))
+    v0, g0 = jax.value_and_grad(loss)(p0)
+    g0 = clean(g0)
 
-    def run(p0):
-        v0, g0 = jax.value_and_grad(loss)(p0)
-        g0 = clean(g0)
+    def cond(c):
+        return (c[6] < num_steps) & ~c[7]
 
-        def cond(c):
-            return (c[6] < num_steps) & ~c[7]
+    def body(c):
+        p, state, v, g, best_p, best_v, it, _ = c
+        updates, state = opt.update(g, state, p, value=v, grad=g, value_fn=loss)
+        p = optax.apply_updates(p, updates)
+        # The line search evaluated the objective and its gradient at the new point.
+        v_new = jnp.asarray(optax.tree.get(state, "value"), v.dtype)
+        g = clean(optax.tree.get(state, "grad"))
+        better = v_new < best_v
+        best_p = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best_p)
+        best_v = jnp.where(better, v_new, best_v)
+        progress = (v - v_new) > FIT_FTOL * jnp.maximum(jnp.abs(v_new), 1.0)
+        done = ~progress | ~jnp.isfinite(v_new) | (max_abs(g) <= FIT_GTOL)
+        return p, state, v_new, g, best_p, best_v, it + 1, done
 
-        def body(c):
-            p, state, v, g, best_p, best_v, it, _ = c
-            updates, state = opt.update(g, state, p, value=v, grad=g, value_fn=loss)
-            p = optax.apply_updates(p, updates)
-            # The line search evaluated the objective and its gradient at the new point.
-            v_new = jnp.asarray(optax.tree.get(state, "value"), v.dtype)
-            g = clean(optax.tree.get(state, "grad"))
-            better = v_new < best_v
-            best_p = jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), p, best_p)
-            best_v = jnp.where(better, v_new, best_v)
-            progress = (v - v_new) > FIT_FTOL * jnp.maximum(jnp.abs(v_new), 1.0)
-            done = ~progress | ~jnp.isfinite(v_new) | (max_abs(g) <= FIT_GTOL)
-            return p, state, v_new, g, best_p, best_v, it + 1, done
+    start = (p0, opt.init(p0), v0, g0, p0, v0, jnp.zeros((), jnp.int32),
+             ~jnp.isfinite(v0) | (max_abs(g0) <= FIT_GTOL))
+    out = jax.lax.while_loop(cond, body, start)
+    return out[4], out[5]
 
-        start = (p0, opt.init(p0), v0, g0, p0, v0, jnp.zeros((), jnp.int32),
-                 ~jnp.isfinite(v0) | (max_abs(g0) <= FIT_GTOL))
-        out = jax.lax.while_loop(cond, body, start)
-        return out[4], out[5]
 
-    ps, vs = jax.lax.map(run, starts)
+def _lbfgs_or_skip(loss, p0, mask_tree, num_steps: int, active) -> tuple[Any, Array]:
+    """``_lbfgs`` if ``active`` (a traced bool), else ``(p0, +inf)`` at no cost (a select that
+    runs both under ``jax.vmap``)."""
+    if active is None:
+        return _lbfgs(loss, p0, mask_tree, num_steps)
+    skipped = lambda p: (p, jnp.full((), jnp.inf, jnp.result_type(float)))  # noqa: E731
+    return jax.lax.cond(active, lambda p: _lbfgs(loss, p, mask_tree, num_steps), skipped, p0)
+
+
+def _lbfgs_from(model: _Model, anchor, starts, data: D.Data, num_steps: int, jitter,
+                active=None) -> tuple[Any, Array]:
+    """``fit_hyperparameters``'s L-BFGS from each of ``starts`` (a leading axis), one after
+    another; the best iterate over all of them and its loss (the first on ties). ``active``:
+    ``None``, or a traced bool per start (a skipped start's loss is ``+inf``). Leaves that
+    ``model.fitted`` marks ``False`` keep ``anchor``'s values."""
+    mask_tree = model.fitted(anchor)
+    loss = _fit_loss(model, anchor, mask_tree, data, jitter)
+    if active is None:
+        ps, vs = jax.lax.map(lambda p0: _lbfgs(loss, p0, mask_tree, num_steps), starts)
+    else:
+        ps, vs = jax.lax.map(lambda a: _lbfgs_or_skip(loss, a[0], mask_tree, num_steps, a[1]),
+                             (starts, active))
     i = jnp.argmin(vs)
     best = jax.tree_util.tree_map(lambda a: a[i], ps)
     return _masked(best, anchor, mask_tree), vs[i]
@@ -338,49 +368,87 @@ def select_by_bic(shared: _Model):
     the acquisition and the next warm start need no other code.
 
     The fits run one after another: the ARD model from the warm start; the shared model from the
-    ARD fit's mean ``log_ell`` and, with ``restarts``, from its restarts (``fit_hyperparameters``);
-    both criteria from one batched evaluation. With ``restarts``, the ARD model is then fitted
-    from its own restarts too (the better of its two fits is kept) unless its criterion exceeds
-    the shared fit's by at least ``BIC_RESTART_MARGIN`` and at most the extra parameters' penalty
-    ``(d - 1) log n``: the shared model is kept and the warm ARD fit is at least as likely as the
-    model it contains, so its warm start did not end in a worse optimum. A restart there could
-    still find an ARD optimum good enough to be kept, and skipping it gives that up (a heuristic
-    for speed, measured on tuning keys); it always runs where ARD is kept (its fit is the one
-    used) or where the warm ARD fit is less likely than the shared one (a worse local optimum).
-    The skip is a ``jax.lax.cond``: under ``jax.vmap`` a select that runs both branches."""
+    ARD fit's mean ``log_ell`` and, with ``restarts``, from its restart (the better of the two is
+    kept). With ``restarts``, the ARD model is then fitted from its own restart too (the better of
+    its two fits is kept) unless its criterion exceeds the shared fit's by at least
+    ``BIC_RESTART_MARGIN`` and at most the extra parameters' penalty ``(d - 1) log n``: the shared
+    model is kept and the warm ARD fit is at least as likely as the model it contains, so its warm
+    start did not end in a worse optimum. A restart there could still find an ARD optimum good
+    enough to be kept, and skipping it gives that up (a heuristic for speed, measured on tuning
+    keys); it always runs where ARD is kept (its fit is the one used) or where the warm ARD fit is
+    less likely than the shared one (a worse local optimum).
+
+    The four fits are the iterations of one ``jax.lax.scan`` over one L-BFGS program, so the fit
+    is compiled once, not four times: the shared model's parameters are held in the ARD shape,
+    its kernel and prior read ``log_ell[:1]`` (the other entries get a zero gradient and do not
+    move), and a fit that does not run (a restart not asked for or skipped) is a ``jax.lax.cond``,
+    under ``jax.vmap`` a select that runs it. ``restarts`` may be a traced bool."""
 
     def fit(model, params, data, *, num_steps, jitter=None, restarts=True):
-        p_ard, v_ard = fit_hyperparameters(model, params, data, num_steps=num_steps,
-                                           jitter=jitter, restarts=False)
-        warm = {**p_ard, "log_ell": jnp.mean(p_ard["log_ell"], keepdims=True)}
-        p_one, v_one = fit_hyperparameters(shared, warm, data, num_steps=num_steps,
-                                           jitter=jitter, restarts=restarts)
-        k_one, k_ard = num_hyperparameters(shared, p_one), num_hyperparameters(model, p_ard)
-        p_one = {**p_one, "log_ell": jnp.broadcast_to(p_one["log_ell"], p_ard["log_ell"].shape)}
-        both = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), p_one, p_ard)
-        crit = jax.vmap(lambda p, kk: bic(model, p, data, jitter, kk))(
-            both, jnp.asarray([k_one, k_ard]))
-        crit_one, crit_ard = crit[0], crit[1]
-        if restarts and model.restarts is not None:
-            def restart(_):
-                p_r, v_r = _lbfgs_from(model, p_ard, _restart_starts(model, p_ard, data), data,
-                                       num_steps, jitter)
-                keep = v_r < v_ard
-                p = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), p_r, p_ard)
-                return (p, jnp.where(keep, v_r, v_ard),
-                        jnp.where(keep, bic(model, p_r, data, jitter, k_ard), crit_ard))
+        d = data.dim
+        mask_tree = model.fitted(params)
+        k_one = num_hyperparameters(shared, {**params, "log_ell": params["log_ell"][:1]})
+        k_ard = num_hyperparameters(model, params)
+        one_view = lambda p: {**p, "log_ell": p["log_ell"][:1]}  # noqa: E731
+        as_ard = lambda p: {**p, "log_ell": jnp.broadcast_to(p["log_ell"][:1], (d,))}  # noqa: E731
 
-            # -2 log-likelihood: ARD's below the shared fit's by less than the extra parameters'
-            # penalty (d - 1) log n (BIC keeps the shared model) but not above it (ARD, which
-            # contains the shared model, has found at least as likely a fit): the restart
-            # cannot change the choice. Otherwise, either ARD may be kept or its warm start
-            # ended worse than the simpler model, and it restarts.
-            gap = crit_ard - crit_one
-            penalty = (k_ard - k_one) * jnp.log(jnp.maximum(jnp.sum(D.mask(data)), 1.0))
-            settled = (gap >= BIC_RESTART_MARGIN) & (gap <= penalty)
-            p_ard, v_ard, crit_ard = jax.lax.cond(
-                settled, lambda _: (p_ard, v_ard, crit_ard), restart, None)
-        use_shared = crit_one <= crit_ard
+        def either(is_shared):
+            """The ARD model, or (``is_shared``) the shared one on ARD-shaped parameters."""
+            return model._replace(
+                kernel=lambda p, a, b: jnp.where(is_shared, shared.kernel(one_view(p), a, b),
+                                                 model.kernel(p, a, b)),
+                log_prior=lambda p, dim: jnp.where(is_shared, shared.log_prior(one_view(p), dim),
+                                                   model.log_prior(p, dim)))
+
+        has_restarts = model.restarts is not None and restarts is not False
+        if has_restarts:
+            ard_mode = jax.tree_util.tree_map(lambda a: a[0], model.restarts(d, data.y.dtype))
+            one_mode = shared.restarts(d, data.y.dtype)
+            one_mode = as_ard(jax.tree_util.tree_map(lambda a: a[0], one_mode))
+        n_valid = jnp.maximum(jnp.sum(D.mask(data)), 1.0)
+        penalty = (k_ard - k_one) * jnp.log(n_valid)
+        inf = jnp.full((), jnp.inf, jnp.result_type(float))
+
+        def keep_fixed(p, source):  # the leaves the fit does not move, at ``source``'s values
+            return jax.tree_util.tree_map(lambda a, b, f: a if f else b, p, source, mask_tree)
+
+        def slot(carry, i):
+            (p_ard, v_ard, c_ard), (p_one, v_one, c_one) = carry
+            is_shared = (i == 1) | (i == 2)
+            warm_one = {**p_ard, "log_ell": jnp.broadcast_to(
+                jnp.mean(p_ard["log_ell"], keepdims=True), (d,))}
+            start, active = params, jnp.ones((), bool)
+            pick = lambda c, a, b: jax.tree_util.tree_map(  # noqa: E731
+                lambda x, y: jnp.where(c, x, y), a, b)
+            start = pick(i == 1, warm_one, start)
+            if has_restarts:
+                gap = c_ard - c_one
+                settled = (gap >= BIC_RESTART_MARGIN) & (gap <= penalty)
+                start = pick(i == 2, keep_fixed(one_mode, warm_one), start)
+                start = pick(i == 3, keep_fixed(ard_mode, p_ard), start)
+                active = jnp.where(i == 2, jnp.asarray(restarts, bool), active)
+                active = jnp.where(i == 3, jnp.asarray(restarts, bool) & ~settled, active)
+            m = either(is_shared)
+            p, v = _lbfgs_or_skip(_fit_loss(m, params, mask_tree, data, jitter), start,
+                                  mask_tree, num_steps, active if has_restarts else None)
+            p = _masked(p, params, mask_tree)
+            p = pick(is_shared, as_ard(p), p)
+            crit = jnp.where(active, bic(model, p, data, jitter, jnp.where(is_shared, k_one,
+                                                                           k_ard)), inf)
+            # slots 0 and 1 set the ARD and shared fits; 2 and 3 replace them if strictly better
+            new_one = (i == 1) | ((i == 2) & (v < v_one))
+            new_ard = (i == 0) | ((i == 3) & (v < v_ard))
+            ard = (pick(new_ard, p, p_ard), jnp.where(new_ard, v, v_ard),
+                   jnp.where(new_ard, crit, c_ard))
+            one = (pick(new_one, p, p_one), jnp.where(new_one, v, v_one),
+                   jnp.where(new_one, crit, c_one))
+            return (ard, one), None
+
+        empty = (params, inf, inf)
+        slots = jnp.arange(4 if has_restarts else 2)
+        ((p_ard, v_ard, c_ard), (p_one, v_one, c_one)), _ = jax.lax.scan(
+            slot, (empty, empty), slots)
+        use_shared = c_one <= c_ard
         pick = lambda a, b: jnp.where(use_shared, a, b)  # noqa: E731
         return (jax.tree_util.tree_map(pick, p_one, p_ard), pick(v_one, v_ard))
 
@@ -689,14 +757,10 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
         if due is True:  # n <= refit_until: the restarted fit (update's comment)
             return fit_fn(model, params, data, num_steps=num_fit_steps, jitter=jitter,
                           restarts=True)[0]
-        branches = [lambda p: p] + [
-            lambda p, r=r: fit_fn(model, p, data, num_steps=num_fit_steps, jitter=jitter,
-                                  restarts=r)[0]
-            for r in (False, True)]
-        if model.restarts is None:
-            branches = branches[:2]
-        which = jnp.where(due, jnp.where(n <= refit_until, len(branches) - 1, 1), 0)
-        return jax.lax.switch(which, branches, params)
+        # One fit program for both choices: the restarts are a traced switch of the fit.
+        refit = lambda p: fit_fn(model, p, data, num_steps=num_fit_steps,  # noqa: E731
+                                 jitter=jitter, restarts=n <= refit_until)[0]
+        return jax.lax.cond(due, refit, lambda p: p, params)
 
     def _factor_update(state, params, data, n_old, q_new, due):
         """The new rows appended to the factor (``O(n^2 q)``), or, when the hyper-parameters were

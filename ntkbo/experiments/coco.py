@@ -51,6 +51,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ntkbo import files
+
 #: The 11 targets on ``f - f_opt``: ``10^2, 10^1, ..., 10^-8`` (NeuralBO's Figure 2, COCO's
 #: ECDF default range).
 TARGETS = 10.0 ** np.arange(2, -9, -1)
@@ -191,9 +193,7 @@ def _versions() -> dict:
 
 
 def _write_npz(path: str, arrays: dict) -> None:
-    tmp = f"{path}.tmp.npz"
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, path)
+    files.atomic_write(path, lambda fh: np.savez_compressed(fh, **arrays))
 
 
 def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
@@ -208,8 +208,7 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
     dimension, the fraction of (function, instance, target) triples solved within the budget).
     ``ValueError`` names the argument that is wrong (``--algo``, ``--dims``, ...), before cocoex
     is imported; ``ImportError`` names the extra if cocoex is missing."""
-    from ntkbo import algorithms, ask_tell
-    from ntkbo.loop import default_n_init
+    from ntkbo import algorithms
 
     options = dict(options or {})
     if algo_name not in algorithms.names():
@@ -229,6 +228,19 @@ def run(algo_name: str, *, dims=(2, 3, 5, 10), instances=tuple(range(1, 16)),
     out = os.path.abspath(out)
     if re.search(r"\s", out):
         raise ValueError(f"--out {out!r}: cocoex's option string cannot hold whitespace")
+    # one writer per folder: a second run into ``out`` stops here, before it checks the folder
+    with files.lock_folder(out, " ".join(sys.argv)):
+        files.remove_temporaries(out)  # a killed writer's, whole or not: never renamed
+        return _run(algo_name, options, dims, instances, functions, budget_multiplier, out, seed,
+                    quiet, write_report)
+
+
+def _run(algo_name, options, dims, instances, functions, budget_multiplier, out, seed, quiet,
+         write_report) -> dict:
+    """``run`` after its checks, under the folder's lock."""
+    from ntkbo import algorithms, ask_tell
+    from ntkbo.loop import default_n_init
+
     cocoex_name = cocoex_folder_name(out)
     if os.path.exists(os.path.join(out, RUNS_FILE)) or os.path.exists(
             os.path.join(out, cocoex_name)):
@@ -422,13 +434,11 @@ def report(folders, out: str | None = None) -> dict:
                 per_function.setdefault(d, {}).setdefault(label, {})[int(fid)] = float(
                     hits[sel].mean())
     csv_path = os.path.join(out, "coco_ecdf.csv")
-    with open(csv_path, "w") as fh:
-        fh.write("\n".join(csv_rows) + "\n")
+    files.atomic_write(csv_path, ("\n".join(csv_rows) + "\n").encode())
     png = _plot(os.path.join(out, "coco_ecdf.png"), curves, all_dims)
     md = _markdown(runs, all_dims, curves, at_budget, per_function, png, csv_path, out)
     md_path = os.path.join(out, REPORT_FILE)
-    with open(md_path, "w") as fh:
-        fh.write(md)
+    files.atomic_write(md_path, md.encode())
     return {"markdown": md_path, "png": png, "csv": csv_path, "curves": curves,
             "at_budget": at_budget}
 
@@ -465,8 +475,10 @@ def _plot(path: str, curves: dict, dims: list[int]) -> str | None:
     fig.suptitle("ECDF of (function, instance, target) triples; targets 1e2..1e-8 on f - f_opt",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        files.atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
+    finally:
+        plt.close(fig)
     return path
 
 

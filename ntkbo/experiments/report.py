@@ -315,7 +315,8 @@ def plot_problem(stem: str, title: str, cells: dict, order: list, plt=None,
     try:
         with plt.rc_context(_SAVE_RC):
             for fmt in formats:
-                fig.savefig(f"{stem}.{fmt}", format=fmt, metadata=_SAVE_METADATA.get(fmt))
+                store.atomic_write(f"{stem}.{fmt}", lambda fh, fmt=fmt: fig.savefig(
+                    fh, format=fmt, metadata=_SAVE_METADATA.get(fmt)))
     finally:
         plt.close(fig)
     return True

@@ -3,7 +3,8 @@
 ``run(spec, out, scale)`` resolves the spec's cells, checks them against what ``out`` already holds
 (``check_compatible``), and runs every cell of this process that has no cell file yet, writing one
 ``store`` file per finished cell. A run killed mid-way loses at most its cell in flight; running it
-again finishes the rest.
+again finishes the rest. It holds ``out``'s one-writer lock (``ntkbo.files.lock_folder``) from
+before it reads the folder until it is done; a second run of the folder stops with its holder named.
 
 Execution of a cell (``run_cell``): the ``S`` seeds' keys ``PRNGKey(seed_offset + i)``
 (``paired_keys``, the same for every algorithm: a paired design) are laid out along the
@@ -41,7 +42,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ntkbo.experiments import store, summary
+from ntkbo import files
+from ntkbo.experiments import distributed, store, summary
 from ntkbo.experiments.spec import Cell, Spec, load
 from ntkbo.lapack_threads import configure_blas_threads
 from ntkbo.provenance import git_revision, versions  # noqa: F401  (re-exported)
@@ -378,10 +380,12 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
 
     Returns:
       The paths of the cell files of this process's share (finished now or before).
+
+    Raises ``ntkbo.files.FolderLocked`` (naming the holder's process and host) if another process
+    holds ``out``'s lock; then nothing is read or written. Under ``jax.distributed`` process 0
+    takes the lock for the group (``distributed.Group``) and the others wait for it.
     """
     import jax
-
-    from ntkbo import loop
 
     # a study is a program's entry point: it sets the LAPACK threads as the environment says
     # (one by default, ntkbo.lapack_threads), the call importing ntkbo does not make
@@ -392,20 +396,57 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
     nproc = jax.process_count() if num_processes is None else num_processes
     if not (isinstance(nproc, int) and nproc >= 1 and isinstance(pid, int) and 0 <= pid < nproc):
         raise ValueError(f"process_id must be in [0, num_processes={nproc}), got {pid!r}")
-    os.makedirs(out, exist_ok=True)
-    check_compatible(out, spec, scale, cells)
-    if pid == 0:
-        store.write_spec(out, resolved_record(spec, scale, cells))
-    mesh = seed_mesh(devices)
     if only is not None:
         labels = {a.id for a in spec.algorithms}
         unknown = sorted(set(only) - labels)
         if unknown:
             raise ValueError(f"only: unknown algorithm label(s) {', '.join(unknown)}; the spec's "
                              f"labels: {', '.join(sorted(labels))}")
+    os.makedirs(out, exist_ok=True)
+    command = command if command is not None else " ".join(sys.argv)
+    group = distributed.Group.of(pid, nproc)
+    lock, finished = None, False
+    try:
+        # One writer per folder: process 0 takes the lock (for its group, which waits for it)
+        # before it reads what the folder holds, and keeps it until every process is done.
+        if pid == 0:
+            try:
+                lock = files.lock_folder(out, command)
+                files.remove_temporaries(out)
+                files.remove_temporaries(store.cells_dir(out))
+                check_compatible(out, spec, scale, cells)
+                store.write_spec(out, resolved_record(spec, scale, cells))
+            except BaseException as err:
+                group.tell_started(err)
+                raise
+            group.tell_started(None)
+        else:
+            group.wait_started(out)
+            check_compatible(out, spec, scale, cells)
+        paths = _run_cells(spec, out, scale, cells, pid, nproc, devices, progress, command,
+                           block, only, release)
+        finished = True
+    finally:
+        try:
+            # every process, also after an error: process 0 holds the lock until all are done
+            group.wait_finished()
+            if finished and (pid == 0 or not group.coordinated):
+                # the last to finish sees every cell file (in a group: process 0, after all)
+                summary.write_summary(out)
+        finally:
+            if lock is not None:
+                lock.release()
+    return paths
+
+
+def _run_cells(spec, out, scale, cells, pid, nproc, devices, progress, command, block, only,
+               release) -> list[str]:
+    """``run``'s loop over this process's cells that have no file yet."""
+    from ntkbo import loop
+
+    mesh = seed_mesh(devices)
     mine = assigned([c for c in cells if only is None or c.algorithm.id in only], pid, nproc)
-    extra = {"versions": versions(), "command": command if command is not None
-             else " ".join(sys.argv), "git_revision": git_revision()}
+    extra = {"versions": versions(), "command": command, "git_revision": git_revision()}
     bar = None
     if progress is True:
         from tqdm import tqdm
@@ -440,6 +481,4 @@ def run(spec, out: str, scale: str = "full", *, devices: Sequence | None = None,
             progress(cell, path)
     if bar is not None:
         bar.close()
-    # every process writes it after its share: the last to finish sees every cell file
-    summary.write_summary(out)
     return paths

@@ -1,12 +1,11 @@
-"""Cell files: one ``.npz`` per finished (algorithm, problem, dim) cell, written atomically.
+"""Cell files: one ``.npz`` per finished (algorithm, problem, dim) cell, atomic and checksummed.
 
 An experiment's output folder ``DIR`` holds::
 
     DIR/spec.json            the resolved spec and scale the run was started with (``write_spec``)
     DIR/cells/<cell_id>.npz  one file per finished cell (``write_cell`` / ``read_cell``)
     DIR/log.jsonl            one JSON line per event: a cell started / finished (``append_log``)
-
-Cell files are written atomically (``write_cell``): no reader sees one in part, even after a crash.
+    DIR/ntkbo.lock           while a run writes the folder: its one-writer lock (``ntkbo.files``)
 
 Schema 1 (``S`` seeds, ``B`` budget, ``d`` dimension, ``K`` constraints, ``K = 0`` unconstrained):
 
@@ -27,6 +26,7 @@ name           shape/dtype  meaning
                             this is the cell's wall time (compilation included) divided evenly
                             over its seeds
 ``meta``       () str       JSON, below
+``checksum``   () str       ``ntkbo.files.arrays_sha256`` of the other members (from 2026-11-29)
 =============  ===========  ================================================================
 
 ``meta`` keys: ``schema`` (1), ``cell_id``, ``digest``, ``algorithm`` {``label``, ``name``,
@@ -44,16 +44,21 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
+import zipfile
+import zlib
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from ntkbo import files
 
 #: The version of the cell-file layout; ``read_cell`` refuses other versions.
 SCHEMA = 1
 #: The arrays of a cell file (``meta`` aside), in order.
 ARRAYS = ("x", "y", "f", "c", "c_obs", "feasible", "metric", "keys", "seeds", "wall_time")
+#: The member of a cell file holding ``files.arrays_sha256`` of every other member.
+CHECKSUM = "checksum"
 CELLS = "cells"
 SPEC = "spec.json"
 LOG = "log.jsonl"
@@ -87,31 +92,10 @@ def cell_path(out: str, cell_id: str) -> str:
     return os.path.join(cells_dir(out), f"{cell_id}.npz")
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: str, write) -> None:
-    """Calls ``write(fh)`` on a binary temporary file next to ``path``, fsyncs it, renames it over
-    ``path`` (``os.replace``) and fsyncs the folder. On any error the temporary file is removed."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(folder)
+def atomic_write(path: str, write) -> str:
+    """``ntkbo.files.atomic_write``: ``write`` (bytes, or a function of a binary file object)
+    lands in ``path`` whole or not at all."""
+    return files.atomic_write(path, write)
 
 
 def _check_arrays(arrays: dict) -> dict:
@@ -141,7 +125,9 @@ def write_cell(out: str, cell, arrays: dict, meta: dict) -> str:
 
     The file is written to a temporary file in ``out/cells``, flushed, ``fsync``-ed and renamed over
     its final name with ``os.replace`` (atomic on POSIX), and the folder is ``fsync``-ed after.
-    Temporary files left by a killed writer end in ``.tmp`` and are ignored by ``list_cells``.
+    Temporary files left by a killed writer are hidden and ignored by ``list_cells``. The file
+    carries ``checksum``, ``files.arrays_sha256`` of ``meta`` and every array, which
+    ``read_cell`` verifies.
 
     Args:
       out: the experiment folder.
@@ -154,19 +140,69 @@ def write_cell(out: str, cell, arrays: dict, meta: dict) -> str:
     if not isinstance(cell, str):
         meta["digest"] = cell.digest
     arrays = _check_arrays(arrays)
-    text = json.dumps(meta, sort_keys=True, allow_nan=False)
+    if CHECKSUM in arrays:
+        raise ValueError(f"arrays: {CHECKSUM!r} is the cell file's own member; rename that array")
+    members: dict[str, Any] = dict(
+        arrays, meta=np.asarray(json.dumps(meta, sort_keys=True, allow_nan=False)))
+    members[CHECKSUM] = np.asarray(files.arrays_sha256(members))
     path = cell_path(out, cell_id)
-    atomic_write(path, lambda fh: np.savez(fh, meta=np.asarray(text), **arrays))
+    atomic_write(path, lambda fh: np.savez(fh, **members))
     return path
 
 
+#: What to do with a damaged cell file.
+_RERUN = ("delete it and run the study again (the runner recomputes the cells that have no file; "
+          "the others are kept)")
+
+#: What numpy and zipfile raise for a truncated or damaged ``.npz`` (``RuntimeError``: a flipped flag
+#: bit that marks a member encrypted or of an unknown compression).
+_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, RuntimeError, zipfile.BadZipFile,
+                zipfile.LargeZipFile, zlib.error)
+
+
+def _load_members(path: str, names=None) -> dict:
+    """The members of the ``.npz`` file ``path`` (``names``: only those), read in full (so the
+    zip's CRC-32 of each is checked); ``ValueError`` naming the file if it is not a readable
+    ``.npz`` (truncated, damaged, or not one at all)."""
+    try:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ValueError("it holds a single array, not a set of named arrays")
+        with z:
+            return {k: z[k] for k in (z.files if names is None else names)}
+    except FileNotFoundError:
+        raise
+    except _READ_ERRORS as err:
+        raise ValueError(f"{path}: not a readable cell file (truncated or damaged: "
+                         f"{type(err).__name__}: {err}); {_RERUN}") from None
+
+
+def _parse_meta(path: str, text) -> dict:
+    try:
+        meta = json.loads(str(text))
+    except ValueError as err:
+        raise ValueError(f"{path}: the cell file's meta is not valid JSON ({err}); "
+                         f"{_RERUN}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: the cell file's meta is a {type(meta).__name__}, not a dict; "
+                         f"{_RERUN}")
+    return meta
+
+
 def read_cell(path: str) -> CellRecord:
-    """Reads a cell file written by ``write_cell``; ``ValueError`` if it is not schema 1."""
-    with np.load(path, allow_pickle=False) as z:
-        data = {k: z[k] for k in z.files}
+    """Reads a cell file written by ``write_cell``; ``ValueError`` naming the file if it is not
+    schema 1, is not a readable ``.npz`` (truncated or damaged), or its ``checksum`` does not
+    match its contents. A cell file written before cells carried a checksum (no ``checksum``
+    member) is read without one: the zip's CRC-32 of every member, checked on reading, still
+    refuses a flipped bit."""
+    data = _load_members(path)
     if "meta" not in data:
         raise ValueError(f"{path}: not a cell file (no meta)")
-    meta = json.loads(str(data.pop("meta")))
+    stored = data.pop(CHECKSUM, None)
+    if stored is not None and str(stored) != files.arrays_sha256(data):
+        raise ValueError(f"{path}: the cell file is damaged: its checksum {str(stored)[:20]}... "
+                         f"does not match its contents; {_RERUN}")
+    meta = _parse_meta(path, data.pop("meta"))
     if meta.get("schema") != SCHEMA:
         raise ValueError(f"{path}: cell schema {meta.get('schema')!r}, this ntkbo reads {SCHEMA}")
     missing = [k for k in ARRAYS if k not in data]
@@ -176,9 +212,9 @@ def read_cell(path: str) -> CellRecord:
 
 
 def read_meta(path: str) -> dict:
-    """Only the ``meta`` of a cell file (cheap: the arrays are not decompressed)."""
-    with np.load(path, allow_pickle=False) as z:
-        return json.loads(str(z["meta"]))
+    """Only the ``meta`` of a cell file (cheap: the arrays are not read, nor the checksum
+    verified; ``read_cell`` does); ``ValueError`` naming the file if it cannot be read."""
+    return _parse_meta(path, _load_members(path, ("meta",))["meta"])
 
 
 def list_cells(out: str) -> list[str]:
@@ -200,12 +236,24 @@ def write_spec(out: str, resolved: dict) -> str:
 
 
 def read_spec(out: str) -> dict | None:
-    """The ``out/spec.json`` of a previous run, or ``None``."""
+    """The ``out/spec.json`` of a previous run, or ``None``; ``ValueError`` naming the file if it is
+    not a JSON object (a damaged file: delete it and run the same spec again, which rewrites it;
+    the cell files are checked against the spec by their own ``digest``)."""
     path = os.path.join(out, SPEC)
     if not os.path.exists(path):
         return None
-    with open(path) as fh:
-        return json.load(fh)
+    fix = ("delete it and run the same spec again to rewrite it (the cell files are checked "
+           "against the spec by their own ``digest``)")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: the study's spec record is not valid JSON ({err}); "
+                         f"{fix}") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: the study's spec record is a {type(record).__name__}, not a "
+                         f"JSON object; {fix}")
+    return record
 
 
 def append_log(out: str, event: str, **fields: Any) -> None:

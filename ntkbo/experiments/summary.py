@@ -131,22 +131,39 @@ def order(cell_id: str) -> str:
 
 def read_summary(out: str) -> list[Entry]:
     """The entries of ``out/summary.npz`` in its order (``order``); ``[]`` if there is
-    none; ``ValueError`` for another schema."""
+    none; ``ValueError`` for another schema, or naming the file if it is truncated or damaged."""
     path = summary_path(out)
     if not os.path.exists(path):
         return []
-    with np.load(path, allow_pickle=False) as z:
-        index = json.loads(str(z["index"]))
-        if index.get("schema") != SCHEMA:
-            raise ValueError(f"{path}: summary schema {index.get('schema')!r}, this ntkbo reads "
-                             f"{SCHEMA}")
-        entries = []
-        for i, item in enumerate(index["cells"]):
-            arrays = {k: z[f"{i}.{k}"] for k in _ARRAYS}
-            feasible = z[f"{i}.feasible"] if f"{i}.feasible" in z.files else None
-            entries.append(Entry(cell_id=item["cell_id"], kind=item["kind"], feasible=feasible,
-                                 meta=item["meta"], **arrays))
+    try:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ValueError("it holds a single array, not a set of named arrays")
+        with z:
+            index = json.loads(str(z["index"]))
+            if not isinstance(index, dict):
+                raise ValueError(f"its index is a {type(index).__name__}, not a dict")
+            if index.get("schema") != SCHEMA:
+                raise _Schema(f"{path}: summary schema {index.get('schema')!r}, this ntkbo reads "
+                              f"{SCHEMA}")
+            entries = []
+            for i, item in enumerate(index["cells"]):
+                arrays = {k: z[f"{i}.{k}"] for k in _ARRAYS}
+                feasible = z[f"{i}.feasible"] if f"{i}.feasible" in z.files else None
+                entries.append(Entry(cell_id=item["cell_id"], kind=item["kind"],
+                                     feasible=feasible, meta=item["meta"], **arrays))
+    except (FileNotFoundError, _Schema):
+        raise
+    except store._READ_ERRORS + (TypeError,) as err:
+        raise ValueError(f"{path}: not a readable study summary (truncated or damaged: "
+                         f"{type(err).__name__}: {err}); restore it from a copy, or rebuild it "
+                         "from the study's cell files: delete it and run `ntkbo summary DIR`"
+                         ) from None
     return entries
+
+
+class _Schema(ValueError):
+    """A summary of another schema (passed through ``read_summary``'s damage check)."""
 
 
 def collect(out: str) -> list[Entry]:
