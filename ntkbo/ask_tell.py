@@ -33,8 +33,8 @@ failed, ``abandon`` drops a trial that was never evaluated.
 Black-box constraints ``c_k(x) <= 0``: an algorithm with ``algo.n_constraints = K > 0`` (e.g.
 ``neural_cbo``) needs ``tell(algo, study, x, y, c)``, ``c`` ``(q, K)``; with ``K = 0``, no ``c``.
 
-The first ``n_init`` points asked are a scrambled Sobol design drawn from the study's key, the
-initial design of ``ntkbo.minimize`` with the same key; then ``ask`` calls ``algo.suggest``.
+The first ``n_init`` points asked are the initial design of ``ntkbo.minimize`` with the same
+key (``start``); then ``ask`` calls ``algo.suggest`` (a duplicate guard at ``"auto"``: on).
 ``save`` (format 4: the algorithm and its options, the bounds, the trials, the ``Space``) keeps
 the key, so a resumed study asks the points an uninterrupted one would; ``load`` refuses a file
 of another algorithm, option or box.
@@ -53,7 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
-from ntkbo import cache, compiling
+from ntkbo import cache, compiling, lapack_threads
 from ntkbo import data as D
 from ntkbo import files
 from ntkbo.base import Algorithm
@@ -178,16 +178,18 @@ _PAIRS = cache.Kept(release=lambda pair: [call.jitted.clear_cache() for call in 
 
 def _jitted(algo: Algorithm):
     """``algo.suggest`` and ``algo.update`` jitted, compiled with the persistent cache
-    (``ntkbo.cache``) and a notice while a long first call compiles (``ntkbo.compiling``); the
-    same pair for the same algorithm while it is kept (``_PAIRS``)."""
+    (``ntkbo.cache``) and a notice while a long first call compiles (``ntkbo.compiling``), run
+    with ``ntkbo.lapack_threads.during_calls``; the same pair for the same algorithm while it
+    is kept (``_PAIRS``)."""
     name = algo.name or "algorithm"
 
     def announced(fn, what):
         jitted = jax.jit(fn)
 
         def call(*args):
-            with cache.scope(), compiling.notice(f"{name}.{what}"):
-                return jitted(*args)
+            with cache.scope(), lapack_threads.during_calls(), compiling.notice(
+                    f"{name}.{what}"):
+                return jax.block_until_ready(jitted(*args))
 
         call.jitted = jitted  # type: ignore[attr-defined]  # what _PAIRS releases
         return call
@@ -218,17 +220,23 @@ def _state_bounds(state) -> np.ndarray:
 
 def start(algo: Algorithm, bounds, key, *, n_init: int | None = None,
           capacity: int = MIN_CAPACITY) -> Study:
-    """A new study on the box ``bounds`` ``(2, d)``; ``n_init`` Sobol points are asked first
-    (default ``ntkbo.loop.design_size(d)`` = ``max(2, d + 1)``, as ``ntkbo.minimize``)."""
+    """A new study on the box ``bounds`` ``(2, d)``; ``n_init`` points of the initial design are
+    asked first, as ``ntkbo.minimize`` draws them (default ``algo.n_init``, its preset's design,
+    else ``ntkbo.loop.design_size(d)`` = ``max(2, d + 1)``; sampler ``algo.design_sampler``,
+    else scrambled Sobol). The study does not know the objective's noise, so an algorithm's
+    duplicate guard left at ``"auto"`` runs as for a noise-free objective (on); for a noisy
+    objective build it with ``search={"avoid_observed": False}``."""
     bounds = check_bounds(bounds)
     if n_init is None:
-        n_init = design_size(bounds.shape[1])
+        n_init = getattr(algo, "n_init", None)
+        n_init = design_size(bounds.shape[1]) if n_init is None else n_init
     check_int("n_init", n_init, 0)
     check_int("capacity", capacity, 1)
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)  # raw uint32 keys serialise with msgpack
     k_design, _, k_algo, k_loop = jax.random.split(key, 4)  # the same split as ntkbo.minimize
-    design = initial_design(k_design, bounds, n_init) if n_init else jnp.zeros((0, bounds.shape[1]))
+    design = (initial_design(k_design, bounds, n_init, getattr(algo, "design_sampler", None))
+              if n_init else jnp.zeros((0, bounds.shape[1])))
     state = algo.init(k_algo, bounds, D.next_capacity(max(capacity, n_init), MIN_CAPACITY))
     k = int(getattr(algo, "n_constraints", 0))
     d = bounds.shape[1]

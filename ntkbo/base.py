@@ -185,7 +185,16 @@ class Algorithm(NamedTuple):
     ``update(state, x, y) -> (state, info)``; ``n_constraints``: the number ``K`` of black-box constraints
     whose observed values ``update`` expects in ``y[:, 1:]`` (0: ``y`` is the objective only);
     ``name``: the ``ntkbo.algorithms`` registry name it was built as (``None`` for an algorithm
-    assembled by hand); ``config``: its resolved options (a ``Config``; ``None`` likewise)."""
+    assembled by hand); ``config``: its resolved options (a ``Config``; ``None`` likewise);
+    ``n_init``: the initial design's size of the protocol its preset follows (the source's, e.g.
+    ``neural_bo(preset="paper")``'s 5; ``ntkbo.algorithms.design``), which ``ntkbo.minimize``,
+    the study runner and ``ntkbo.ask_tell`` use when the caller gives no ``n_init`` (``None``:
+    their default, ``ntkbo.loop.design_size``); ``design_sampler``: that design's sampler where
+    the source names one (``"uniform"``: its "random points"; ``ntkbo.algorithms.
+    design_sampler``), read by the same drivers (``None``: scrambled Sobol,
+    ``ntkbo.loop.initial_design``; ``algo._replace(design_sampler=...)`` sets another). Neither is
+    an option of the algorithm: the same options built without the preset run the same
+    algorithm with the default design."""
 
     init: InitFn
     suggest: SuggestFn
@@ -193,3 +202,5 @@ class Algorithm(NamedTuple):
     n_constraints: int = 0
     name: str | None = None
     config: Config | None = None
+    n_init: int | None = None
+    design_sampler: str | None = None

@@ -86,9 +86,14 @@ def _states():
 def active_dir() -> str | None:
     """The folder ntkbo's calls compile into now: the user's own ``jax_compilation_cache_dir`` if
     set, else ``cache_dir()`` (``None``: no cache)."""
+    return _configured() or cache_dir()
+
+
+def _configured() -> str | None:
+    """The cache folder JAX has been given for the whole process (``None``: none)."""
     import jax
 
-    return jax.config.jax_compilation_cache_dir or cache_dir()
+    return getattr(jax.config, "jax_compilation_cache_dir", None)
 
 
 @contextlib.contextmanager
@@ -96,9 +101,7 @@ def scope() -> Iterator[str | None]:
     """Compiles what runs inside with the persistent cache in ``cache_dir()`` (for the current
     thread only), unless JAX already has a cache folder (the user's, or ``enable``'s), which is
     then used, or the cache is off. Yields the folder in use (``None``: none)."""
-    import jax
-
-    own = jax.config.jax_compilation_cache_dir
+    own = _configured()
     if own:
         yield own
         return

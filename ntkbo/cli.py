@@ -508,7 +508,7 @@ def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, prob
         "optimum": optimum, "budget": budget, "seeds": seeds, "seed": seed,
         "block": block, "seed_index": seed_index, "config_file": config_file,
         "min_capacity": min_capacity,
-        "n_init": int(loop.default_n_init(problem, budget) if n_init is None else n_init),
+        "n_init": int(loop.default_n_init(problem, budget, algo) if n_init is None else n_init),
         "q": loop.batch_size(algo, problem),
         "dtype": "float64" if jax.config.read("jax_enable_x64") else "float32",
         "wall_time_s": wall, "ntkbo": ntkbo.__version__, "jax": jax.__version__,

@@ -40,7 +40,8 @@ def _enabled() -> bool:
         "1", "true", "yes", "on")
 
 
-def _on_duration(event: str, _seconds: float, **_kwargs) -> None:
+def _on_duration(event: str, duration_secs: float, **kwargs: str | int) -> None:
+    del duration_secs, kwargs
     watch = getattr(_local, "watch", None)
     if watch is not None and event == _TRACE_EVENT:
         watch.set()

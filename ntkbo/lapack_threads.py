@@ -11,11 +11,13 @@ with one; a whole 300-evaluation Ackley-10 run 99 s against 10.6 s for one seed 
 64 s for three vmapped seeds (the "capacity-512 cliff"); a vmapped posterior-variance gradient step
 at capacity 1024, 3.5 s against 0.14 s.
 
-So ntkbo sets that library to one thread with one explicit call, ``ntkbo.configure_blas_threads()``
-(``configure_blas_threads`` here), unless the user chose otherwise. Importing ntkbo changes nothing:
-the library is shared with the process's own scipy code, so changing it is the caller's decision.
-The command line (``ntkbo run|bench|demo|coco``) and ``ntkbo.experiments.run`` make the call; a
-script that runs ntkbo on CPU should make it first. With no argument it follows the environment:
+So ntkbo runs its own compiled calls (``minimize``, ask/tell, ``minimize_chunks``) on one LAPACK
+thread and gives the library its count back after each (``during_calls``), unless the user chose
+otherwise; ``ntkbo.configure_blas_threads()`` sets it for the whole process. Importing ntkbo
+changes nothing: the library is shared with the process's own scipy code. The command line
+(``ntkbo run|bench|demo|coco``) and ``ntkbo.experiments.run`` make the call; a script that compiles
+ntkbo's functions itself (``jax.jit(algo.suggest)``) should make it first. Both follow the
+environment:
 
 * ``NTKBO_LAPACK_THREADS=<n>`` sets ``n`` threads; ``NTKBO_LAPACK_THREADS=keep`` leaves the library
   alone;
@@ -30,11 +32,14 @@ OpenBLAS can be found (scipy built against MKL or Accelerate, or a platform with
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import os
+from typing import Iterator
 
 __all__ = ["ENV", "lapack_libraries", "get_lapack_threads", "set_lapack_threads",
-           "configure_from_environment", "configure_blas_threads"]
+           "configure_from_environment", "configure_blas_threads", "during_calls"]
 
 #: The environment variable read by ``configure_from_environment``.
 ENV = "NTKBO_LAPACK_THREADS"
@@ -100,20 +105,26 @@ def set_lapack_threads(n: int) -> int | None:
     return before
 
 
-def configure_from_environment() -> int | None:
-    """Applies the rule of the module docstring; returns the thread count set (None: untouched)."""
+def _wanted() -> int | None:
+    """The thread count the module docstring's rule asks for (None: leave the library alone)."""
     value = os.environ.get(ENV, "").strip()
     if value.lower() == "keep":
         return None
     if value:
         try:
-            n = int(value)
+            return int(value)
         except ValueError:
             raise ValueError(f"{ENV} must be a positive integer or 'keep', got {value!r}") from None
-    elif os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS"):
+    if os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS"):
         return None
-    else:
-        n = 1
+    return 1
+
+
+def configure_from_environment() -> int | None:
+    """Applies the rule of the module docstring; returns the thread count set (None: untouched)."""
+    n = _wanted()
+    if n is None:
+        return None
     try:
         set_lapack_threads(n)
     except OSError:  # a library that cannot be opened by path: leave it as it is
@@ -135,3 +146,40 @@ def configure_blas_threads(threads: int | None = None) -> int | None:
     except OSError:  # a library that cannot be opened by path: leave it as it is
         return None
     return int(threads)
+
+
+@functools.lru_cache(maxsize=1)
+def _handles() -> tuple:
+    """``(get, set)`` ctypes functions of every library of ``lapack_libraries``, looked up once."""
+    found = []
+    for path in lapack_libraries():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        get = next((getattr(lib, n) for n in _GET if getattr(lib, n, None) is not None), None)
+        put = next((getattr(lib, n) for n in _SET if getattr(lib, n, None) is not None), None)
+        if get is not None and put is not None:
+            found.append((get, put))
+    return tuple(found)
+
+
+@contextlib.contextmanager
+def during_calls() -> Iterator[None]:
+    """The module docstring's rule (one thread unless the environment says otherwise) for the
+    duration of the block, and the libraries' own thread counts back after it: ntkbo's drivers
+    wrap their compiled calls in it, so a script that never called ``configure_blas_threads``
+    runs them on one LAPACK thread while its own scipy code keeps its threads. The block must
+    wait for its results (``jax.block_until_ready``): LAPACK reads the count at each call."""
+    n = _wanted()
+    handles: tuple = () if n is None else _handles()
+    before = [int(get()) for get, _ in handles]
+    for (_, put), old in zip(handles, before):
+        if old != n:
+            put(ctypes.c_int(int(n or old)))
+    try:
+        yield
+    finally:
+        for (_, put), old in zip(handles, before):
+            if old != n:
+                put(ctypes.c_int(old))

@@ -35,9 +35,11 @@ from typing import Any, Iterator, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 
-from ntkbo import cache, compiling, qmc
+from ntkbo import cache, compiling, lapack_threads, qmc
 from ntkbo import data as D
+from ntkbo.algorithms import resolve_guard
 from ntkbo.base import Algorithm
 from ntkbo.objective import Problem, violation
 from ntkbo.validation import check_bounds, check_int, check_output, check_problem
@@ -224,13 +226,15 @@ def design_size(d: int) -> int:
     return max(2, int(d) + 1)
 
 
-def default_n_init(problem, budget: int) -> int:
-    """``min(budget, design_size(d))``: the default initial design of a run of ``budget``
-    (``ValueError`` naming the argument for a ``problem`` that is not one or a ``budget`` that
-    is not an int)."""
+def default_n_init(problem, budget: int, algo=None) -> int:
+    """The initial design of a run of ``budget`` when the caller gives none: ``min(budget,
+    algo.n_init)`` when ``algo`` carries its preset's (``ntkbo.base.Algorithm.n_init``), else
+    ``min(budget, design_size(d))``. ``ValueError`` naming the argument for a ``problem`` that
+    is not one or a ``budget`` that is not an int."""
     check_problem(problem)
     validate_int("budget", budget)
-    return min(budget, design_size(problem.bounds.shape[-1]))
+    n_init = getattr(algo, "n_init", None)
+    return min(budget, design_size(problem.bounds.shape[-1]) if n_init is None else n_init)
 
 
 def _evaluate(problem, key, x):
@@ -266,14 +270,24 @@ def grow_state(state, capacity: int):
     return D.grow_tree(state, capacity)
 
 
-def initial_design(key, bounds, n: int):
-    """``n`` scrambled quasi-random points in the box (the same for every algorithm)."""
-    return qmc.sobol(key, n, bounds)
+#: The initial design's samplers: ``"sobol"`` (scrambled Sobol, ``ntkbo.qmc.sobol``, the
+#: default) and ``"uniform"`` (i.i.d. uniform points, ``ntkbo.qmc.uniform``: a paper's "random
+#: points" or "random search").
+DESIGN_SAMPLERS = ("sobol", "uniform")
+
+
+def initial_design(key, bounds, n: int, sampler: str | None = None):
+    """``n`` points in the box, the same for every algorithm with the same ``sampler``
+    (:data:`DESIGN_SAMPLERS`; ``None``: ``"sobol"``, scrambled quasi-random points)."""
+    sampler = "sobol" if sampler is None else sampler
+    if sampler not in DESIGN_SAMPLERS:
+        raise ValueError(f"design sampler must be one of {DESIGN_SAMPLERS}, got {sampler!r}")
+    return (qmc.sobol if sampler == "sobol" else qmc.uniform)(key, n, bounds)
 
 
 def _init(algo: Algorithm, problem, key, n_init: int, capacity: int):
     k_design, k_noise, k_algo, k_loop = jax.random.split(key, 4)
-    x0 = initial_design(k_design, problem.bounds, n_init)
+    x0 = initial_design(k_design, problem.bounds, n_init, getattr(algo, "design_sampler", None))
     y0, f0, c_obs0, c0 = _evaluate(problem, k_noise, x0)
     state = algo.init(k_algo, problem.bounds, capacity)
     state, update_info = algo.update(state, x0, _told(algo, y0, c_obs0))
@@ -379,13 +393,17 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
     """Minimises ``problem.fn`` over ``problem.bounds`` with ``budget`` evaluations.
 
     Args:
-      algo: an ``ntkbo.Algorithm``.
+      algo: an ``ntkbo.Algorithm``; a duplicate guard left at ``"auto"`` is resolved against
+        ``problem`` (``ntkbo.algorithms.resolve_guard``: off where it is noisy, so a problem
+        passed as an argument of ``jax.jit`` needs the guard set or the algorithm built by
+        ``ntkbo.algorithms.for_problem``).
       problem: an ``ntkbo.benchmarks.Problem`` (or anything with a traceable ``fn`` of one point
         ``(d,) -> ()``, ``bounds`` ``(2, d)`` and ``noise_std``).
       budget: total number of evaluations, initial design included.
       key: a ``jax.random`` key; the same key gives a bit-identical run.
-      n_init: size of the quasi-random initial design (default ``min(budget, max(2, d + 1))``,
-        ``design_size``).
+      n_init: size of the initial design (default ``default_n_init``: the ``algo.n_init`` of its
+        preset, else ``min(budget, max(2, d + 1))``, ``design_size``), drawn by
+        ``algo.design_sampler`` (its preset's; ``None``: scrambled Sobol, ``initial_design``).
       min_capacity: the smallest buffer capacity unless the budget needs less (capacities are
         powers of two; ``plan``).
 
@@ -397,18 +415,34 @@ def minimize(algo: Algorithm, problem: Problem, budget: int, key, *, n_init: int
     The run is one compiled program per algorithm, problem, budget and capacity plan, compiled
     at the first call and kept in JAX's persistent cache (``ntkbo.cache``: a later process reads
     it instead of compiling); a first call that compiles for more than a few seconds says so on
-    standard error (``ntkbo.compiling``).
+    standard error (``ntkbo.compiling``). It runs on one LAPACK thread unless the environment
+    says otherwise (``ntkbo.lapack_threads.during_calls``) and returns once computed.
     """
-    n_init = default_n_init(problem, budget) if n_init is None else n_init
+    check_problem(problem)  # before anything reads it
+    algo = resolve_guard(algo, problem)
+    n_init = default_n_init(problem, budget, algo) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_int("min_capacity", min_capacity, 1)
     check_constraints(algo, problem)
     q = batch_size(algo, problem)
     validate(problem, budget, n_init, q)
-    with cache.scope(), compiling.notice(_describe(algo, problem, budget)):
+    with cache.scope(), lapack_threads.during_calls(), compiling.notice(
+            _describe(algo, problem, budget)):
         run = _program(algo, problem, budget, n_init, q, min_capacity)
-        return run(algo, problem, key, budget=budget, n_init=n_init, q=q,
-                   min_capacity=min_capacity)
+        return _ready(run(algo, problem, key, budget=budget, n_init=n_init, q=q,
+                          min_capacity=min_capacity))
+
+
+def _ready(result):
+    """``result`` once computed, so that the LAPACK thread count of
+    ``lapack_threads.during_calls`` holds while the program runs: its arrays are waited for, and
+    so are the batched values of an eager ``jax.vmap`` (a tracer's ``val``); under an outer
+    ``jit`` nothing runs yet and nothing is waited for."""
+    for a in jax.tree_util.tree_leaves(result):
+        value = getattr(a, "val", None) if isinstance(a, Tracer) else a
+        if isinstance(value, jax.Array) and not isinstance(value, Tracer):
+            value.block_until_ready()
+    return result
 
 
 def _describe(algo: Algorithm, problem, budget: int) -> str:
@@ -510,7 +544,9 @@ def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
     ``problem``; the initial design's and the chunks' programs are then exported to it once and
     loaded by later processes instead of traced (bit-identical results; ``ntkbo run`` passes one).
     """
-    n_init = default_n_init(problem, budget) if n_init is None else n_init
+    check_problem(problem)  # before anything reads it
+    algo = resolve_guard(algo, problem)
+    n_init = default_n_init(problem, budget, algo) if n_init is None else n_init
     validate(problem, budget, n_init, 1)
     check_int("min_capacity", min_capacity, 1)
     check_constraints(algo, problem)
@@ -519,8 +555,13 @@ def minimize_chunks(algo: Algorithm, problem: Problem, budget: int, keys, *,
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else _design_capacity(budget, n_init, min_capacity)
     # Every program goes through ``call``: straight to the jitted function, or through the store,
-    # compiled with the persistent cache (``ntkbo.cache``).
-    call = cache.cached(programs if programs is not None else (lambda _name, fn, *args: fn(*args)))
+    # compiled with the persistent cache (``ntkbo.cache``) and run on the LAPACK threads of
+    # ``lapack_threads.during_calls``.
+    run = programs if programs is not None else (lambda _name, fn, *args: fn(*args))
+
+    def call(*args):
+        with cache.scope(), lapack_threads.during_calls():
+            return _ready(run(*args))
     states, loop_keys, (x, y, f, co, c) = call(
         f"init n_init={n_init} capacity={first}",
         functools.partial(_init_many, algo, problem, n_init=n_init, capacity=first), keys)

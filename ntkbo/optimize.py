@@ -18,11 +18,13 @@ box ``bounds`` (``(2, d)``: lower row, upper row) in four stages:
    never returns a lower value than its start.
 4. The result is the best of the refined starts and the candidates: refinement never lowers the
    acquisition value below the best candidate.
-5. If ``observed`` points are given (the evaluated inputs) and the result lies within
-   ``min_distance`` of one of them (Chebyshev distance in units of the box's width, default
-   ``MIN_DISTANCE``), it is replaced by the best refined start or candidate that does not
+5. The duplicate guard, only if ``observed`` points are given (the evaluated inputs): a result
+   within ``min_distance`` of one of them (Chebyshev distance in units of the box's width,
+   default ``MIN_DISTANCE``) is replaced by the best refined start or candidate that is not
    (``OptimizeInfo.replaced``; :data:`DISTINCT_POOL` says among which): an evaluation of a
-   deterministic objective at a point already observed teaches the model nothing.
+   deterministic objective at a point already observed teaches the model nothing. Without
+   ``observed``, the acquisition's own maximiser, as in every paper; the algorithms pass their
+   observations when ``search.avoid_observed`` is on (:data:`AVOID_OBSERVED`, :func:`guarded`).
 
 Gradient refinement needs ``acq_fn`` to be differentiable and *row-wise*: row ``i`` of the output
 depends only on row ``i`` of the input (true of EI, LogEI, PI, UCB and the posterior mean of any
@@ -58,8 +60,12 @@ __all__ = [
     "near_observed",
     "best_distinct",
     "argmax_distinct",
+    "AVOID_OBSERVED",
     "METHODS",
     "MIN_DISTANCE",
+    "avoid_observed_for",
+    "check_avoid_observed",
+    "guarded",
     "SAMPLERS",
 ]
 
@@ -70,6 +76,13 @@ METHODS = ("adam", "pgd", "lbfgs", "none")
 SAMPLERS = ("sobol", "kronecker", "uniform")
 #: Two points closer than this fraction of the box's width in every coordinate are one point.
 MIN_DISTANCE = 1e-4
+#: The default of every algorithm's ``search.avoid_observed`` (stage 5): ``"auto"``, the guard
+#: on for a noise-free problem and off for a noisy one (:func:`avoid_observed_for`; a repeat of a
+#: noisy evaluation is an observation like any other). A factory does not know the problem, so
+#: it treats ``"auto"`` as noise-free (on); the drivers resolve it against the problem first
+#: (``ntkbo.algorithms.problem_options``, ``ntkbo.algorithms.resolve_guard``). The evidence for
+#: the guard on a deterministic objective is in docs/decisions.md (2026-11-27, 2026-11-29).
+AVOID_OBSERVED = "auto"
 #: Candidates beyond the refined starts searched for a distinct replacement (stage 5): the
 #: ``num_restarts + DISTINCT_POOL`` best and ``DISTINCT_POOL`` candidates spread over the set
 #: (every ``n // DISTINCT_POOL``-th: when the best candidates all crowd one observed corner, the
@@ -144,6 +157,32 @@ def argmax_distinct(values: Array, duplicate: Array) -> tuple[Array, Array]:
     alt = jnp.argmax(rank)
     replaced = duplicate[best] & ~duplicate[alt]
     return jnp.where(replaced, alt, best), replaced
+
+
+def check_avoid_observed(avoid_observed) -> None:
+    """``ValueError`` unless an algorithm's ``search.avoid_observed`` is a bool or ``"auto"``."""
+    if not (isinstance(avoid_observed, (bool, np.bool_)) or avoid_observed == "auto"):
+        raise ValueError(f"avoid_observed must be True, False or 'auto', got {avoid_observed!r}")
+
+
+def avoid_observed_for(avoid_observed, noisy: bool) -> bool:
+    """Whether the duplicate guard runs under ``search.avoid_observed`` on a problem whose
+    observations are ``noisy`` (``ntkbo.objective.is_noisy``): ``"auto"`` is on exactly when
+    they are not (a repeat of a deterministic evaluation teaches nothing; a repeat of a noisy
+    one is a new observation); ``True`` and ``False`` hold whatever the noise. The one rule of
+    every driver (``ntkbo.minimize``, the study runner, ``ntkbo run``, ``ntkbo.algorithms.
+    for_problem``); an algorithm that does not know its problem takes ``noisy=False``."""
+    check_avoid_observed(avoid_observed)
+    return (not noisy) if avoid_observed == "auto" else bool(avoid_observed)
+
+
+def guarded(avoid_observed, x: Array, mask: Array) -> Array | None:
+    """The ``observed`` argument of the search under an algorithm's ``search.avoid_observed``:
+    the valid rows of ``x`` ``(n, d)`` (``mask`` ``(n,)``; the others NaN, which the guard
+    ignores) when it is on, ``None`` (no guard) when it is off; ``"auto"`` as for a noise-free
+    problem (:func:`avoid_observed_for`: the drivers have replaced it for a noisy one)."""
+    on = avoid_observed_for(avoid_observed, noisy=False)
+    return jnp.where(mask[:, None], x, jnp.nan) if on else None
 
 
 def _finite_or_neg_inf(v: Array) -> Array:
@@ -241,22 +280,25 @@ def _refine(acq_fn, bounds, starts, start_values, method, num_steps, step_size):
     elif method == "pgd":
 
         def run(u0, v0):
-            _, g0 = value_and_grad(u0)
-
-            def step(carry, _):
+            # Iteration 0 only evaluates the gradient at the start (its value is the candidate
+            # search's, v0): one traced gradient of the acquisition serves the whole ascent.
+            def step(carry, i):
                 u, v, g, eta = carry
+                first = i == 0
                 blocked = ((u <= 0.0) & (g < 0)) | ((u >= 1.0) & (g > 0))
                 g = jnp.where(blocked, 0.0, g)
                 direction = g / jnp.maximum(jnp.max(jnp.abs(g)), jnp.finfo(g.dtype).tiny)
-                u_new = jnp.clip(u + eta * direction, 0.0, 1.0)
+                u_new = jnp.where(first, u, jnp.clip(u + eta * direction, 0.0, 1.0))
                 v_new, g_new = value_and_grad(u_new)
-                ok = v_new > v
-                u, v, g = (jnp.where(ok, a, b) for a, b in ((u_new, u), (v_new, v), (g_new, g)))
-                eta = jnp.minimum(jnp.where(ok, 1.5 * eta, 0.5 * eta), 1.0)
+                ok = (v_new > v) & ~first
+                u, v = (jnp.where(ok, a, b) for a, b in ((u_new, u), (v_new, v)))
+                g = jnp.where(ok | first, g_new, g)
+                eta = jnp.where(first, eta, jnp.minimum(jnp.where(ok, 1.5 * eta, 0.5 * eta), 1.0))
                 return (u, v, g, eta), None
 
             eta0 = jnp.asarray(step_size, u0.dtype)
-            (u, v, _, _), _ = jax.lax.scan(step, (u0, v0, g0, eta0), None, length=num_steps)
+            (u, v, _, _), _ = jax.lax.scan(step, (u0, v0, jnp.zeros_like(u0), eta0),
+                                           jnp.arange(num_steps + 1))
             return u, v
 
     elif method == "lbfgs":

@@ -204,6 +204,13 @@ class Search(Part):
       jitter: the posterior's relative Cholesky jitter (``None``: ``ntkbo.gp.default_jitter``).
       joint_steps: GO-UCB's joint ascent over ``(x, w)``: its steps.
       joint_learning_rate: its step size.
+      avoid_observed: the duplicate guard: a maximiser within ``ntkbo.optimize.MIN_DISTANCE`` of
+        the box's width of an observed point is replaced by the best point that is not
+        (``ntkbo.optimize``, stage 5); for deterministic objectives. ``"auto"`` (the default,
+        ``ntkbo.optimize.AVOID_OBSERVED``): on for a noise-free problem, off for a noisy one
+        (``ntkbo.optimize.avoid_observed_for``; ask/tell, which does not know the noise: on).
+        ``False`` (every ``"paper"`` and ``"authors"`` preset): the acquisition's own maximiser,
+        as the papers.
     """
 
     num_candidates: Any = UNSET
@@ -221,6 +228,7 @@ class Search(Part):
     jitter: Any = UNSET
     joint_steps: Any = UNSET
     joint_learning_rate: Any = UNSET
+    avoid_observed: Any = UNSET
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -236,7 +244,7 @@ class Fit(Part):
       refit_until: refit at every observation up to this count, then geometrically.
       refit_ratio: the geometric ratio beyond ``refit_until``.
       ard: a lengthscale per dimension (``True``), one shared (``False``) or the better of the
-        two by BIC (``"auto"``).
+        two by BIC (``"auto"``; each evaluated at its MAP fit, not its maximum likelihood).
       mean: the outputs' prior mean: ``"zero"``, or ``"constant"``, fitted with the others
         (profiled out of the likelihood in closed form; BoTorch's ``ConstantMean``).
     """

@@ -115,3 +115,41 @@ def test_user_choices_are_respected():
     assert kept["threads"] > 1
     assert run("threads", NTKBO_LAPACK_THREADS="2")["threads"] == 2
     assert run("threads", OPENBLAS_NUM_THREADS="2")["threads"] == 2
+
+
+# A script that never calls ``configure_blas_threads``: its objective (a host callback, run while
+# the compiled program runs) records the LAPACK thread count it sees.
+DURING = r"""
+import json
+import jax, numpy as np, ntkbo
+from ntkbo import lapack_threads
+seen = []
+
+def objective(x):
+    seen.append(lapack_threads.get_lapack_threads())
+    return float(np.sum((np.asarray(x) - 0.3) ** 2))
+
+problem = ntkbo.benchmarks.numpy_problem(objective, bounds=[[0.0, 0.0], [1.0, 1.0]])
+before = lapack_threads.get_lapack_threads()
+ntkbo.minimize(ntkbo.algorithms.random_search(), problem, 6, jax.random.PRNGKey(0), n_init=2)
+print("@@" + json.dumps({"before": before, "seen": sorted(set(seen)),
+                         "after": lapack_threads.get_lapack_threads()}))
+"""
+
+
+@needs_cores
+def test_drivers_run_on_one_thread_and_give_the_threads_back():
+    """``minimize`` runs its program on one LAPACK thread in a script that set nothing, and the
+    process's own count is back afterwards. Mutations caught: the driver not entering
+    ``lapack_threads.during_calls`` (the objective sees the default count); the count not
+    restored (the script's own scipy code would be left on one thread)."""
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_VARIABLES}
+    env.update(JAX_ENABLE_X64="0", NTKBO_QUIET="1", NTKBO_CACHE_DIR="off")
+    proc = subprocess.run([sys.executable, "-c", DURING], capture_output=True, text=True,
+                          env=env, timeout=300)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@")]
+    assert lines, proc.stderr[-3000:]
+    out = json.loads(lines[-1][2:])
+    if out["before"] is None:
+        pytest.skip("no OpenBLAS behind scipy's LAPACK here (MKL or Accelerate)")
+    assert out["before"] > 1 and out["seen"] == [1] and out["after"] == out["before"]

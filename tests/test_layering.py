@@ -196,7 +196,7 @@ def test_no_import_cycle_counting_function_level_imports():
 LAYERS = [
     ("ntkbo.base", "ntkbo.parts", "ntkbo.validation", "ntkbo.provenance", "ntkbo.lapack_threads",
      "ntkbo.linalg", "ntkbo.qmc", "ntkbo.pde", "ntkbo.objective", "ntkbo.search_space", "ntkbo.data",
-     "ntkbo.cache", "ntkbo.programs", "ntkbo.files"),
+     "ntkbo.cache", "ntkbo.compiling", "ntkbo.programs", "ntkbo.files"),
     ("ntkbo.kernels", "ntkbo.benchmarks"),
     ("ntkbo.nets",),
     ("ntkbo.gp",),

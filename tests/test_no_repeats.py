@@ -6,7 +6,9 @@ on Branin at budget 40, the fourth of the keys ``split(PRNGKey(0), 8)``, evaluat
 four observations the MAP fit puts the first lengthscale at 1.1 and the noise at 5e-3
 (standardised): the posterior is confident everywhere but at the incumbent, where the fitted noise
 leaves a standard deviation of 0.05 and EI peaks. ``ntkbo.optimize``'s stage 5 replaces such a
-maximiser by the best distinct point. Mutation checked: without stage 5 (``observed`` ignored in
+maximiser by the best distinct point when the algorithm's ``search.avoid_observed`` is on: its
+default, ``"auto"``, on this noise-free problem (off in the papers' presets and on a noisy
+problem, ``tests/test_avoid_observed.py``). Mutation checked: without stage 5 (``observed`` ignored in
 ``ntkbo.optimize._maximize_over``) this test fails: evaluations 4 and 5 are the same corner.
 """
 

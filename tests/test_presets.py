@@ -43,8 +43,9 @@ NO_PRESETS = [n for n in A.names() if not A.presets(n)]
 
 
 def _needs(name):
-    """What ``get(name, ...)`` needs from a problem (PINN-BO's ``pde``), else nothing."""
-    return A.problem_options(name, PDE_PROBLEM) if A.uses_pde(name) else {}
+    """What ``get(name, ...)`` needs from a problem (PINN-BO's ``pde``), else nothing; not the
+    guard ``problem_options`` also resolves, which would override a preset's."""
+    return {"pde": A.problem_options(name, PDE_PROBLEM)["pde"]} if A.uses_pde(name) else {}
 
 
 def _bound_keywords(name):
@@ -249,13 +250,15 @@ def test_preset_differences_are_where_the_records_differ():
             assert {k: v for k, v in got.items() if k not in need} == \
                 {k: v for k, v in expect.items() if k not in need}, (name, preset)
     assert A.preset_differences("neural_bo", "paper") == {"nu": ("by_dimension", 1.0),
-                                                          "training.warm_start": (True, False)}
+                                                          "training.warm_start": (True, False),
+                                                          "search.avoid_observed": ("auto", False)}
     # The papers' GP baselines are ARD squared-exponential GPs (gp_bo's _PAPER_GP comment): with
     # gp's default ard="auto" the preset must set ARD itself. Mutation caught (checked):
     # ard=True dropped from _PAPER_GP (the preset would then choose by BIC like the default).
     assert A.preset_differences("gp_ei", "paper") == {"fit.refit_ratio": (1.1, 1.0),
                                                       "search.log_ei": (True, False),
-                                                      "fit.ard": ("auto", True)}
+                                                      "fit.ard": ("auto", True),
+                                                      "search.avoid_observed": ("auto", False)}
 
 
 # ---- Presets that name a source: every value against the number as the source writes it ----------
@@ -306,8 +309,10 @@ def test_neural_bo_paper_preset_is_the_papers_numbers():
     assert p["W_std"] == "paper"
     # Sec. 7: "regularizer lambda = 0.01". Mutation caught: lam=0.005 (the authors' code's).
     assert p["lam"] == 0.01
-    # Sec. 7: nu_t = nu, grid search over {0.1, 1, 10}. Mutation caught: nu=0.3 (the default).
-    assert p["nu"] in (0.1, 1.0, 10.0)
+    # Sec. 7: nu_t = nu, grid search over {0.1, 1, 10}, the choice per problem not reported: the
+    # preset takes the grid's middle, 1, as its comment says. Mutations caught: nu=0.3 (the
+    # default); nu=0.1 or 10 (the grid's other points, which the former `in` grid check let pass).
+    assert p["nu"] == 1.0
     # Alg. 1 line 3: sigma_t from g(x; theta_0). Mutation caught: features="dynamic".
     assert p["features"] == "static" and p["thompson"] == "independent"
     # Alg. 2: L = 1/2 sum_i (h(x_i) - y_i)^2 + 1/2 m lam |theta - theta^(0)|^2, gradient descent
@@ -482,7 +487,9 @@ def test_pinn_paper_presets_count_the_thesis_depth_in_weight_matrices():
         assert net["b_std"] is None  # Sec. 5.2: no biases in h
     p = A.presets("pinn_bo")["paper"]
     tr = p["training"]
-    assert p["network"]["width"] == min(widths) and tr["learning_rate"] in rates
+    # The learning rate: the preset's documented choice from the grid, 1e-2. Mutation caught:
+    # learning_rate=1e-3 (another grid point, which an `in rates` check let pass).
+    assert p["network"]["width"] == min(widths) and tr["learning_rate"] == 1e-2 in rates
     # Sec. 5.4.1: "... after every 10 optimization iterations with 100 epochs", (stochastic)
     # gradient descent. Mutations caught: num_steps=200; optimizer="adam".
     assert (tr["num_steps"], tr["optimizer"]) == (100, "gd")
@@ -505,38 +512,69 @@ def test_pinn_paper_presets_count_the_thesis_depth_in_weight_matrices():
         40_000, 50_000, 1.0)
 
 
+# He et al.'s defaults as the authors' repository ships them (github.com/daizhongxiang/sto-bnts at
+# f0a1759, bayesian_ntk/config.py: W_std 1.5, b_std 0.05, learning_rate 1e-3, training_steps 1000,
+# NOISE_SCALE 1e-1; sto_bnts.py: parameterization='standard'; train.py: optimizers.sgd on the full
+# batch, loss 0.5 mean (f - y)^2 + 0.5 noise_scale^2 reg / N).
+HE_DEFAULTS = dict(W_std=1.5, b_std=0.05, learning_rate=1e-3, training_steps=1000, noise_scale=0.1,
+                   parameterization="standard")
+
+
 def test_sto_bnts_presets_are_the_papers_and_the_codes_numbers():
-    """``sto_bnts`` / ``sto_bnts_linear`` ``preset="paper"`` and ``sto_bnts(preset="authors")``
-    against the paper's and the Lunar-Lander code's numbers; the comment does not call
-    Levenberg-Marquardt's local minimiser of the non-convex loss (1) gradient descent's."""
-    # STO-BNTS paper, Secs. 5.2-5.3: "the NN architecture of L=2, m=256" (L hidden layers, the
-    # readout W_{L+1}). Mutations caught: depth=1; width=128.
-    # Appendix F: "we set beta_t = 1"; continuous domains: "randomly sample 10,000 inputs ...
-    # L-BFGS-B with 100 random restarts". Mutations caught: num_candidates=1024; num_restarts=4;
-    # acq_method="pgd".
-    # Algorithm 1: loss (1) on y (no perturbed targets), fresh theta_0 every round.
-    # Mutations caught: perturb_targets=True; fixed_key=True.
-    for name in ("sto_bnts", "sto_bnts_linear"):
-        p = A.presets(name)["paper"]
-        net, search = p["network"], p["search"]
-        assert (net["depth"], net["width"], net["activation"]) == (2, 256, "relu"), name
-        assert p["beta"] == 1.0, name
-        assert (search["num_candidates"], search["num_restarts"], search["method"]) == (
-            10_000, 100, "lbfgs"), name
-        assert p["perturb_targets"] is False and p["fixed_key"] is False, name
-    # The authors' code (github.com/daizhongxiang/sto-bnts, lunar_sto_bnts.py): configs =
-    # {'learning_rate': 1e-3, 'training_steps': 10000, 'noise_scale': 0.1, 'W_std': 1.5,
-    # 'b_std': 0.05, 'width': 256, 'depth': 2}, parameterization = "standard", the key
-    # PRNGKey(10) re-created every round. Mutations caught: W_std="paper"; num_steps=1000 (He et
-    # al.'s default); fixed_key=False.
-    a = A.presets("sto_bnts")["authors"]
-    net, tr = a["network"], a["training"]
-    assert (tr["learning_rate"], tr["num_steps"], a["sigma"]) == (1e-3, 10_000, 0.1)
-    assert (net["W_std"], net["b_std"], net["width"], net["depth"]) == (1.5, 0.05, 256, 2)
-    assert (net["parameterization"], tr["optimizer"], a["fixed_key"]) == ("standard", "gd", True)
-    # Mutation caught: the former wording ("GD's minimiser") restored in the comment.
+    """``sto_bnts`` / ``sto_bnts_linear`` ``"appendix_f"`` (what the experiments ran: He et al.'s
+    defaults), ``"section2"`` (Algorithm 1 as Sections 2-3 write it) and ``sto_bnts``'s
+    ``"authors"`` (the Lunar-Lander code), every value against its source (whole-dict equality:
+    any one-value edit or added option fails; e.g. ``num_steps=10_000`` in ``"appendix_f"``,
+    checked); the comment does not call Levenberg-Marquardt's local minimiser of the non-convex
+    loss (1) gradient descent's."""
+    he = HE_DEFAULTS
+    # Secs. 5.2-5.3: "the NN architecture of L=2, m=256" (L hidden layers), ReLU in every
+    # real-world task (App. F); App. F: only the architecture varies from He et al.'s defaults.
+    arch = dict(width=256, depth=2, activation="relu")
+    # App. F: beta_t = 1; continuous domains: "randomly sample 10,000 inputs ... L-BFGS-B with 100
+    # random restarts"; no duplicate guard (the paper has none).
+    query = dict(search=dict(num_candidates=10_000, num_restarts=100, method="lbfgs",
+                             avoid_observed=False))
+    appendix_f = dict(
+        network=dict(**arch, parameterization=he["parameterization"], W_std=he["W_std"],
+                     b_std=he["b_std"]),
+        sigma=he["noise_scale"], beta=1.0,
+        perturb_targets=False,  # Algorithm 1: loss (1) on y
+        input_map="cube",  # App. E: X in [0, 1]^d (the code's inputs)
+        training=dict(optimizer="gd", learning_rate=he["learning_rate"],
+                      num_steps=he["training_steps"], loss_reduction="mean", tol=None),
+        fixed_key=False,  # Algorithm 1 lines 4-5: fresh theta_0, theta_0' for every member
+        **query)
+    # Secs. 2-3: init draws every parameter N(0, 1) (NTK parameterisation), Arora et al.'s
+    # network without biases; "gradient descent till convergence" (Alg. 1 line 6) stood in for by
+    # Levenberg-Marquardt to a 1e-4 relative gain, at most 300 steps (the preset's comment).
+    section2 = dict(network=dict(**arch, W_std="paper", b_std=None, parameterization="ntk"),
+                    beta=1.0, perturb_targets=False, fixed_key=False,
+                    training=dict(optimizer="levenberg_marquardt", num_steps=300, tol=1e-4),
+                    **query)
+    # lunar_sto_bnts.py: configs = {'learning_rate': 1e-3, 'training_steps': 10000,
+    # 'noise_scale': 0.1, 'W_std': 1.5, 'b_std': 0.05, 'width': 256, 'depth': 2}, PRNGKey(10)
+    # re-created every round (fixed_key).
+    authors = dict(appendix_f, training=dict(appendix_f["training"], num_steps=10_000),
+                   fixed_key=True)
+    got = A.presets("sto_bnts")
+    assert got["appendix_f"] == appendix_f
+    assert got["section2"] == section2
+    assert got["authors"] == authors
+    # STO-BNTS-Linear: the same network and query (its training is the closed form).
+    linear = A.presets("sto_bnts_linear")
+    assert linear["appendix_f"] == {k: v for k, v in appendix_f.items() if k != "training"}
+    assert linear["section2"] == {k: v for k, v in section2.items() if k != "training"}
+    # Initial designs: App. F.2's 5 random points (RF; no other count is given); the Lunar code's
+    # 20 (inits/init_itr_*_init_20.p). Mutation caught: "authors": 5.
+    assert {p: A.design("sto_bnts", p) for p in got if p != "linearized"} == {
+        "appendix_f": 5, "section2": 5, "authors": 20}
+    assert A.design("sto_bnts_linear", "appendix_f") == A.design("sto_bnts_linear", "section2") == 5
+    # Mutation caught: the former wording ("GD's minimiser") restored in the comment; the page
+    # must say which preset the experiments ran.
     text = _preset_comment(sto_bnts_m)
     assert "GD's minimiser" not in text and "not convex" in text
+    assert "Appendix F" in text and "He et al." in text
 
 
 def test_positional_options_override_a_preset_and_presets_are_copies():
@@ -551,3 +589,255 @@ def test_positional_options_override_a_preset_and_presets_are_copies():
     mine = ntkbo.algorithms.presets("neural_bo")
     mine["paper"]["network"]["width"] = 1
     assert ntkbo.algorithms.presets("neural_bo")["paper"]["network"]["width"] != 1
+
+
+# ---- Every source-named preset pinned whole: the expected options written out here, each value
+# with its source; an exact comparison, so a one-value edit (or an option added or dropped) fails.
+
+NO_GUARD = dict(avoid_observed=False)  # no paper replaces an observed pick (ntkbo.optimize)
+
+
+def test_go_ucb_paper_preset_is_section_6_and_appendix_d1():
+    """Mutation caught (checked): ``learning_rate=1e-10`` for the oracle's SGD."""
+    expected = dict(
+        # Sec. 6: "linear2(sigmoid(linear1(x)))" with 25 hidden units, on [-5, 5]^d.
+        network=dict(width=25, input_scale=5.0),
+        n_explore=None,  # Alg. 1 Phase I: n = ceil(sqrt(T)) uniform points
+        lam="paper",  # Thm 4.1: lam = sqrt(T) ln^2 T
+        beta="paper",  # Thm 4.1: beta_t = p^3 F^4 t / T
+        optimistic="joint",  # App. D.1: "gradient ascent algorithm over x and w"
+        # App. D.1: "2000 iterations and learning rate 1e-4"
+        search=dict(joint_steps=2000, joint_learning_rate=1e-4, **NO_GUARD),
+        # App. D.1: the oracle by SGD, "2000 iterations, learning rate 1e-11"; one fit (Alg. 1).
+        training=dict(optimizer="sgd", learning_rate=1e-11, num_steps=2000, refit_every=0))
+    assert A.presets("go_ucb")["paper"] == expected
+    assert A.presets("go_ucb_joint")["paper"] == expected
+
+
+def test_gp_paper_preset_is_the_papers_baselines():
+    """Mutation caught (checked): ``kernel="matern52"``."""
+    expected = dict(
+        kernel="rbf",  # squared exponential: NeuralBO Sec. 7, STO-BNTS Sec. 5, Be Greedy App. F.1
+        fit=dict(enabled=True,  # the hyper-parameters fitted to the data (Be Greedy, App. F.1)
+                 refit_ratio=1.0,  # after every observation
+                 ard=True),  # a lengthscale per input
+        search=dict(log_ei=False, **NO_GUARD))  # EI itself (LogEI is of 2023)
+    for name in ("gp_ei", "gp_ucb", "gp_ts", "gp_pi"):
+        assert A.presets(name)["paper"] == expected, name
+
+
+def test_neural_greedy_paper_preset_is_appendix_f2():
+    """``neural_greedy`` / ``simple_smb`` / ``posterior_smb`` ``"paper"``. Mutation caught
+    (checked): ``network.width=500`` (NeuralLinTS's width)."""
+    expected = dict(
+        network=dict(width=5000, depth=1),  # App. F.2: one hidden layer of width 5000
+        gamma=1.0,  # the baselines' gamma (F.2); its own runs tuned gamma in [0.5, 5]
+        sigma=0.0, nu=1.0,  # F.2: sigma^2 = 0, nu = 1
+        training=dict(optimizer="adam", num_steps=None,  # F.2: Adam at 1e-3, steps not given
+                      learning_rate=1e-3),
+        num_explore=10,  # Sec. 2: T_e "typically <= 10"
+        # F.2: the surrogate minimised from 10 random restarts, 500 GD steps each
+        search=dict(num_candidates=10, num_restarts=10, num_steps=500, sampler="uniform",
+                    num_best=0, **NO_GUARD))
+    for name in ("neural_greedy", "simple_smb", "posterior_smb"):
+        assert A.presets(name)["paper"] == expected, name
+
+
+def test_neural_ucb_and_neural_ts_presets_are_the_baselines_settings():
+    """NeuralUCB ``"paper"`` (Be Greedy's baseline), NeuralUCB / NeuralTS ``"sto_bnts"`` and
+    NeuralTS ``"paper"`` (STO-BNTS's baselines). Mutations caught (checked): ``network.width=200``
+    for Greedy's NeuralUCB; ``activation="relu"`` there (App. A's tanh is ``"erf"``)."""
+    greedy_ucb = dict(
+        # Sec. 3: "a 2-hidden layer network of width 20"; App. A: tanh (as "erf", the closest
+        # activation ntkbo's networks have); F.2: weights N(0, gamma^2 / fan_in), hidden biases
+        # N(0, gamma^2), gamma = 1 for the baselines.
+        network=dict(width=20, depth=2, activation="erf", W_std=1.0, b_std=1.0),
+        lam=0.01, nu=0.1,  # F.1-F.2: points of the grids lam {1e-2..1e-5}, nu {0.01, 0.1, 1}
+        u="full",  # the p x p inverse (Sec. 3: the reason for the small network)
+        # F.2: 10 random starts, 500 gradient steps each
+        search=dict(num_candidates=10, num_restarts=10, num_steps=500, method="pgd",
+                    **NO_GUARD))
+    assert A.presets("neural_ucb")["paper"] == greedy_ucb
+    # STO-BNTS App. F: the NeuralTS code's defaults with the paper's architecture (depth 2,
+    # width 256, ReLU), lam 0.001, nu 1 (the result files), the diagonal U; 10,000 random points,
+    # NeuralUCB's refined by L-BFGS(-B) from 100 starts.
+    sto = dict(network=dict(width=256, depth=2, activation="relu"), lam=0.001, nu=1.0, u="diag",
+               search=dict(num_candidates=10_000, **NO_GUARD))
+    assert A.presets("neural_ts")["paper"] == A.presets("neural_ts")["sto_bnts"] == sto
+    assert A.presets("neural_ucb")["sto_bnts"] == dict(
+        sto, search=dict(num_candidates=10_000, num_restarts=100, method="lbfgs", **NO_GUARD))
+
+
+def test_dngo_and_neural_lin_ts_presets_are_their_sources():
+    """Mutation caught (checked): DNGO ``"paper"`` ``num_steps=100`` (the NeuralBO repo's)."""
+    # pybnn.dngo.DNGO's defaults (github.com/automl/pybnn, pybnn/dngo.py): 3 layers of 50 units,
+    # Adam lr 1e-2, 500 epochs, no weight decay, normalised outputs, alpha/beta by evidence.
+    dngo_paper = dict(network=dict(width=50, depth=3), prior_precision="evidence",
+                      noise_precision="evidence",
+                      training=dict(learning_rate=1e-2, num_steps=500, weight_decay=0.0),
+                      y_transform="standardize", search=dict(NO_GUARD))
+    # The NeuralBO repository's DNGO config: num_epochs 100, lr 0.01, hidden_size 10,
+    # n_restart 20.
+    dngo_authors = dict(dngo_paper, network=dict(width=10, depth=3),
+                        training=dict(learning_rate=1e-2, num_steps=100, weight_decay=0.0),
+                        search=dict(num_restarts=20, **NO_GUARD))
+    assert A.presets("dngo") == {"paper": dngo_paper, "authors": dngo_authors}
+    # Be Greedy App. F.1-F.2: one hidden layer of 500, W_std = b_std = gamma = 1, Adam 1e-3;
+    # prior gamma I and noise sigma^2 at the middle of their grids (gamma 100: alpha 0.01;
+    # sigma^2 0.01: beta 100); 10 random starts, 500 gradient steps each.
+    assert A.presets("neural_lin_ts") == {"paper": dict(
+        network=dict(width=500, depth=1, W_std=1.0, b_std=1.0), prior_precision=1 / 100,
+        noise_precision=1 / 0.01, training=dict(learning_rate=1e-3),
+        search=dict(num_candidates=10, num_restarts=10, num_steps=500, method="pgd",
+                    **NO_GUARD))}
+
+
+def test_the_remaining_source_named_presets_are_pinned_whole():
+    """NeuralBO's, Neural-CBO's and PINN-BO's presets as whole dicts (their values are checked
+    one by one with their sources above; here nothing else may be in them). Mutation caught
+    (checked): an option added to NeuralBO's ``"paper"`` (``input_map="cube"``)."""
+    p = A.presets("neural_bo")["paper"]
+    assert p == dict(network=dict(width=500, depth=1, activation="relu", W_std="paper",
+                                  b_std=None),
+                     lam=0.01, nu=1.0, features="static", uncertainty="dual",
+                     training=dict(optimizer="gd", learning_rate=None, num_steps=200,
+                                   warm_start=False, keep_optimizer_state=False,
+                                   reg_center="init", penalty=None, loss_reduction="sum"),
+                     thompson="independent", search=dict(NO_GUARD))
+    c = AUTHORS_NEURALBO
+    assert A.presets("neural_bo")["authors"] == dict(
+        network=dict(width=c["W"], depth=c["L"] - 1, activation="relu", W_std="paper", b_std=1.0),
+        lam=c["weight_decay"], nu=c["exploration_coeff"], input_map="centered",
+        features=c["feature_mode"], uncertainty="primal",
+        training=dict(optimizer="adam", learning_rate=c["learning_rate"] * math.sqrt(c["W"]),
+                      num_steps=c["epochs"], warm_start=True, keep_optimizer_state=True,
+                      reg_center="zero", penalty=c["weight_decay"] / (2 * c["W"]),
+                      loss_reduction="mean"),
+        standardize_y=c["normalized_outputs"],
+        search=dict(num_candidates=c["n_raw_samples"], num_best=0, num_perturbations=0,
+                    sampler="sobol", **NO_GUARD),
+        thompson="independent")
+    # Neural-CBO: Lemma B.1.5's L = 2 (one hidden layer), Algorithm 3 line 2's U_0 = I.
+    assert A.presets("neural_cbo")["paper"] == dict(network=dict(depth=1), lam=1.0,
+                                                    search=dict(NO_GUARD))
+    # PINN-BO (thesis Secs. 5.2, 5.4.1, Eq. 5.1; the released code at 9fcc59da).
+    assert A.presets("pinn_bo") == {
+        "paper": dict(network=dict(width=100, depth=1, W_std=1.0, b_std=None),
+                      residuals=dict(weight=1.0), lam=0.0,
+                      training=dict(loss_reduction="sum", optimizer="gd", learning_rate=1e-2,
+                                    num_steps=100, warm_start=False),
+                      search=dict(NO_GUARD)),
+        "authors": dict(network=dict(width=50, depth=3),
+                        residuals=dict(num_points=40_000, weight=1.0), nu=1.0,
+                        training=dict(loss_reduction="mean", reg_center="zero", optimizer="adam",
+                                      learning_rate=1e-2, num_steps=200, warm_start=True),
+                        search=dict(num_candidates=50_000, method="none", **NO_GUARD))}
+    # Definition 5.3.1 / Lemma 5.3.4 on the paper network's NTK, Algorithm 4's nu_t, Thompson.
+    assert A.presets("pinn_ntk_gp") == {"paper": dict(
+        network=dict(depth=1, W_std=1.0, b_std=None), acquisition="ts", nu="thesis",
+        search=dict(NO_GUARD))}
+
+
+#: Every (name, preset) that names a source, and the test above that pins it.
+PINNED = {
+    ("go_ucb", "paper"), ("go_ucb_joint", "paper"),
+    ("gp_ei", "paper"), ("gp_ucb", "paper"), ("gp_ts", "paper"), ("gp_pi", "paper"),
+    ("neural_greedy", "paper"), ("simple_smb", "paper"), ("posterior_smb", "paper"),
+    ("neural_ucb", "paper"), ("neural_ucb", "sto_bnts"), ("neural_ts", "paper"),
+    ("neural_ts", "sto_bnts"), ("dngo", "paper"), ("dngo", "authors"), ("neural_lin_ts", "paper"),
+    ("neural_bo", "paper"), ("neural_bo", "authors"), ("neural_cbo", "paper"),
+    ("pinn_bo", "paper"), ("pinn_bo", "authors"), ("pinn_ntk_gp", "paper"),
+    ("sto_bnts", "appendix_f"), ("sto_bnts", "section2"), ("sto_bnts", "authors"),
+    ("sto_bnts_linear", "appendix_f"), ("sto_bnts_linear", "section2"),
+}
+#: Presets that name no source: ntkbo's former defaults.
+UNSOURCED = {("neural_cbo", "one_layer"), ("sto_bnts", "linearized")}
+
+
+def test_every_preset_is_pinned_or_names_no_source():
+    """The registry's presets are exactly the pinned ones and the two former defaults: a preset
+    added without a pin fails here. Mutation caught: a new ``"paper"`` preset for ``ntk_gp``."""
+    assert set(PAIRS) == PINNED | UNSOURCED
+
+
+def test_presets_carry_their_initial_design_and_a_given_n_init_wins():
+    """``algo.n_init`` is the source's initial design (NeuralBO: the authors' ``n_init=5``;
+    PINN-BO: Sec. 5.4.1's 50; STO-BNTS above), ``None`` without a preset or a source count;
+    ``loop.default_n_init`` (what ``minimize`` and ``minimize_chunks`` call), ``ask_tell.start``
+    and a study's cells use it when no ``n_init`` is given, and a given one wins. Only factory
+    builds, one ``ask_tell.start`` and one spec resolution: no compilation.
+    Mutations caught (checked): ``n_init=design(name, preset)`` dropped in ``recorded``;
+    ``default_n_init`` ignoring ``algo``; the spec resolving ``n_init`` before the algorithms."""
+    need = _needs("pinn_bo")
+    assert A.get("neural_bo", preset="paper").n_init == 5
+    assert A.get("neural_bo", preset="authors").n_init == 5
+    assert A.get("pinn_bo", preset="paper", **need).n_init == 50
+    assert A.get("pinn_bo", preset="authors", **need).n_init == 50
+    assert A.get("pinn_ntk_gp", preset="paper", **need).n_init == 50
+    assert A.get("neural_bo").n_init is None and A.get("go_ucb", preset="paper").n_init is None
+    branin = ntkbo.benchmarks.get("branin")
+    paper = A.get("neural_bo", preset="paper")
+    assert ntkbo.loop.default_n_init(branin, 40, paper) == 5
+    assert ntkbo.loop.default_n_init(branin, 4, paper) == 4  # never above the budget
+    assert ntkbo.loop.default_n_init(branin, 40, A.get("neural_bo")) == 3  # d + 1
+    study = ntkbo.ask_tell.start(paper, branin.bounds, jax.random.PRNGKey(0))
+    assert study.design.shape[0] == 5
+    study = ntkbo.ask_tell.start(paper, branin.bounds, jax.random.PRNGKey(0), n_init=2)
+    assert study.design.shape[0] == 2
+    from ntkbo.experiments.spec import AlgorithmSpec, ProblemSpec, Spec
+    spec = Spec(name="t", budget=12, seeds=1,
+                algorithms=(AlgorithmSpec("neural_bo", {"preset": "paper"}, label="paper"),
+                            AlgorithmSpec("neural_bo", label="default")),
+                problems=(ProblemSpec("branin"), ProblemSpec("hartmann3", n_init=2)))
+    cells = {c.cell_id: c.n_init for c in spec.resolve("full")}
+    assert cells == {"paper__branin__d2": 5, "default__branin__d2": 3,
+                     "paper__hartmann3__d3": 2, "default__hartmann3__d3": 2}
+
+
+def test_presets_carry_their_design_sampler_to_every_driver():
+    """``algo.design_sampler``: STO-BNTS's source-named presets draw uniform random points
+    (Appendix F: initial inputs "selected by random search"), NeuralBO's ``"authors"`` Sobol
+    (its code), every other algorithm and preset ``None`` (no sampler named: the drivers'
+    scrambled Sobol). ``minimize`` (budget = ``n_init``: the design alone, on random search,
+    the cheapest program), ``ask_tell.start`` and a study's cells draw the design with it: the
+    points are ``qmc.uniform``'s at the design key ``split(key, 4)[0]``, not ``qmc.sobol``'s; a
+    cell's definition names a uniform sampler and no Sobol one (the default, absent from the
+    digests of the cells stored before). Mutations caught
+    (checked): ``design_sampler=...`` dropped in ``recorded``; ``_init`` or ``ask_tell.start``
+    ignoring ``algo.design_sampler``; ``_definition`` leaving a uniform sampler out."""
+    for name in ("sto_bnts", "sto_bnts_linear"):
+        for preset in ("appendix_f", "section2"):
+            assert A.get(name, preset=preset).design_sampler == "uniform", (name, preset)
+    assert A.get("sto_bnts", preset="authors").design_sampler == "uniform"
+    assert A.get("neural_bo", preset="authors").design_sampler == "sobol"
+    named = {("sto_bnts", p) for p in ("appendix_f", "section2", "authors")} | {
+        ("sto_bnts_linear", p) for p in ("appendix_f", "section2")} | {("neural_bo", "authors")}
+    for name in A.names():
+        assert A.design_sampler(name) is None
+        for preset in A.presets(name):
+            if (name, preset) not in named:
+                assert A.design_sampler(name, preset) is None, (name, preset)
+    branin = ntkbo.benchmarks.get("branin")
+    key = jax.random.PRNGKey(7)
+    k_design = jax.random.split(key, 4)[0]
+    uniform = ntkbo.qmc.uniform(k_design, 5, branin.bounds)
+    assert not np.allclose(uniform, ntkbo.qmc.sobol(k_design, 5, branin.bounds))
+    algo = A.get("random_search")._replace(design_sampler="uniform")
+    r = ntkbo.minimize(algo, branin, 5, key, n_init=5)
+    np.testing.assert_array_equal(r.x, uniform)
+    study = ntkbo.ask_tell.start(A.get("sto_bnts", preset="appendix_f"), branin.bounds, key)
+    np.testing.assert_array_equal(study.design, uniform)
+    from ntkbo.experiments.spec import AlgorithmSpec, ProblemSpec, Spec
+
+    def cells(*algorithms):
+        spec = Spec(name="t", budget=12, seeds=1, algorithms=algorithms,
+                    problems=(ProblemSpec("branin"),))
+        return {c.algorithm.id: c for c in spec.resolve("full")}
+
+    c = cells(AlgorithmSpec("sto_bnts", {"preset": "appendix_f"}, label="f"),
+              AlgorithmSpec("neural_bo", {"preset": "authors"}, label="authors"),
+              AlgorithmSpec("neural_bo", label="plain"))
+    assert c["f"].definition()["design_sampler"] == "uniform"
+    assert c["f"].build()[0].design_sampler == "uniform"
+    assert "design_sampler" not in c["authors"].definition()
+    assert "design_sampler" not in c["plain"].definition()

@@ -59,8 +59,10 @@ from ntkbo.algorithms.neural_linear import neural_linear
 from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
+from ntkbo import optimize
 from ntkbo.base import Algorithm, Config, NoInfo, describe
 from ntkbo import data as D
+from ntkbo.objective import is_noisy
 from ntkbo.parts import PARTS, Layout, check_types, merge, option_types
 from ntkbo.validation import check_update, parse_option_text
 # The typed ``info`` of each algorithm's ``suggest`` and ``update`` (``ntkbo.base``).
@@ -132,6 +134,13 @@ _ADDED_BASELINE = {gp: dict(ard=True, fit_mean="zero"),
                    neural_bo: dict(thompson="independent", num_restarts=4, num_acq_steps=30,
                                    acq_method="pgd"),
                    ntk_gp: dict(posterior_inverse=None)}
+# ``search.avoid_observed`` (2026-11-29): every earlier cell ran the duplicate guard; a cell's
+# ``"auto"`` is resolved against its problem first (``problem_options``), so a noise-free cell's
+# ``True`` is left out of its hash and a noisy cell's ``False`` enters it.
+for _factory in (go_ucb, gp, ntk_gp, neural_bo, pinn_bo, pinn_ntk_gp, neural_cbo, neural_greedy,
+                 neural_linear, neural_ts, neural_ucb, sto_bnts, sto_bnts_linear):
+    _ADDED_BASELINE.setdefault(_factory, {})["avoid_observed"] = True
+del _factory
 
 
 def _function_of(factory):
@@ -219,6 +228,39 @@ def presets(name: str) -> dict:
     return copy.deepcopy(dict(by_name[name] if name in by_name else getattr(module, "PRESETS", {})))
 
 
+def design(name: str, preset=None) -> int | None:
+    """The initial design's size (``n_init``) that preset ``preset`` of algorithm ``name`` carries:
+    the size its source ran, from the module of the factory behind ``name`` (its
+    ``N_INIT_BY_NAME[name]`` if it has that entry, else its ``N_INIT``), keyed by preset; ``None``
+    without a preset or where the source gives none (the drivers' default then holds,
+    ``ntkbo.loop.design_size``). The recorded factories put it on the ``Algorithm``
+    (``Algorithm.n_init``); the study runner reads it from a spec's ``preset`` option. Its
+    sampler: :func:`design_sampler`."""
+    return _preset_table(name, "N_INIT").get(preset) if preset is not None else None
+
+
+def design_sampler(name: str, preset=None) -> str | None:
+    """The initial design's sampler (``ntkbo.loop.DESIGN_SAMPLERS``) that preset ``preset`` of
+    algorithm ``name`` carries where its source names one, from the module's
+    ``DESIGN_SAMPLER_BY_NAME[name]`` or ``DESIGN_SAMPLER`` as :func:`design` reads ``N_INIT``:
+    STO-BNTS's ``"uniform"`` (Appendix F's random search), NeuralBO's ``"authors"`` ``"sobol"``;
+    ``None`` elsewhere (no sampler named: NeuralBO's and PINN-BO's papers), where the drivers'
+    scrambled Sobol holds. The recorded factories put it on the ``Algorithm``
+    (``Algorithm.design_sampler``)."""
+    return _preset_table(name, "DESIGN_SAMPLER").get(preset) if preset is not None else None
+
+
+def _preset_table(name: str, table: str) -> dict:
+    """The module table ``table`` (keyed by preset) of algorithm ``name``: its module's
+    ``<table>_BY_NAME[name]`` if it has that entry, else its ``<table>``, else ``{}``."""
+    f = _FACTORIES.get(name)
+    f = getattr(f, "__wrapped__", f)
+    f = getattr(f, "func", f)
+    module = sys.modules.get(getattr(f, "__module__", ""), None)
+    by_name = getattr(module, f"{table}_BY_NAME", {})
+    return by_name[name] if name in by_name else getattr(module, table, {})
+
+
 def with_preset(name: str, preset, options: dict) -> dict:
     """``options`` on top of preset ``preset`` of algorithm ``name`` (``options`` alone when
     ``preset`` is None); ``ValueError`` naming ``preset`` and the choices."""
@@ -285,7 +327,8 @@ def recorded(name: str, factory):
         algo = factory(*args, **options)  # its own errors first (it validates its options)
         config = layout(factory).split(_resolve(factory, name, args, options,
                                                 kwargs_defaults=True))
-        return algo._replace(name=name, config=Config(config),
+        return algo._replace(name=name, config=Config(config), n_init=design(name, preset),
+                             design_sampler=design_sampler(name, preset),
                              update=checked_update(algo.update, algo.n_constraints))
 
     if isinstance(factory, functools.partial):
@@ -335,13 +378,58 @@ def problem_options(name: str, problem, **options) -> dict:
     k = int(getattr(problem, "n_constraints", 0) or 0)
     if k and models_constraints(name, **options):
         options.setdefault("n_constraints", k)
+    if _guard_option(name, options) == "auto":
+        on = optimize.avoid_observed_for("auto", is_noisy(problem))
+        options = merge(options, {"search": {"avoid_observed": on}})
     return options
+
+
+def _guard_option(name: str, options: dict):
+    """The ``search.avoid_observed`` of ``get(name, **options)`` (given, its preset's, or the
+    default); None for an algorithm without a duplicate guard."""
+    factory = _FACTORIES[name]
+    rest = {k: v for k, v in options.items() if k != "preset"}
+    value = _resolve(factory, name, (), with_preset(name, options.get("preset"), rest)).get(
+        "avoid_observed")
+    return value if isinstance(value, str) else None
 
 
 def for_problem(name: str, problem, **options) -> Algorithm:
     """``get(name, **problem_options(name, problem, **options))``: the algorithm ``name`` set up
-    for ``problem`` (its PDE, its number of constraints)."""
+    for ``problem`` (its PDE, its number of constraints, its duplicate guard: ``"auto"``
+    resolved, ``ntkbo.optimize.avoid_observed_for``)."""
     return get(name, **problem_options(name, problem, **options))
+
+
+def resolve_guard(algo: Algorithm, problem) -> Algorithm:
+    """``algo`` as it runs on ``problem``: a recorded algorithm whose ``search.avoid_observed``
+    is ``"auto"`` is rebuilt (``get(algo.name, **algo.config)``, its preset's design kept) with
+    the guard ``ntkbo.optimize.avoid_observed_for`` gives for ``problem`` (off where it is
+    noisy, ``ntkbo.objective.is_noisy``) when that differs from what the factory does with
+    ``"auto"`` (on); ``algo`` itself otherwise, and for an algorithm without a record (the
+    unwrapped module functions, whose ``"auto"`` stays on). ``ntkbo.minimize`` calls it; a
+    rebuilt algorithm is cached, so repeated runs reuse their compiled programs."""
+    config = getattr(algo, "config", None)
+    if config is None or getattr(algo, "name", None) not in _FACTORIES:
+        return algo
+    search = config.get("search")
+    value = search.get("avoid_observed") if isinstance(search, dict) else None
+    if not (isinstance(value, str) and value == "auto"):
+        return algo
+    on = optimize.avoid_observed_for(value, is_noisy(problem))
+    if on == optimize.avoid_observed_for(value, noisy=False):
+        return algo
+    return _with_guard(algo, on)
+
+
+@functools.lru_cache(maxsize=64)
+def _with_guard(algo: Algorithm, on: bool) -> Algorithm:
+    """``algo`` rebuilt from its record with ``search.avoid_observed = on``."""
+    assert algo.config is not None and algo.name is not None
+    config = dict(algo.config)
+    config["search"] = {**config["search"], "avoid_observed": on}
+    return get(algo.name, **config)._replace(n_init=algo.n_init,
+                                             design_sampler=algo.design_sampler)
 
 
 def resolved_options(name: str, preset=None, **options) -> dict:
@@ -494,10 +582,10 @@ __all__ = [
     "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo", "NeuralTSSuggestInfo",
     "NeuralUCBSuggestInfo", "NoInfo", "PinnBOSuggestInfo", "PinnGPSuggestInfo",
     "StoBntsSuggestInfo", "TrainInfo",
-    "base_name", "checked_update", "defaults", "for_problem", "from_text",
-    "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
+    "base_name", "checked_update", "defaults", "design", "design_sampler", "for_problem",
+    "from_text", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
     "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",
-    "record_differences", "recorded", "resolved_options", "sto_bnts", "sto_bnts_linear", "uses_pde",
-    "with_preset",
+    "record_differences", "recorded", "resolve_guard", "resolved_options", "sto_bnts",
+    "sto_bnts_linear", "uses_pde", "with_preset",
 ]

@@ -69,8 +69,8 @@ class ConstrainedKernelBOState(NamedTuple):
 
 
 def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int, xi: float,
-                          jitter, num_candidates: int, num_restarts: int, num_steps: int
-                          ) -> Algorithm:
+                          jitter, num_candidates: int, num_restarts: int, num_steps: int,
+                          avoid_observed: bool | str = optimize.AVOID_OBSERVED) -> Algorithm:
     """cEI over ``K = n_constraints`` independent GPs of ``model``; ``base`` is the unconstrained
     EI algorithm of the same model, whose ``init``/``update`` hold and fit each function's GP."""
     if isinstance(n_constraints, bool) or not isinstance(n_constraints, int) or n_constraints < 0:
@@ -132,7 +132,7 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
         z, val, opt_info = optimize.maximize_acquisition(
             key, log_acq, unit, num_candidates=num_candidates, num_restarts=num_restarts,
             x_best=starts, num_steps=num_steps,
-            observed=jnp.where(D.mask(data)[:, None], data.x, jnp.nan))
+            observed=optimize.guarded(avoid_observed, data.x, D.mask(data)))
         info = ConstrainedEIInfo(acq_value=val[None], any_feasible=any_feasible,
                                  duplicates_replaced=opt_info.replaced.astype(jnp.int32))
         return from_unit(z[None], obj.bounds), info

@@ -89,7 +89,7 @@ BETA_RULES = ("theory", "paper")
 PRESETS = {
     "paper": dict(network=dict(width=25, input_scale=5.0), n_explore=None, lam="paper",
                   beta="paper", optimistic="joint",
-                  search=dict(joint_steps=2000, joint_learning_rate=1e-4),
+                  search=dict(joint_steps=2000, joint_learning_rate=1e-4, avoid_observed=False),
                   training=dict(optimizer="sgd", learning_rate=1e-11, num_steps=2000,
                                 refit_every=0)),
 }
@@ -103,7 +103,7 @@ LAYOUT = Layout({
                      refit_every="refit_every", refit_steps="refit_steps"),
     "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
                    num_steps="num_steps", joint_steps="joint_steps",
-                   joint_learning_rate="joint_learning_rate"),
+                   joint_learning_rate="joint_learning_rate", avoid_observed="avoid_observed"),
 }, custom={"network": "network"})
 
 __all__ = [
@@ -684,7 +684,8 @@ def joint_ascent(key: Array, apply_w, w_hat: Array, sigma: Array, chol: Array, b
 
 def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
                       optimistic: str, num_best: int, num_candidates: int, num_restarts: int,
-                      num_steps: int, joint_steps: int, joint_learning_rate):
+                      num_steps: int, joint_steps: int, joint_learning_rate,
+                      avoid_observed: bool | str = optimize.AVOID_OBSERVED):
     """Step 5 for ``q`` points: ``x = argmax_x max_{w in Ball_t} f_x(w)``, by the linearised bonus
     (``linearized_ucb`` maximised by ``ntkbo.optimize.maximize_acquisition``) or the joint ascent
     (``joint_ascent``); between the points of a batch ``Sigma`` grows along the chosen point's
@@ -739,7 +740,7 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
     w_hat = state.w_hat
     z_obs = to_unit(state.data.x, state.bounds)
     starts = best_points(z_obs, state.data.y, D.mask(state.data), num_best)
-    observed = jnp.where(D.mask(state.data)[:, None], z_obs, jnp.nan)
+    observed = optimize.guarded(avoid_observed, z_obs, D.mask(state.data))
     sigma = state.sigma
 
     def point_terms(z, chol):
@@ -775,7 +776,8 @@ def optimistic_points(key: Array, state: GOUCBState, apply_w, beta_t, *, q: int,
         bonuses.append(bonus)
         balls.append(ball)
         replaced.append(rep)
-        observed = jnp.concatenate([observed, z[None]])  # the batch's own points: none twice
+        if observed is not None:  # the batch's own points: none twice
+            observed = jnp.concatenate([observed, z[None]])
         if j + 1 < q:  # believer: Sigma grows along g, w_t is unchanged (optimistic_points)
             sigma = sigma + jnp.outer(g, g)
     info = OptimisticInfo(acq_value=jnp.stack(vals), mean=jnp.stack(means),
@@ -813,6 +815,7 @@ def _go_ucb(
     joint_learning_rate: float = 1e-4,
     refit_every: int = 1,
     refit_steps: int | None = None,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``go_ucb`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_int("horizon", horizon, 1)
@@ -850,6 +853,7 @@ def _go_ucb(
     if not is_transformation(oracle_optimizer):  # a transformation carries its own step
         oracle_learning_rate = _check_positive("oracle_learning_rate", oracle_learning_rate)
     joint_learning_rate = _check_positive("joint_learning_rate", joint_learning_rate)
+    optimize.check_avoid_observed(avoid_observed)
     if not isinstance(sigma_phase1, bool):
         raise ValueError(f"sigma_phase1 must be a bool, got {sigma_phase1!r}")
     if network is None:
@@ -871,7 +875,7 @@ def _go_ucb(
     step_opts: dict[str, Any]  # options of several types, passed as **step_opts
     step_opts = dict(q=q, optimistic=optimistic, num_best=num_best, num_candidates=num_candidates,
                      num_restarts=num_restarts, num_steps=num_steps, joint_steps=joint_steps,
-                     joint_learning_rate=joint_learning_rate)
+                     joint_learning_rate=joint_learning_rate, avoid_observed=avoid_observed)
 
     def init(key, bounds, capacity):
         bounds = check_bounds(bounds)

@@ -94,7 +94,7 @@ _GRID_MAX = 1 << 16
 #: STO-BNTS's code), for which ntkbo's MAP with dimension-scaled priors and L-BFGS stands; their
 #: acquisition optimisers, which the papers do not describe.
 _PAPER_GP = dict(kernel="rbf", fit=dict(enabled=True, refit_ratio=1.0, ard=True),
-                 search=dict(log_ei=False))
+                 search=dict(log_ei=False, avoid_observed=False))
 PRESETS_BY_NAME = {name: {"paper": _PAPER_GP} for name in ("gp_ei", "gp_ucb", "gp_ts", "gp_pi")}
 
 
@@ -360,7 +360,10 @@ BIC_RESTART_MARGIN = 0.0
 def select_by_bic(shared: _Model):
     """A ``_Model.fit`` for ARD models that also fits ``shared``, the same model with one
     lengthscale for all dimensions (``log_ell`` of shape ``(1,)``), and keeps whichever has the
-    lower ``bic`` (ties: the shared one, the simpler model). The result always has the ARD shape
+    lower ``bic`` (ties: the shared one, the simpler model). Each criterion is evaluated at that
+    model's MAP fit (the priors included), not at its maximum-likelihood estimate as Schwarz's
+    derivation assumes: the likelihood term is the MAP fit's, at most the maximum's, so a model
+    whose prior pulls harder is penalised a little more. The result always has the ARD shape
     ``(d,)``: a shared lengthscale is stored repeated, which is the same kernel, so the factor,
     the acquisition and the next warm start need no other code.
 
@@ -397,8 +400,9 @@ def select_by_bic(shared: _Model):
                 log_prior=lambda p, dim: jnp.where(is_shared, shared.log_prior(one_view(p), dim),
                                                    model.log_prior(p, dim)))
 
-        has_restarts = model.restarts is not None and restarts is not False
-        if has_restarts:
+        has_restarts = (model.restarts is not None and shared.restarts is not None
+                        and restarts is not False)
+        if model.restarts is not None and shared.restarts is not None:
             ard_mode = jax.tree_util.tree_map(lambda a: a[0], model.restarts(d, data.y.dtype))
             one_mode = shared.restarts(d, data.y.dtype)
             one_mode = as_ard(jax.tree_util.tree_map(lambda a: a[0], one_mode))
@@ -557,7 +561,8 @@ class GPThompsonInfo(NamedTuple):
 
 def build_suggest(model: _Model, *, acquisition: str, q: int, num_candidates: int,
                   num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
-                  log_ei: bool = True, posterior_inverse: bool | None = None):
+                  log_ei: bool = True, posterior_inverse: bool | None = None,
+                  avoid_observed: bool | str = optimize.AVOID_OBSERVED):
     """A kernel model's raw ``suggest(key, state, beta, xi) -> (x (q, d), info)`` (blackjax's
     ``build_kernel`` pattern): the acquisition's hyper-parameters ``beta`` (UCB,
     ``-(mu - sqrt(beta) sigma)``, Srinivas et al. 2010) and ``xi`` (the EI/PI margin) are arguments,
@@ -569,7 +574,9 @@ def build_suggest(model: _Model, *, acquisition: str, q: int, num_candidates: in
     ``posterior_inverse``: as ``kernel_bo``'s. With a fitted constant mean (``model.mean ==
     "constant"``) the valid outputs are shifted by it (``fitted_mean``, once per call) before
     anything else, so the posterior (prior mean 0 on ``y - m*``), the incumbent, the Thompson
-    draws and the kriging believer's fantasies are all in those units."""
+    draws and the kriging believer's fantasies are all in those units. ``avoid_observed``: the
+    duplicate guard (``ntkbo.optimize``, stage 5; a Thompson draw's pick then skips observed
+    candidates), off: each draw's arg-max over the candidates."""
 
     def suggest(key, state, beta, xi):
         data, _, _ = standardized_data(state.data, state.bounds)
@@ -593,16 +600,18 @@ def build_suggest(model: _Model, *, acquisition: str, q: int, num_candidates: in
             local = jnp.clip(local + 0.02 * jax.random.normal(k_pert, local.shape, local.dtype),
                              0.0, 1.0)
             cand = jnp.concatenate([sobol, local])
-            observed = jnp.where(m[:, None], data.x, jnp.nan)
+            observed = optimize.guarded(avoid_observed, data.x, m)
             mu, cov = G.predict(kernel, post, cand, full_cov=True)
             # (q, n); over ~1000 candidates in float32 the first Cholesky may fail: the jitter
             # grows (counted in info.ts_retries) rather than every draw being NaN.
             draws, retries = acq.joint_normal_draws(k_draw, mu, cov, num_samples=q)
             values = acq.posterior_mean(draws)  # maximise -f (a non-finite draw: -inf)
             # Draw j takes its best candidate not taken by draws < j, so a batch never repeats a point,
-            # and never an observed point while another candidate has a finite draw.
+            # and, with the guard, never an observed point while another candidate has a finite
+            # draw.
             taken = jnp.zeros(cand.shape[0], bool)
-            dup = optimize.near_observed(cand, observed, unit)
+            dup = (jnp.zeros(cand.shape[0], bool) if observed is None
+                   else optimize.near_observed(cand, observed, unit))
             picks, replaced = [], []
             for j in range(q):
                 v = jnp.where(taken, -jnp.inf, values[j])
@@ -624,7 +633,7 @@ def build_suggest(model: _Model, *, acquisition: str, q: int, num_candidates: in
             key, sub = jax.random.split(key)
             fn = _acquisition_fn(acquisition, post, kernel, best, beta, xi, log_ei)
             # The points observed and those taken for this batch (kriging believer): none again.
-            observed = jnp.where(D.mask(data)[:, None], data.x, jnp.nan)
+            observed = optimize.guarded(avoid_observed, data.x, D.mask(data))
             z, val, opt_info = optimize.maximize_acquisition(
                 sub, fn, unit, num_candidates=num_candidates, num_restarts=num_restarts,
                 x_best=starts, num_steps=num_steps, observed=observed)
@@ -648,7 +657,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
               num_restarts: int, num_steps: int, num_ts_candidates: int, jitter,
               n_constraints: int = 0, fit_method: str = "lbfgs", refit_until: int = 100,
               refit_ratio: float = 1.1, log_ei: bool = True,
-              posterior_inverse: bool | None = None) -> Algorithm:
+              posterior_inverse: bool | None = None,
+              avoid_observed: bool | str = optimize.AVOID_OBSERVED) -> Algorithm:
     """The shared kernel-model algorithm (see the module docstring). The acquisition maximiser
     (``ntkbo.optimize``) starts from scrambled Sobol candidates plus the best observed points and
     their perturbations, then refines the best ``num_restarts`` by projected gradient ascent.
@@ -674,6 +684,7 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     check_int("num_steps", num_steps, 0)
     check_int("num_ts_candidates", num_ts_candidates, 1)
     check_int("n_constraints", n_constraints, 0)
+    optimize.check_avoid_observed(avoid_observed)
     if not isinstance(log_ei, bool):
         raise ValueError(f"log_ei must be True or False, got {log_ei!r}")
     if jitter is not None:
@@ -689,10 +700,10 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                          num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
                          fit_method=fit_method, refit_until=refit_until,
                          refit_ratio=refit_ratio, log_ei=log_ei,
-                         posterior_inverse=posterior_inverse)
+                         posterior_inverse=posterior_inverse, avoid_observed=avoid_observed)
         return constrained_kernel_bo(model, base, n_constraints, q=q, xi=xi, jitter=jitter,
                                      num_candidates=num_candidates, num_restarts=num_restarts,
-                                     num_steps=num_steps)
+                                     num_steps=num_steps, avoid_observed=avoid_observed)
     if n_constraints:
         raise ValueError(f"n_constraints={n_constraints} needs acquisition='cei' (constrained EI), "
                          f"got {acquisition!r}")
@@ -708,7 +719,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     raw_suggest = build_suggest(model, acquisition=acquisition, q=q,
                                 num_candidates=num_candidates, num_restarts=num_restarts,
                                 num_steps=num_steps, num_ts_candidates=num_ts_candidates,
-                                jitter=jitter, log_ei=log_ei, posterior_inverse=posterior_inverse)
+                                jitter=jitter, log_ei=log_ei, posterior_inverse=posterior_inverse,
+                                avoid_observed=avoid_observed)
 
     def suggest(key, state):
         return raw_suggest(key, state, beta, xi)
@@ -865,7 +877,8 @@ def _gp(*, kernel: str = "rbf", acquisition: str = "ei", beta: float = 4.0, xi: 
         num_restarts: int = _GPD["num_restarts"],
         num_steps: int = _GPD["num_steps"], num_ts_candidates: int = _GPD["num_ts_candidates"],
         jitter: float | None = _GPD["jitter"], n_constraints: int = _GPD["n_constraints"],
-        posterior_inverse: bool | None = _GPD["posterior_inverse"]) -> Algorithm:
+        posterior_inverse: bool | None = _GPD["posterior_inverse"],
+        avoid_observed: bool | str = optimize.AVOID_OBSERVED) -> Algorithm:
     """``gp`` with its flat options (``LAYOUT`` places them in the parts)."""
     if kernel not in STATIONARY:
         raise ValueError(f"kernel must be one of {tuple(STATIONARY)}, got {kernel!r}")
@@ -886,7 +899,8 @@ def _gp(*, kernel: str = "rbf", acquisition: str = "ei", beta: float = 4.0, xi: 
                      fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
                      log_ei=log_ei, num_candidates=num_candidates, num_restarts=num_restarts,
                      num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
-                     n_constraints=n_constraints, posterior_inverse=posterior_inverse)
+                     n_constraints=n_constraints, posterior_inverse=posterior_inverse,
+                     avoid_observed=avoid_observed)
 
 
 NTK_INPUT_MAPS = ("centered", "sphere")
@@ -905,7 +919,8 @@ def _ntk_gp(*, kernel_fn=None, acquisition: str = "ucb", depth: int = 2, activat
             num_restarts: int = _NTKD["num_restarts"], num_steps: int = _NTKD["num_steps"],
             num_ts_candidates: int = _NTKD["num_ts_candidates"],
             jitter: float | None = _NTKD["jitter"], n_constraints: int = _NTKD["n_constraints"],
-            posterior_inverse: bool | None = _NTKD["posterior_inverse"]) -> Algorithm:
+            posterior_inverse: bool | None = _NTKD["posterior_inverse"],
+            avoid_observed: bool | str = optimize.AVOID_OBSERVED) -> Algorithm:
     """``ntk_gp`` with its flat options (``NTK_LAYOUT`` places them in the parts)."""
     from ntkbo.kernels import as_kernel, mlp
 
@@ -932,7 +947,8 @@ def _ntk_gp(*, kernel_fn=None, acquisition: str = "ucb", depth: int = 2, activat
                      fit_method=fit_method, refit_until=refit_until, refit_ratio=refit_ratio,
                      log_ei=log_ei, num_candidates=num_candidates, num_restarts=num_restarts,
                      num_steps=num_steps, num_ts_candidates=num_ts_candidates, jitter=jitter,
-                     n_constraints=n_constraints, posterior_inverse=posterior_inverse)
+                     n_constraints=n_constraints, posterior_inverse=posterior_inverse,
+                     avoid_observed=avoid_observed)
 
 
 #: Where ``gp``'s and ``ntk_gp``'s plain options sit among their parts (``ntkbo.parts``):
@@ -943,7 +959,8 @@ _FIT = dict(enabled="fit", method="fit_method", num_steps="num_fit_steps",
             refit_ratio="refit_ratio")
 _SEARCH = dict(num_candidates="num_candidates", num_restarts="num_restarts",
                num_steps="num_steps", num_ts_candidates="num_ts_candidates", log_ei="log_ei",
-               posterior_inverse="posterior_inverse", jitter="jitter")
+               posterior_inverse="posterior_inverse", jitter="jitter",
+               avoid_observed="avoid_observed")
 LAYOUT = Layout({"fit": {**_FIT, "ard": "ard", "mean": "fit_mean"}, "search": _SEARCH})
 NTK_LAYOUT = Layout({"network": dict(depth="depth", activation="activation", W_std="W_std",
                                      b_std="b_std"),

@@ -35,7 +35,8 @@ standardised outputs, ``embed``) and in two choices, each measured (docs/decisio
 and 2026-11-27): TrainNN starts from ``theta_{t-1}`` (``warm_start=True``; Algorithm 2 starts from
 ``theta_0``; ``train_nn``), and ``nu="by_dimension"`` is 1.0 when ``d <= 6``, else 0.3
 (``nu_by_dimension``), where the paper picks ``nu`` per problem from ``{0.1, 1, 10}``.
-``PRESETS["authors"]`` is the authors' code (github.com/phantrdat/neuralbo).
+``PRESETS["authors"]`` is the authors' code (github.com/phantrdat/neuralbo). Weights are Section
+7's ``N(0, 1/m)``, not Section 4's ``N(0, 2/m)`` with a zero last layer (``PRESETS``).
 """
 
 from __future__ import annotations
@@ -97,8 +98,12 @@ THOMPSON = ("independent", "pathwise")
 #:   ``theta_0`` every round. How it departs from Section 7: the paper trains by SGD (batch 50,
 #:   50 epochs, learning rate 1e-3), which ntkbo's full-batch TrainNN cannot express; the number
 #:   of steps ``J = 200`` and the step ``1 / (lam + tr K)`` are ntkbo's (Algorithm 2 leaves both
-#:   open; Theorem 1's are impractical). Where the paper is silent (inputs, output scaling,
-#:   candidates), ntkbo's defaults stay (unit-sphere inputs, standardised outputs).
+#:   open; Theorem 1's are impractical). The initialisation is Section 7's ``N(0, 1/m)``, not
+#:   Section 4's ``N(0, 2/m)`` with a zero last layer: a zero readout makes ``h(x; theta_0) = 0``
+#:   but also zeroes the gradient features of every other layer at ``theta_0``, so the
+#:   uncertainty would see the last layer alone. Where the paper is silent (inputs, output
+#:   scaling, candidates), ntkbo's defaults stay (unit-sphere inputs, standardised outputs); the
+#:   initial design is 5 points (:data:`N_INIT`) and the duplicate guard is off, as the paper.
 #: * ``"authors"``: the authors' code (github.com/phantrdat/neuralbo, ``baselines/neuralbo.py``)
 #:   with the demo configuration ``config/Ackley/DIM_2/NeuralBO_ackley2.json`` of its first
 #:   commit (d32f12a): ``L = 2`` ``Linear`` layers (one hidden) of ``W = 200`` with biases,
@@ -123,14 +128,15 @@ THOMPSON = ("independent", "pathwise")
 #:   1 here), and of the readout weights and bias, ``U(+-1/sqrt(m))`` (std ``1/sqrt(3)``, against
 #:   1); and Adam's ``eps = 1e-8``, which meets gradients ``2 sqrt(m)`` times smaller than theirs
 #:   (it matters only where a gradient is near 0). ``learning_rate`` and ``train_penalty`` are
-#:   for width 200: a ``width`` given with this preset rescales neither.
+#:   for width 200: a ``width`` given with this preset rescales neither. 5 initial Sobol points
+#:   (their ``n_init``), no duplicate guard.
 PRESETS = {
     "paper": dict(network=dict(width=500, depth=1, activation="relu", W_std="paper", b_std=None),
                   lam=0.01, nu=1.0, features="static", uncertainty="dual",
                   training=dict(optimizer="gd", learning_rate=None, num_steps=200,
                                 warm_start=False, keep_optimizer_state=False, reg_center="init",
                                 penalty=None, loss_reduction="sum"),
-                  thompson="independent"),
+                  thompson="independent", search=dict(avoid_observed=False)),
     "authors": dict(network=dict(width=200, depth=1, activation="relu", W_std="paper", b_std=1.0),
                     lam=0.005, nu=3.0, input_map="centered", features="dynamic",
                     uncertainty="primal",
@@ -140,9 +146,18 @@ PRESETS = {
                                   loss_reduction="mean"),
                     standardize_y=False,
                     search=dict(num_candidates=50_000, num_best=0, num_perturbations=0,
-                                sampler="sobol"),
+                                sampler="sobol", avoid_observed=False),
                     thompson="independent"),
 }
+
+#: The initial design of each preset (``ntkbo.algorithms.design``): the authors' code's
+#: ``n_init=5`` Sobol points (``baselines/neuralbo.py``), for ``"paper"`` too: Section 7 gives a
+#: count only for robot pushing (15 points) and none for the synthetic functions.
+N_INIT = {"paper": 5, "authors": 5}
+#: Their sampler (``ntkbo.algorithms.design_sampler``): the authors' code's scrambled Sobol points
+#: (the drivers' default too); the paper names none (Section 7: "All the methods start with the
+#: same set of initial points").
+DESIGN_SAMPLER = {"authors": "sobol"}
 
 #: Where ``neural_bo``'s and ``build``'s plain options sit among their parts (``ntkbo.parts``).
 LAYOUT = Layout({
@@ -155,7 +170,8 @@ LAYOUT = Layout({
     "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
                    num_steps="num_acq_steps", method="acq_method", num_best="num_best",
                    num_perturbations="num_perturbations", perturb_scale="perturb_scale",
-                   sampler="sampler", chunk_size="chunk_size"),
+                   sampler="sampler", chunk_size="chunk_size",
+                   avoid_observed="avoid_observed"),
 })
 
 #: Default number of entries (rows x parameters, or rows x (factor width + capacity) in the dual
@@ -219,6 +235,8 @@ __all__ = [
     "pathwise_draw",
     "nu_schedule",
     "PRESETS",
+    "N_INIT",
+    "DESIGN_SAMPLER",
 ]
 
 
@@ -785,6 +803,7 @@ def _neural_bo(
     input_map: str = "sphere",
     chunk_size: int | None = None,
     jitter: float | None = None,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_bo`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_positive("lam", lam)
@@ -798,7 +817,8 @@ def _neural_bo(
                 num_acq_steps=num_acq_steps, acq_method=acq_method,
                 num_candidates=num_candidates, num_best=num_best,
                 num_perturbations=num_perturbations, perturb_scale=perturb_scale,
-                sampler=sampler, input_map=input_map, chunk_size=chunk_size, jitter=jitter)
+                sampler=sampler, input_map=input_map, chunk_size=chunk_size, jitter=jitter,
+                avoid_observed=avoid_observed)
 
     def init(key, bounds, capacity):
         return raw.init(key, bounds, capacity, lam)
@@ -843,6 +863,7 @@ def _build(
     input_map: str = "sphere",
     chunk_size: int | None = None,
     jitter: float | None = None,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> NeuralBOFns:
     """``build`` with its flat options (``LAYOUT`` places them in the parts)."""
     _check_choice("features", features, FEATURES)
@@ -869,6 +890,7 @@ def _build(
     _check_positive("perturb_scale", perturb_scale, allow_zero=True)
     if chunk_size is not None:
         _check_int("chunk_size", chunk_size, 1)
+    optimize.check_avoid_observed(avoid_observed)
     for name, value in (("warm_start", warm_start), ("standardize_y", standardize_y),
                         ("keep_optimizer_state", keep_optimizer_state)):
         if not isinstance(value, bool):
@@ -967,7 +989,8 @@ def _build(
             cand = candidates(k_cand, z, ys, m, noise[: num_perturbations * d], **cand_opts)
             mu, var = post(zc=cand)
             unit = unit_box(z.shape[-1], z.dtype)
-            dup = optimize.near_observed(cand, jnp.where(m[:, None], z, jnp.nan), unit)
+            observed = optimize.guarded(avoid_observed, z, m)
+            dup = None if observed is None else optimize.near_observed(cand, observed, unit)
             i, info = thompson_select(mu, var, nu_t, noise[num_perturbations * d:].reshape(q, n),
                                       dup)
             zs = cand[i]
@@ -975,7 +998,8 @@ def _build(
 
     def pathwise_select(key, apply_fn, state, theta_feat, z, m, cand, nu_t, lam):
         """``q`` joint draws (``pathwise_direction``), each minimised over ``cand`` then refined
-        (``ntkbo.optimize.maximize_over_candidates`` on ``-f~``, never at an observed point):
+        (``ntkbo.optimize.maximize_over_candidates`` on ``-f~``; with ``avoid_observed`` never
+        at an observed point):
         ``(zs (q, d), -f~ (q,), replaced ())``."""
         zb = embed(z, input_map)
         unit = unit_box(z.shape[-1], z.dtype)
@@ -988,7 +1012,7 @@ def _build(
             zj, val, opt_info = optimize.maximize_over_candidates(
                 acq, unit, cand, num_restarts=num_restarts, num_steps=num_acq_steps,
                 method=acq_method, chunk_size=chunk_size,
-                observed=jnp.where(m[:, None], z, jnp.nan))
+                observed=optimize.guarded(avoid_observed, z, m))
             zs.append(zj)
             values.append(val)
             replaced.append(opt_info.replaced)
@@ -1044,7 +1068,10 @@ def neural_bo(
         (0.02 of the box), ``sampler`` (``"sobol"``, scrambled, Kronecker beyond 256
         dimensions, or ``"kronecker"``), ``chunk_size`` (``None``: about ``2^22 / p`` rows per
         chunk); with ``thompson="pathwise"`` also ``num_restarts`` (4) best candidates refined
-        by ``method`` (``"pgd"``) for ``num_steps`` (30).
+        by ``method`` (``"pgd"``) for ``num_steps`` (30); ``avoid_observed`` (``"auto"``: on
+        for a noise-free problem, off for a noisy one; ``True``: a draw whose minimiser is an
+        observed point takes its best other candidate, ``ntkbo.optimize``; ``False``, the
+        paper's and both presets': each draw's arg-max).
       lam: ``lambda``: ``U_0 = lam I``, the variance prefactor, the training penalty (paper: 0.01).
       nu: exploration ``nu_t``: a number (paper grid ``{0.1, 1, 10}``), ``"by_dimension"`` (the
         default: 1.0 when ``d <= 6``, else 0.3, ``nu_by_dimension``), ``"repo"`` for the

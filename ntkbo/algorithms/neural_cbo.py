@@ -8,7 +8,10 @@ Problem: minimise ``f(x)`` subject to ``c_k(x) <= 0``, ``k = 1..K`` (feasible if
 then the constraints (``ntkbo.base``). The algorithm (Algorithm 3), in ntkbo's conventions::
 
     v(x; theta), u_k(x; omega_k)       one network per black-box function, same architecture
-    sigma_a^2(x) = lam g_a^T (lam I + G_a^T G_a)^{-1} g_a,  g_a = d a(x) / d W at W_0   (Eq. 4.3-4.4)
+    sigma_a^2(x) = lam g_a^T (lam I + G_a^T G_a)^{-1} g_a,  g_a = d a(x) / d W at W_0
+                   (Eqs. 4.3-4.4 write g_a^T (I + G_a^T G_a)^{-1} g_a: U_0 = I and no lam
+                   prefactor; the two agree at lam = 1, PRESETS["paper"]; the prefactor is
+                   NeuralBO's, which makes sigma_a^2 the empirical-NTK GP variance with noise lam)
     beta_{a,t}   = B + R sqrt(gamma_{a,t} + 2 + 2 log(1 / delta))             (Lemma 4.1.5)
     LCB_k(x)     = u_k(x) - beta_{k,t} sigma_k(x) - epsilon / (t + 1)          (Cor. 4.1.6)
     mu^+         = min over evaluated points observed feasible of v(x_i)       (noisy incumbent)
@@ -298,7 +301,7 @@ def posterior_moments(apply_fn, params: Params, params0: Params, f_data, mask: A
 #:   ``neural_cbo``, "Deviations".
 #: * ``"one_layer"``: the defaults before any tuning (one hidden layer, ``lam = 0.01``).
 PRESETS = {
-    "paper": dict(network=dict(depth=1), lam=1.0),
+    "paper": dict(network=dict(depth=1), lam=1.0, search=dict(avoid_observed=False)),
     "one_layer": dict(network=dict(depth=1), lam=0.01),
 }
 
@@ -309,7 +312,7 @@ LAYOUT = Layout({
                      warm_start="warm_start"),
     "search": dict(num_candidates="num_candidates", num_best="num_best",
                    num_perturbations="num_perturbations", perturb_scale="perturb_scale",
-                   chunk_size="chunk_size"),
+                   chunk_size="chunk_size", avoid_observed="avoid_observed"),
 })
 
 
@@ -336,6 +339,7 @@ def _neural_cbo(
     perturb_scale: float = 0.02,
     input_map: str = "sphere",
     chunk_size: int = 1024,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_cbo`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_int("n_constraints", n_constraints, 1)
@@ -361,6 +365,7 @@ def _neural_cbo(
     if num_perturbations and not num_best:
         raise ValueError("num_perturbations must be 0 when num_best is 0 (nothing to perturb)")
     check_positive("perturb_scale", perturb_scale, allow_zero=True)
+    optimize.check_avoid_observed(avoid_observed)
     if not isinstance(warm_start, bool):
         raise ValueError(f"warm_start must be a bool, got {warm_start!r}")
     mlp_spec(depth, width, activation, 1.0, b_std)  # validates the architecture arguments
@@ -454,8 +459,9 @@ def _neural_cbo(
         # constraint LCBs in original units: mean_k + std_k (u_k - beta_k sigma_k - slack)
         lcb_s = lower_confidence_bound(mu[1:], sigma[1:], beta_k[:, None], slack)  # (K, n)
         lcb = (mean[1:, None] + std[1:, None] * lcb_s).T  # (n, K)
-        dup = optimize.near_observed(cand, jnp.where(m[:, None], z, jnp.nan),
-                                     unit_box(z.shape[-1], z.dtype))
+        observed = optimize.guarded(avoid_observed, z, m)
+        dup = (None if observed is None
+               else optimize.near_observed(cand, observed, unit_box(z.shape[-1], z.dtype)))
         i, any_feasible, replaced = select(log_ei, lcb, std[1:], dup)
         info = NeuralCBOSuggestInfo(
             acq_value=log_ei[i][None], mean=mu[0, i][None], std=sigma[0, i][None],

@@ -92,7 +92,7 @@ PRESETS = {
                   training=dict(optimizer="adam", num_steps=None, learning_rate=1e-3),
                   num_explore=10,
                   search=dict(num_candidates=10, num_restarts=10, num_steps=500,
-                              sampler="uniform", num_best=0)),
+                              sampler="uniform", num_best=0, avoid_observed=False)),
 }
 
 #: Where ``neural_greedy``'s plain options sit among its parts (``ntkbo.parts``). The network's
@@ -102,7 +102,7 @@ LAYOUT = Layout({
     "training": dict(optimizer="optimizer", num_steps="num_steps", learning_rate="learning_rate"),
     "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
                    num_steps="num_acq_steps", method="acq_method", sampler="sampler",
-                   num_best="num_best"),
+                   num_best="num_best", avoid_observed="avoid_observed"),
 })
 
 __all__ = [
@@ -324,6 +324,7 @@ def _neural_greedy(
     sampler: str = "uniform",
     num_best: int = 0,
     jitter: float | None = None,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_greedy`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_choice("smb", smb, SMBS)
@@ -344,6 +345,7 @@ def _neural_greedy(
                               optimize.METHODS)
     check_choice("sampler", sampler, optimize.SAMPLERS)
     check_int("num_best", num_best, 0)
+    optimize.check_avoid_observed(avoid_observed)
     if jitter is not None:
         check_positive("jitter", jitter, allow_zero=True)
     mlp_spec(depth, width, activation, gamma, gamma)  # validates the activation
@@ -384,7 +386,7 @@ def _neural_greedy(
                 k_acq, lambda zc: -fn(embed(zc)), unit, num_candidates=num_candidates,
                 num_restarts=num_restarts, x_best=starts, num_steps=num_acq_steps,
                 method=acq_method, sampler=sampler,
-                observed=jnp.where(mask[:, None], z, jnp.nan))
+                observed=optimize.guarded(avoid_observed, z, mask))
             return zq, value, l0, l1, ok & jnp.isfinite(value), opt_info.replaced
 
         def greedy(_):

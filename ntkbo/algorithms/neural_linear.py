@@ -97,18 +97,19 @@ PRESETS_BY_NAME = {
         "paper": dict(network=dict(width=50, depth=3), prior_precision="evidence",
                       noise_precision="evidence",
                       training=dict(learning_rate=1e-2, num_steps=500, weight_decay=0.0),
-                      y_transform="standardize"),
+                      y_transform="standardize", search=dict(avoid_observed=False)),
         "authors": dict(network=dict(width=10, depth=3), prior_precision="evidence",
                         noise_precision="evidence",
                         training=dict(learning_rate=1e-2, num_steps=100, weight_decay=0.0),
-                        y_transform="standardize", search=dict(num_restarts=20)),
+                        y_transform="standardize",
+                        search=dict(num_restarts=20, avoid_observed=False)),
     },
     "neural_lin_ts": {
         "paper": dict(network=dict(width=500, depth=1, W_std=1.0, b_std=1.0),
                       prior_precision=0.01, noise_precision=100.0,
                       training=dict(learning_rate=1e-3),
                       search=dict(num_candidates=10, num_restarts=10, num_steps=500,
-                                  method="pgd")),
+                                  method="pgd", avoid_observed=False)),
     },
 }
 
@@ -119,7 +120,8 @@ LAYOUT = Layout({
     "training": dict(num_steps="num_steps", learning_rate="learning_rate",
                      weight_decay="weight_decay"),
     "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
-                   num_steps="num_acq_steps", method="acq_method"),
+                   num_steps="num_acq_steps", method="acq_method",
+                   avoid_observed="avoid_observed"),
 }, renames={"prior_precision": "alpha", "noise_precision": "beta"})
 
 __all__ = [
@@ -330,6 +332,7 @@ def _neural_linear(
     num_acq_steps: int = 30,
     acq_method: str = "pgd",
     y_transform: str = "standardize",
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``neural_linear`` with its flat options (``LAYOUT`` places them in the parts)."""
     check_int("width", width, 1)
@@ -348,6 +351,7 @@ def _neural_linear(
     check_choice("y_transform", y_transform, Y_TRANSFORMS)
     check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
                               optimize.METHODS)
+    optimize.check_avoid_observed(avoid_observed)
     mlp_spec(depth, width, activation, W_std, b_std)  # validates the network arguments
     init_fn, apply_fn, _ = mlp(depth, width, activation, W_std=W_std, b_std=b_std)
 
@@ -380,7 +384,7 @@ def _neural_linear(
         opt: dict[str, Any]  # options of several types, passed as **opt
         opt = dict(num_candidates=num_candidates, num_restarts=num_restarts,
                    x_best=best_points(z, ys, mask, NUM_BEST), num_steps=num_acq_steps,
-                   method=acq_method, observed=jnp.where(mask[:, None], z, jnp.nan))
+                   method=acq_method, observed=optimize.guarded(avoid_observed, z, mask))
         post = state.blr
 
         def moments(p, zc):

@@ -41,7 +41,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from ntkbo import linalg
+from ntkbo import linalg, optimize
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import gp as G
@@ -88,13 +88,17 @@ METHODS = ("pgd", "adam", "lbfgs", "none")
 #:   scrambled Sobol points plus the best observed points and perturbations of them, which no
 #:   option removes), biases on; the network and training of three of its seven problem configs
 #:   (Rastrigin-20, Michalewicz-30, Cosine Mixture-50): 4 ``Linear`` layers (3 hidden) of 50,
-#:   learning rate ``0.01``, 200 epochs.
+#:   learning rate ``0.01``, 200 epochs; 50 initial points (:data:`N_INIT_BY_NAME`). Not
+#:   expressible: its raw outputs (the configs do not normalise them; ``pinn_bo`` standardises
+#:   the observations and the PDE's right-hand side with them, so ``lam`` and the learning rate
+#:   act on another scale).
 #: * ``pinn_ntk_gp``, ``"paper"``: the GP of Definition 5.3.1 / Lemma 5.3.4 on that network's NTK
 #:   (no biases, ``W_std = 1``, the grid's smallest ``L = 2``: one hidden layer, ``depth=1``) with
 #:   Algorithm 4's ``nu_t`` (``"thesis"``, ``gamma_t`` replaced by ``I(f; Y_t)``: the maximal
 #:   information gain is unknown for a black box) and the Thompson draw the greedy network stands
 #:   for (Lemma 5.3.4).
 #:
+#: Every preset here runs without the duplicate guard (``search.avoid_observed=False``).
 #: Not expressible, so ntkbo's choice stays: tanh (``"erf"``, no closed-form tanh kernel; the
 #: thesis also names ReLU, whose second derivative vanishes); the thesis's ExponentialLR(0.95) and
 #: its retraining every 10 iterations (the code: every 1 or 10); Algorithm 4's ``nu_t`` in
@@ -109,19 +113,25 @@ PRESETS_BY_NAME = {
         "paper": dict(network=dict(width=100, depth=1, W_std=1.0, b_std=None),
                       residuals=dict(weight=1.0), lam=0.0,
                       training=dict(loss_reduction="sum", optimizer="gd", learning_rate=1e-2,
-                                    num_steps=100, warm_start=False)),
+                                    num_steps=100, warm_start=False),
+                      search=dict(avoid_observed=False)),
         "authors": dict(network=dict(width=50, depth=3), residuals=dict(num_points=40_000,
                                                                         weight=1.0),
                         nu=1.0,
                         training=dict(loss_reduction="mean", reg_center="zero", optimizer="adam",
                                       learning_rate=1e-2, num_steps=200, warm_start=True),
-                        search=dict(num_candidates=50_000, method="none")),
+                        search=dict(num_candidates=50_000, method="none", avoid_observed=False)),
     },
     "pinn_ntk_gp": {
         "paper": dict(network=dict(depth=1, W_std=1.0, b_std=None), acquisition="ts",
-                      nu="thesis"),
+                      nu="thesis", search=dict(avoid_observed=False)),
     },
 }
+
+#: The initial design of each preset (``ntkbo.algorithms.design``): 50 points, section 5.4.1
+#: ("trained on 50 initial points") and the released configs of the synthetic problems
+#: (``n_init`` 50; the heat problems' 10 are not in a preset).
+N_INIT_BY_NAME = {"pinn_bo": {"paper": 50, "authors": 50}, "pinn_ntk_gp": {"paper": 50}}
 
 #: Where ``pinn_bo``'s plain options sit among its parts (``ntkbo.parts``).
 LAYOUT = Layout({
@@ -132,17 +142,19 @@ LAYOUT = Layout({
                      learning_rate="learning_rate", num_steps="num_steps",
                      warm_start="warm_start"),
     "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
-                   num_steps="acq_steps", method="method"),
+                   num_steps="acq_steps", method="method", avoid_observed="avoid_observed"),
 })
 #: ``pinn_ntk_gp``'s: the network whose NTK is the kernel, no training.
 NTK_GP_LAYOUT = Layout({
     "network": dict(depth="depth", activation="activation", W_std="W_std", b_std="b_std"),
     "residuals": dict(num_points="num_residuals", noise_std="rhs_noise_std"),
     "search": dict(num_candidates="num_candidates", num_restarts="num_restarts",
-                   num_steps="acq_steps", method="method", jitter="jitter"),
+                   num_steps="acq_steps", method="method", jitter="jitter",
+                   avoid_observed="avoid_observed"),
 })
 
 __all__ = [
+    "N_INIT_BY_NAME",
     "PRESETS_BY_NAME",
     "PinnBOState",
     "PinnBOSuggestInfo",
@@ -532,8 +544,10 @@ def _pinn_bo(
     num_restarts: int = 4,
     acq_steps: int = 20,
     method: str = "pgd",
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``pinn_bo`` with its flat options (``LAYOUT`` places them in the parts)."""
+    optimize.check_avoid_observed(avoid_observed)
     pde = _check_common(pde, width, depth, activation, W_std, b_std, num_residuals, rhs_noise_std,
                         num_candidates, num_restarts, acq_steps, method)
     check_choice("loss", loss, LOSSES)
@@ -606,7 +620,8 @@ def _pinn_bo(
         x, value, opt_info = maximize_acquisition(
             key, acq, bounds, num_candidates=num_candidates, num_restarts=num_restarts,
             x_best=best_points(state.data.x, state.data.y, D.mask(state.data), num_restarts),
-            num_steps=acq_steps, method=method, observed=_observed(state.data))
+            num_steps=acq_steps, method=method,
+            observed=optimize.guarded(avoid_observed, state.data.x, D.mask(state.data)))
         info = PinnBOSuggestInfo(mean=-value[None],
                                  duplicates_replaced=opt_info.replaced.astype(jnp.int32))
         return x[None, :], info
@@ -616,11 +631,6 @@ def _pinn_bo(
 
 # ---------------------------------------------------------------------------------------------
 # The infinite-width (analytic-kernel) counterpart.
-
-
-def _observed(data: D.Data) -> Array:
-    """``(C, d)`` the evaluated inputs, NaN on padding (``ntkbo.optimize``'s ``observed``)."""
-    return jnp.where(D.mask(data)[:, None], data.x, jnp.nan)
 
 
 class PinnGPState(NamedTuple):
@@ -657,8 +667,10 @@ def _pinn_ntk_gp(
     acq_steps: int = 20,
     method: Optional[str] = None,
     jitter: Optional[float] = None,
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``pinn_ntk_gp`` with its flat options (``NTK_GP_LAYOUT`` places them in the parts)."""
+    optimize.check_avoid_observed(avoid_observed)
     method = method or ("none" if acquisition == "ts" else "pgd")
     pde = _check_common(pde, 1, depth, activation, W_std, b_std, num_residuals, rhs_noise_std,
                         num_candidates, num_restarts, acq_steps, method)
@@ -740,7 +752,7 @@ def _pinn_ntk_gp(
         x, _, opt_info = maximize_acquisition(
             k_acq, acq, bounds, num_candidates=num_candidates, num_restarts=num_restarts,
             x_best=best_points(data.x, data.y, D.mask(data), num_restarts), num_steps=acq_steps,
-            method=method, observed=_observed(data))
+            method=method, observed=optimize.guarded(avoid_observed, data.x, D.mask(data)))
         mu, s = moments(x[None, :])
         info = PinnGPSuggestInfo(mean=mu, std=s, nu=nu_t, interaction_gain=gain,
                                  duplicates_replaced=opt_info.replaced.astype(jnp.int32))

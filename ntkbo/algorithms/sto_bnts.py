@@ -29,15 +29,14 @@ standardised observations of the objective itself and the query is the *minimise
 sample, i.e. the maximiser of the acquisition ``-f~``: the paper's algorithm run on ``-f`` (the
 zero-mean prior is symmetric). ``info.acq_value`` is ``-f~`` at the query, standardised.
 
-**Defaults and the paper.** The defaults are the paper's experiments (``depth=2``, ReLU, NTK
-parameterisation without biases, ``beta_t = 1``, no target perturbation, fresh networks every
-round, the network trained on (1)), with inputs on the unit sphere and ``sigma = 0.1`` where the
-paper leaves them open (:func:`embed_inputs`). They depart from it in the training, 10
-Levenberg-Marquardt steps of the nonlinear network at width 128 (the paper: gradient descent till
-convergence, width 256; :func:`train_member`), and a cheaper query search (:func:`sto_bnts`).
-``optimizer="linearized"`` (``preset="linearized"``) is STO-BNTS-Linear's member with the readout
-anchor tied, not Algorithm 1. The posterior-sample property is exact only in the infinite-width
-limit for the trained network, and for its own kernel, the empirical NTK, for the linear members.
+**Defaults and the paper.** The defaults follow Algorithm 1 as Sections 2-3 state it
+(``preset="section2"``: ``depth=2``, ReLU, NTK parameterisation without biases, ``beta_t = 1``,
+fresh networks every round, the network trained on (1)), inputs on the unit sphere and
+``sigma = 0.1`` where it is open, but 10 Levenberg-Marquardt steps at width 128 (:func:`train_member`)
+and a cheaper query search. The paper's experiments ran He et al.'s code with its defaults
+(Appendix F): ``preset="appendix_f"``. ``preset="linearized"`` is STO-BNTS-Linear's member with
+the readout anchor tied, not Algorithm 1. The posterior-sample property is exact only in the
+infinite-width limit for the trained network, and for the empirical NTK for the linear members.
 """
 
 from __future__ import annotations
@@ -70,7 +69,9 @@ Array = jax.Array
 
 __all__ = [
     "ACQ_METHODS", "BetaSpec", "INPUT_MAPS", "LM_DAMPING", "LOSS_REDUCTIONS", "NUM_BEST",
-    "OPTIMIZERS", "PRESETS_BY_NAME", "StoBntsState", "StoBntsSuggestInfo", "default_num_steps",
+    "DESIGN_SAMPLER_BY_NAME", "N_INIT_BY_NAME", "OPTIMIZERS", "PRESETS_BY_NAME", "StoBntsState",
+    "StoBntsSuggestInfo",
+    "default_num_steps",
     "member_keys", "sample_linear_member", "sample_member", "sto_bnts", "sto_bnts_linear",
     "theorem1_beta",
     # defined in ntkbo.nets and ntkbo.algorithms.observations
@@ -88,59 +89,94 @@ NUM_BEST = 4
 
 
 #: Named settings (``ntkbo.algorithms.sto_bnts(preset=NAME, **options)``; ``ntkbo.algorithms``,
-#: "Presets"), per registry name:
+#: "Presets"), per registry name, each named for what it follows:
 #:
-#: * ``"paper"``: the paper's experiments (``L = 2`` hidden layers of ``m = 256``, sections
-#:   5.2-5.3; ReLU, NTK parameterisation without biases; ``beta_t = 1``, Appendix F; loss (1)
-#:   without target perturbation and fresh networks every round, Algorithm 1) with the network
+#: * ``"appendix_f"``: what the paper's experiments ran (Appendix F: the surrogate trained with He
+#:   et al.'s implementation "and all their default parameter settings", only the architecture
+#:   varied), i.e. the defaults of ``bayesian_ntk/config.py`` as the authors' repository ships
+#:   them (github.com/daizhongxiang/sto-bnts at f0a1759; ``sto_bnts.py`` passes
+#:   ``parameterization='standard'``): standard parameterisation, ``W_std = 1.5``,
+#:   ``b_std = 0.05`` on every layer, ``noise_scale = 0.1`` (``sigma``), full-batch
+#:   ``optimizers.sgd(1e-3)`` for ``training_steps = 1000`` on ``1/2 mean (f - y)^2 + 1/2
+#:   (sigma^2 / N) |theta - theta_0|_P^2`` (``loss_reduction="mean"``, loss (1) scaled), on the
+#:   architecture of Sections 5.2-5.3 (``L = 2`` hidden layers of ``m = 256``, ReLU), inputs in
+#:   ``[0, 1]^d`` (``"cube"``, Appendix E's domain); ``beta_t = 1``, fresh networks every round
+#:   (Algorithm 1; He et al.'s defaults say nothing of the key), 10,000 random points refined by
+#:   L-BFGS from 100 starts (Appendix F; here scrambled Sobol points plus the best observed points
+#:   and perturbations of them, the 100 best refined); 5 initial points (Appendix F.2, the only
+#:   count the paper gives; :data:`N_INIT_BY_NAME`). He et al.'s own repository
+#:   (github.com/bobby-he/bayesian-ntk) has 50,000 steps; 1000 is the copy the authors ran. Not
+#:   expressible: their raw, unstandardised targets (ntkbo standardises; ``sigma`` is then
+#:   relative to the data's spread). STO-BNTS-Linear: the same network and query, its training
+#:   the closed-form minimiser of (1) (what GD converges to; 1000 steps of ``1e-3`` need not get
+#:   there: not expressible).
+#: * ``"section2"``: Algorithm 1 as Sections 2-3 write it: ``init`` draws every parameter from
+#:   ``N(0, 1)`` (NTK parameterisation, Arora et al.'s network without biases, ``W_std="paper"``),
 #:   trained on (1) "till convergence" (Algorithm 1 line 6) by Levenberg-Marquardt until a step
 #:   gains less than 1e-4 of the loss, at most 300 steps, where the paper uses gradient descent:
 #:   (1) is not convex in the network's parameters, so the local minimiser reached need not be
-#:   the one gradient descent from ``theta_0`` converges to (:func:`train_member`); the
-#:   query by 10,000 candidates and L-BFGS from 100 starts (Appendix F: 10,000 random points,
-#:   L-BFGS-B from 100 random restarts; here scrambled Sobol points plus the best observed
-#:   points and perturbations of them, and the 100 best candidates refined). The input map and
-#:   ``sigma`` are open in the paper: the defaults' (the sphere, 0.1). STO-BNTS-Linear: the same
-#:   network and query (its training is the closed form either way).
+#:   the one gradient descent from ``theta_0`` converges to (:func:`train_member`); with the
+#:   architecture, ``beta_t``, query and initial design of ``"appendix_f"``. The input map and
+#:   ``sigma`` are open in Section 2: the defaults' (the sphere, 0.1). STO-BNTS-Linear: the same
+#:   network and query.
 #: * ``"authors"`` (STO-BNTS; the Lunar-Lander code, github.com/daizhongxiang/sto-bnts,
-#:   ``lunar_sto_bnts.py``: ``width 256, depth 2, noise_scale 0.1``): standard parameterisation
-#:   with ``W_std=1.5, b_std=0.05`` and inputs in ``[0, 1]^d`` (``"cube"``), 10,000 full-batch GD
-#:   steps of ``1e-3`` on the mean loss, the same ``q`` networks every round, the paper's query
-#:   search (as ``"paper"``). Not expressible: its raw, unstandardised targets (ntkbo
-#:   standardises; ``sigma`` is then relative).
+#:   ``lunar_sto_bnts.py``: ``width 256, depth 2, noise_scale 0.1``): as ``"appendix_f"`` but
+#:   10,000 GD steps (its ``configs``) and the same ``q`` networks every round
+#:   (``PRNGKey(10)`` re-created inside its loop: ``fixed_key=True``), 20 initial points
+#:   (``inits/init_itr_*_init_20.p``). Not expressible, as above: its raw targets.
 #: * ``"linearized"`` (STO-BNTS): the defaults before 2026-11-27 (what the committed defaults table's
 #:   ``sto_bnts`` row ran; no source claimed): ``optimizer="linearized"``, the closed-form
 #:   minimiser of (1) for the network linearised at ``theta_0``, i.e. STO-BNTS-Linear's member
 #:   with the readout anchor tied, not Algorithm 1's trained network.
 #:
-#: The defaults differ from ``"paper"`` in the width (128 against 256; chosen on the tuning keys,
-#: ``benchmarks/results/tuning-sto_bnts-train``), the training (10 Levenberg-Marquardt steps of the
-#: network on (1), where ``"paper"`` runs them until a step gains less than 1e-4 of the loss;
-#: :func:`train_member`) and the cheaper query search.
-_PAPER_QUERY = dict(search=dict(num_candidates=10_000, num_restarts=100, method="lbfgs"))
-_PAPER_NET = dict(network=dict(width=256, depth=2, activation="relu", W_std="paper", b_std=None,
-                               parameterization="ntk"),
-                  beta=1.0, perturb_targets=False, fixed_key=False)
+#: Every source-named preset runs without the duplicate guard (``search.avoid_observed``), as the
+#: paper. The defaults differ from ``"section2"`` in the width (128 against 256; chosen on the
+#: tuning keys, ``benchmarks/results/tuning-sto_bnts-train``), the training (10
+#: Levenberg-Marquardt steps of the network on (1), where ``"section2"`` runs them until a step
+#: gains less than 1e-4 of the loss; :func:`train_member`) and the cheaper query search.
+_PAPER_QUERY = dict(search=dict(num_candidates=10_000, num_restarts=100, method="lbfgs",
+                                avoid_observed=False))
+_PAPER_ARCH = dict(width=256, depth=2, activation="relu")
+_SECTION2_NET = dict(network=dict(**_PAPER_ARCH, W_std="paper", b_std=None,
+                                  parameterization="ntk"),
+                     beta=1.0, perturb_targets=False, fixed_key=False)
+# He et al.'s network and noise as the authors' copy of ``bayesian_ntk/config.py`` has them.
+_HE_NET = dict(network=dict(**_PAPER_ARCH, parameterization="standard", W_std=1.5, b_std=0.05),
+               sigma=0.1, beta=1.0, perturb_targets=False, input_map="cube")
 PRESETS_BY_NAME = {
     "sto_bnts": {
-        "paper": dict(**_PAPER_NET,
-                      training=dict(optimizer="levenberg_marquardt", num_steps=300, tol=1e-4),
-                      **_PAPER_QUERY),
-        "authors": dict(network=dict(width=256, depth=2, activation="relu",
-                                     parameterization="standard", W_std=1.5, b_std=0.05),
-                        sigma=0.1, beta=1.0, perturb_targets=False, input_map="cube",
-                        training=dict(optimizer="gd", learning_rate=1e-3, num_steps=10_000,
-                                      loss_reduction="mean", tol=None),
+        "appendix_f": dict(**_HE_NET, training=dict(optimizer="gd", learning_rate=1e-3,
+                                                    num_steps=1000, loss_reduction="mean",
+                                                    tol=None),
+                           fixed_key=False, **_PAPER_QUERY),
+        "section2": dict(**_SECTION2_NET,
+                         training=dict(optimizer="levenberg_marquardt", num_steps=300, tol=1e-4),
+                         **_PAPER_QUERY),
+        "authors": dict(**_HE_NET, training=dict(optimizer="gd", learning_rate=1e-3,
+                                                 num_steps=10_000, loss_reduction="mean",
+                                                 tol=None),
                         fixed_key=True, **_PAPER_QUERY),
         "linearized": dict(training=dict(optimizer="linearized"), network=dict(width=256)),
     },
-    "sto_bnts_linear": {"paper": dict(**_PAPER_NET, **_PAPER_QUERY)},
+    "sto_bnts_linear": {"appendix_f": dict(**_HE_NET, fixed_key=False, **_PAPER_QUERY),
+                        "section2": dict(**_SECTION2_NET, **_PAPER_QUERY)},
 }
+#: The initial design of each source-named preset (``ntkbo.algorithms.design``): Appendix F.2's
+#: 5 random points (the RF task; the paper states no other count), the Lunar-Lander code's 20.
+N_INIT_BY_NAME = {
+    "sto_bnts": {"appendix_f": 5, "section2": 5, "authors": 20},
+    "sto_bnts_linear": {"appendix_f": 5, "section2": 5},
+}
+#: Their sampler (``ntkbo.algorithms.design_sampler``): uniform random points, Appendix F's
+#: "initial inputs which are selected by random search" and the Lunar-Lander code's random
+#: points; the drivers' default is scrambled Sobol.
+DESIGN_SAMPLER_BY_NAME = {name: dict.fromkeys(presets, "uniform")
+                          for name, presets in N_INIT_BY_NAME.items()}
 
 _NETWORK = dict(width="width", depth="depth", activation="activation", W_std="W_std",
                 b_std="b_std", parameterization="parameterization")
 _SEARCH = dict(num_candidates="num_candidates", num_restarts="num_restarts",
-               num_steps="num_acq_steps", method="acq_method")
+               num_steps="num_acq_steps", method="acq_method", avoid_observed="avoid_observed")
 #: Where ``sto_bnts``'s plain options sit among its parts (``ntkbo.parts``).
 LAYOUT = Layout({
     "network": _NETWORK,
@@ -201,7 +237,9 @@ def theorem1_beta(t, domain_size, delta):
     ``t`` is the iteration (round) index from 1 and ``|X|`` the size of the finite domain (for the
     unit cube discretised on a grid of spacing ``1/sqrt(T)``, ``|X| = T^(d/2)``, Appendix E). It
     multiplies the *standard deviation* of the sample and is conservative; the
-    experiments use 1.
+    experiments use 1. ``sto_bnts``' ``beta`` receives the number of observations ``N``, not
+    ``t``: with ``n_0`` initial points and ``q = B`` points a round, ``t = (N - n_0) / B + 1``,
+    e.g. ``beta=lambda n: theorem1_beta((n - n0) // q + 1, size, delta)``.
     """
     t = jnp.asarray(t, jnp.result_type(float))
     return 2.0 * jnp.log(jnp.pi**2 * t**2 * domain_size / (3.0 * delta))
@@ -287,7 +325,7 @@ def default_num_steps(optimizer) -> int:
 def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targets, activation,
           W_std, b_std, parameterization, optimizer, num_steps, learning_rate, loss_reduction,
           fixed_key, num_candidates, num_restarts, num_acq_steps, acq_method, jitter,
-          tol=None) -> Algorithm:
+          avoid_observed, tol=None) -> Algorithm:
     _check_int("q", q, 1)
     _check_choice("input_map", input_map, INPUT_MAPS)
     _check_positive("sigma", sigma)
@@ -310,6 +348,7 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
         _check_positive("learning_rate", learning_rate)
     check_acquisition_options(num_candidates, num_restarts, num_acq_steps, acq_method,
                               ACQ_METHODS)
+    optimize.check_avoid_observed(avoid_observed)
     if jitter is not None and not (isinstance(jitter, (int, float)) and jitter >= 0):
         raise ValueError(f"jitter must be None or a number >= 0, got {jitter!r}")
     if isinstance(W_std, str):
@@ -374,7 +413,7 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
             zq, value, opt_info = optimize.maximize_acquisition(
                 k_acq, lambda zc: -sample(zc), unit, num_candidates=num_candidates,
                 num_restarts=num_restarts, x_best=starts, num_steps=num_acq_steps,
-                method=acq_method, observed=jnp.where(mask[:, None], z, jnp.nan))
+                method=acq_method, observed=optimize.guarded(avoid_observed, z, mask))
             ok = train_ok & jnp.isfinite(value)
             return zq, value, l0, l1, gn, ok, opt_info.replaced
 
@@ -415,6 +454,7 @@ def _sto_bnts(
     acq_method: str = "pgd",
     jitter: float | None = None,
     input_map: str = "sphere",
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``sto_bnts`` with its flat options (``LAYOUT`` places them in the parts)."""
     return _make(False, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
@@ -423,7 +463,8 @@ def _sto_bnts(
                  parameterization=parameterization, optimizer=optimizer, num_steps=num_steps,
                  learning_rate=learning_rate, loss_reduction=loss_reduction, fixed_key=fixed_key,
                  num_candidates=num_candidates, num_restarts=num_restarts,
-                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter, tol=tol)
+                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter, tol=tol,
+                 avoid_observed=avoid_observed)
 
 
 def _sto_bnts_linear(
@@ -445,6 +486,7 @@ def _sto_bnts_linear(
     acq_method: str = "pgd",
     jitter: float | None = None,
     input_map: str = "sphere",
+    avoid_observed: bool | str = optimize.AVOID_OBSERVED,
 ) -> Algorithm:
     """``sto_bnts_linear`` with its flat options (``LAYOUT_LINEAR`` places them in the parts)."""
     return _make(True, input_map=input_map, width=width, depth=depth, q=q, sigma=sigma,
@@ -453,7 +495,8 @@ def _sto_bnts_linear(
                  parameterization=parameterization, optimizer="levenberg_marquardt", num_steps=None,
                  learning_rate=None, loss_reduction="sum", fixed_key=fixed_key,
                  num_candidates=num_candidates, num_restarts=num_restarts,
-                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter)
+                 num_acq_steps=num_acq_steps, acq_method=acq_method, jitter=jitter,
+                 avoid_observed=avoid_observed)
 
 
 @composed(_sto_bnts, LAYOUT)
@@ -479,17 +522,23 @@ def sto_bnts(
     is found by ``ntkbo.optimize.maximize_acquisition`` on ``-f~``: quasi-random candidates plus
     perturbations of the 4 best observed points, then projected gradient refinement of the best
     ``num_restarts`` (the paper: 10,000 random points and L-BFGS-B from 100 starts, Appendix F;
-    ``preset="paper"``). Two members may return the same point; as in the paper, nothing
-    prevents it.
+    ``preset="appendix_f"``). Two members may return the same point; as in the paper, nothing
+    prevents it; a member's point may repeat an observed one unless ``search.avoid_observed``
+    (``"auto"`` by default: on for a noise-free problem, off for a noisy one; off in every
+    source-named preset) replaces it (``ntkbo.optimize``).
 
     The defaults' training is the nonlinear network on (1) by 10 Levenberg-Marquardt steps at
-    width 128, short of convergence (:func:`train_member`); ``preset="paper"`` has width 256 and
-    ``optimizer="levenberg_marquardt", num_steps=300, tol=1e-4`` (reached in far fewer steps than
-    GD, a local minimiser of the non-convex (1) but not necessarily GD's), ``preset="authors"``
-    the authors' code (``parameterization="standard", W_std=1.5, b_std=0.05, input_map="cube"``,
-    ``optimizer="gd", learning_rate=1e-3, num_steps=10_000, loss_reduction="mean"`` and
-    ``fixed_key=True``, contrary to the paper's independent draws), ``preset="linearized"`` the
-    defaults before 2026-11-27 (``optimizer="linearized"``, width 256): :data:`PRESETS_BY_NAME`.
+    width 128, short of convergence (:func:`train_member`). Presets (:data:`PRESETS_BY_NAME`):
+    ``preset="appendix_f"`` is what the paper's experiments ran (He et al.'s defaults:
+    ``parameterization="standard", W_std=1.5, b_std=0.05, input_map="cube"``, ``optimizer="gd",
+    learning_rate=1e-3, num_steps=1000, loss_reduction="mean"``, width 256, 5 initial points);
+    ``preset="section2"`` Algorithm 1 as Sections 2-3 state it (NTK parameterisation without
+    biases, width 256, ``optimizer="levenberg_marquardt", num_steps=300, tol=1e-4`` for "till
+    convergence": a local minimiser of the non-convex (1), not necessarily GD's);
+    ``preset="authors"`` the Lunar-Lander code (as ``"appendix_f"`` with ``num_steps=10_000``,
+    ``fixed_key=True``, contrary to the paper's independent draws, 20 initial points);
+    ``preset="linearized"`` the defaults before 2026-11-27 (``optimizer="linearized"``, width
+    256).
 
     Args:
       network: each member's network (``ntkbo.parts.Network``, ``ntkbo.kernels.mlp``): ``width``
@@ -497,11 +546,11 @@ def sto_bnts(
         hidden layers (2, the paper's ``L = 2``), ``activation`` (ReLU), ``W_std`` (``"paper"``:
         Arora et al.'s ``(1, sqrt2, ..., sqrt2)`` on ``embed_inputs``'s output; or scales),
         ``b_std`` (``None``: no biases, paper), ``parameterization`` (``"ntk"``, paper, or
-        ``"standard"``). Authors' code: ``W_std=1.5, b_std=0.05,
+        ``"standard"``). Appendix F and the authors' code: ``W_std=1.5, b_std=0.05,
         parameterization="standard"`` with ``input_map="cube"``.
       training: how each network is trained on loss (1) (``ntkbo.parts.Training``,
         :func:`train_member`): ``optimizer`` ``"levenberg_marquardt"`` (default: the network
-        itself, towards a local minimiser of (1); ``preset="paper"`` stands in for the paper's
+        itself, towards a local minimiser of (1); ``preset="section2"`` stands in for the paper's
         training "till convergence" with ``num_steps=300, tol=1e-4``), ``"gd"`` (the paper's
         gradient descent; the authors' code, ``preset="authors"``) or ``"linearized"`` (not
         Algorithm 1: the closed-form minimiser of (1) for the network linearised at
@@ -515,16 +564,20 @@ def sto_bnts(
         (authors' code), which changes GD's scale only; ``tol``, Levenberg-Marquardt only
         (unused otherwise): stop after the first step that lowers (1) by less than ``tol``
         times its value (at most ``num_steps``; ``None``: exactly ``num_steps`` steps;
-        ``preset="paper"``: ``1e-4``).
+        ``preset="section2"``: ``1e-4``).
       search: each member's minimiser over the box (``ntkbo.parts.Search``,
         ``ntkbo.optimize.maximize_acquisition``): ``num_candidates`` (1024; paper 10,000),
         ``num_restarts`` refined (4; paper 100), ``num_steps`` of refinement (30) by
-        ``method`` (``"pgd"``; paper ``"lbfgs"``).
+        ``method`` (``"pgd"``; paper ``"lbfgs"``), ``avoid_observed`` (the duplicate guard,
+        ``ntkbo.optimize``: ``"auto"``, on for a noise-free problem, off for a noisy one;
+        ``False`` in every source-named preset, as the paper).
       q: the batch size ``B``: independently drawn networks per round.
       sigma: noise standard deviation ``sigma`` of loss (1), on standardised outputs; the
         regulariser's weight is ``lam = beta^2 sigma^2`` (authors' code: 0.1, on raw outputs).
       beta: ``beta_t``: a number (paper experiments: 1) or a function of the number of observations
-        (int array) returning a scalar, e.g. built on :func:`theorem1_beta`.
+        ``N`` (int array, the initial design included) returning a scalar; Theorem 1's
+        ``beta_t`` is a function of the round ``t``, not of ``N``: build it on
+        :func:`theorem1_beta` with ``t = (N - n_init) / q + 1``.
       perturb_targets: train member ``i`` on ``y + eps_i``, ``eps_i ~ N(0, lam I)``: exact posterior
         samples for the linearised network's kernel with ``optimizer="linearized"``, for the
         trained network only in the infinite-width limit (Appendix A). Off in the paper and the
@@ -569,7 +622,8 @@ def sto_bnts_linear(
     sample under the empirical NTK at ``theta_0'`` with ``perturb_targets`` (:func:`target_noise`).
 
     Args: as :func:`sto_bnts` without ``training``; ``network.width`` defaults to 256 (the
-    paper's). ``info`` is the same
+    paper's). Presets: ``"appendix_f"`` (the experiments' network, Appendix F; the closed form
+    stands for He et al.'s 1000 GD steps) and ``"section2"`` (:data:`PRESETS_BY_NAME`). ``info`` is the same
     :class:`StoBntsSuggestInfo`; ``train_loss``/``train_grad_norm`` check the closed form (the
     gradient vanishes to rounding).
     """

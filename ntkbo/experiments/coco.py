@@ -7,7 +7,8 @@
 ``cocopp`` uses as the algorithm's label in its plots) in the format ``cocopp`` reads
 (``python -m cocopp DIR1/NAME1 DIR2/NAME2``). Every problem is evaluated on the host; the
 algorithm runs unchanged through ``ntkbo.ask_tell`` (``start``/``ask``/``tell``: the same Sobol
-initial design of ``ntkbo.loop.default_n_init`` = ``min(budget, max(2, d + 1))`` points as
+initial design of ``ntkbo.loop.default_n_init`` (a preset's ``algo.n_init``, else
+``min(budget, max(2, d + 1))``) points as
 ``ntkbo.minimize``, then ``algo.suggest``, buffers grown by doubling). The command line turns on
 ``jax_enable_x64`` (targets go down to 1e-8; ``--float32`` keeps float32). The budget of a
 problem in dimension ``d`` is ``budget_multiplier * d`` evaluations (NeuralBO's study: 20 d,
@@ -286,7 +287,7 @@ def _run(algo_name, options, dims, instances, functions, budget_multiplier, out,
         key = problem_key(seed, fid, d, iid)
         t0 = time.time()
         bounds = np.stack([lb, ub])
-        n_init = default_n_init(SimpleNamespace(bounds=bounds), budget)
+        n_init = default_n_init(SimpleNamespace(bounds=bounds), budget, algo)
         study = ask_tell.start(algo, bounds, key, n_init=n_init)
         xs, fs = [], []
         while len(fs) < budget:

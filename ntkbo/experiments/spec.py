@@ -26,6 +26,7 @@ import json
 import math
 import re
 import tomllib
+from types import SimpleNamespace
 from typing import Any, Mapping, cast
 
 import numpy as np
@@ -136,11 +137,13 @@ class Cell:
     dtype: str
     options: Mapping[str, Any]
     digest: str
+    design_sampler: str | None = None  # the preset's (ntkbo.algorithms.design_sampler)
 
     def definition(self) -> dict:
         """The JSON-able definition the ``digest`` is taken of."""
         return _definition(self.algorithm, self.problem, self.dim, self.budget, self.n_init,
-                           self.seeds, self.seed_offset, self.dtype, self.options)
+                           self.seeds, self.seed_offset, self.dtype, self.options,
+                           self.design_sampler)
 
     def build(self):
         """``(algo, problem)``: the ``ntkbo.Algorithm`` and ``ntkbo.benchmarks.Problem`` of the cell."""
@@ -152,13 +155,20 @@ class Cell:
         return algo, problem
 
 
-def _definition(alg, prob, dim, budget, n_init, seeds, offset, dtype, options) -> dict:
-    return {
+def _definition(alg, prob, dim, budget, n_init, seeds, offset, dtype, options,
+                design_sampler=None) -> dict:
+    """The cell's definition; a design sampler other than the default scrambled Sobol enters it
+    (``"design_sampler"``), the default does not, so cells stored before presets carried one
+    keep their hashes."""
+    out = {
         "algorithm": {"label": alg.id, "name": alg.name, "options": dict(options)},
         "problem": {"label": prob.id, "name": prob.name, "dim": dim, "noise_std": prob.noise_std,
                     "options": jsonable(dict(prob.options))},
         "budget": budget, "n_init": n_init, "seeds": seeds, "seed_offset": offset, "dtype": dtype,
     }
+    if design_sampler not in (None, "sobol"):
+        out["design_sampler"] = design_sampler
+    return out
 
 
 def digest(definition: dict) -> str:
@@ -248,7 +258,9 @@ class Spec:
       budget: evaluations per run (initial design included), before scaling.
       seeds: the seed count; seed ``i`` uses ``PRNGKey(seed_offset + i)`` (module docstring).
       seed_offset: added to the seed index to make the key.
-      n_init: the initial design's size; ``None``: ``ntkbo.loop.default_n_init`` per problem.
+      n_init: the initial design's size; ``None``: ``ntkbo.loop.default_n_init`` per problem and
+        algorithm (the design of an algorithm's ``preset`` option, ``ntkbo.algorithms.design``,
+        else ``min(budget, max(2, d + 1))``).
       reference: the label the report tests against (default: the ``random_search`` algorithm's
         label, if any).
       scales: per-spec overrides of ``SCALES`` (name -> ``Scale``).
@@ -488,12 +500,8 @@ class Spec:
                                      f"{err}") from None
                 full_budget = self.budget if p.budget is None else p.budget
                 budget = min(full_budget, sc.budget or full_budget)
-                n_init = next((v for v in (sc.n_init, p.n_init, self.n_init) if v is not None),
-                              None)
-                n_init = loop.default_n_init(problem, budget) if n_init is None else n_init
-                if budget < n_init:
-                    raise ValueError(f"spec field 'budget' = {budget} (scale {scale!r}) is below "
-                                     f"n_init = {n_init} for problem {p.id!r}")
+                given_n_init = next(
+                    (v for v in (sc.n_init, p.n_init, self.n_init) if v is not None), None)
                 for j, a in enumerate(self.algorithms):
                     if a.id in sc.exclude:
                         continue
@@ -501,6 +509,19 @@ class Spec:
                         a = dataclasses.replace(a, options=merge(a.options, sc.options[a.id]))
                     # TOML's words for a boolean option ("false", "no", ...) parsed, not truthy
                     a = dataclasses.replace(a, options=algorithms.from_text(a.name, a.options))
+                    # unset: the design of the algorithm's preset (ntkbo.algorithms.design), else
+                    # the library's default
+                    preset = a.options.get("preset")
+                    preset = preset if isinstance(preset, str) else None
+                    n_init = given_n_init
+                    if n_init is None:
+                        n_init = loop.default_n_init(problem, budget, SimpleNamespace(
+                            n_init=algorithms.design(a.name, preset)))
+                    # the preset's design sampler, which Cell.build's algorithm carries
+                    sampler = algorithms.design_sampler(a.name, preset)
+                    if budget < n_init:
+                        raise ValueError(f"spec field 'budget' = {budget} (scale {scale!r}) is "
+                                         f"below n_init = {n_init} for problem {p.id!r}")
                     unstable = _unstable(a.options)
                     if unstable is not None:
                         path, value = unstable
@@ -527,11 +548,11 @@ class Spec:
                             f"multiple of q = {q} (every round evaluates q points)")
                     d = problem.dim
                     defn = _definition(a, p, d, budget, n_init, seeds, self.seed_offset, dtype,
-                                       options)
+                                       options, sampler)
                     cells.append(Cell(cell_id=f"{a.id}__{p.id}__d{d}", algorithm=a, problem=p,
                                       dim=d, budget=budget, n_init=n_init, seeds=seeds,
                                       seed_offset=self.seed_offset, dtype=dtype, options=options,
-                                      digest=digest(defn)))
+                                      digest=digest(defn), design_sampler=sampler))
         return sorted(cells, key=lambda c: c.cell_id)
 
 
