@@ -17,6 +17,7 @@ def _fresh_program():
 def test_a_call_that_compiles_and_runs_long_says_so(capsys, monkeypatch):
     """Mutation caught: the timer's line never written (a silent minute-long first call)."""
     monkeypatch.delenv("NTKBO_QUIET", raising=False)
+    monkeypatch.setattr(compiling, "_quiet", False)  # an in-process ``ntkbo run`` silenced it
     with compiling.notice("the test's program", after=0.05):
         _fresh_program()(jnp.ones(3)).block_until_ready()
         time.sleep(0.3)
@@ -29,6 +30,7 @@ def test_a_call_that_builds_nothing_says_nothing(capsys, monkeypatch):
     """Running a compiled program for long is not compiling (mutation caught: the line printed
     whenever the call is slow, traced or not); nor is a quick call; nor a quiet process."""
     monkeypatch.delenv("NTKBO_QUIET", raising=False)
+    monkeypatch.setattr(compiling, "_quiet", False)
     fn = _fresh_program()
     fn(jnp.ones(3)).block_until_ready()  # compiled here, before the notices
     with compiling.notice("a compiled program", after=0.05):

@@ -386,8 +386,11 @@ def problem_options(name: str, problem, **options) -> dict:
 
 def _guard_option(name: str, options: dict):
     """The ``search.avoid_observed`` of ``get(name, **options)`` (given, its preset's, or the
-    default); None for an algorithm without a duplicate guard."""
-    factory = _FACTORIES[name]
+    default); None for an algorithm without a duplicate guard, or an unknown name (``get``
+    then refuses it with the registry's message)."""
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        return None
     rest = {k: v for k, v in options.items() if k != "preset"}
     value = _resolve(factory, name, (), with_preset(name, options.get("preset"), rest)).get(
         "avoid_observed")
