@@ -309,7 +309,7 @@ def test_pinn_ntk_gp_minimize():
         (dict(nu=-1.0), r"nu must be finite and > 0"),
         (dict(network=dict(activation="tanh")), r"activation"),
         (dict(training=dict(optimizer="sgd")), r"optimizer must be one of"),
-        (dict(training=dict(warm_start=1)), r"warm_start must be a bool"),
+        (dict(training=dict(warm_start=1)), r"training\.warm_start must be True or False"),
         (dict(search=dict(num_restarts=9, num_candidates=8)),
          r"search\.num_restarts=9 must be <= search\.num_candidates=8"),
     ],

@@ -47,7 +47,6 @@ import platform
 import re
 import sys
 import time
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -239,7 +238,7 @@ def _run(algo_name, options, dims, instances, functions, budget_multiplier, out,
          write_report) -> dict:
     """``run`` after its checks, under the folder's lock."""
     from ntkbo import algorithms, ask_tell
-    from ntkbo.loop import default_n_init
+    from ntkbo.loop import design_size
 
     cocoex_name = cocoex_folder_name(out)
     if os.path.exists(os.path.join(out, RUNS_FILE)) or os.path.exists(
@@ -287,7 +286,8 @@ def _run(algo_name, options, dims, instances, functions, budget_multiplier, out,
         key = problem_key(seed, fid, d, iid)
         t0 = time.time()
         bounds = np.stack([lb, ub])
-        n_init = default_n_init(SimpleNamespace(bounds=bounds), budget, algo)
+        preset = getattr(algo, "n_init", None)  # a preset's design, else the drivers' default
+        n_init = min(budget, design_size(d) if preset is None else preset)
         study = ask_tell.start(algo, bounds, key, n_init=n_init)
         xs, fs = [], []
         while len(fs) < budget:
