@@ -83,9 +83,10 @@ def main(argv=None) -> int:
         import jax
 
         import ntkbo
-        from ntkbo import cache
+        from ntkbo import cache, compiling
 
         ntkbo.configure_blas_threads()
+        compiling.quiet()  # every problem compiles: the table, not a notice per problem
         if args.keep_all:
             cache.KEEP_PROGRAMS = 1 << 30
         algos = {n: ntkbo.algorithms.get(n, **OPTIONS[n]) for n in ALGORITHMS}
