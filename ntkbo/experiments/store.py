@@ -177,16 +177,20 @@ def _load_members(path: str, names=None) -> dict:
                          f"{type(err).__name__}: {err}); {_RERUN}") from None
 
 
-def _parse_meta(path: str, text) -> dict:
+def _json_object(path: str, text, what: str, fix: str) -> dict:
+    """``text`` parsed as a JSON object, or ``ValueError`` naming ``path``, ``what`` it holds and
+    the ``fix``."""
     try:
-        meta = json.loads(str(text))
-    except ValueError as err:
-        raise ValueError(f"{path}: the cell file's meta is not valid JSON ({err}); "
-                         f"{_RERUN}") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{path}: the cell file's meta is a {type(meta).__name__}, not a dict; "
-                         f"{_RERUN}")
-    return meta
+        value = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: {what} is not valid JSON ({err}); {fix}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: {what} is a {type(value).__name__}, not a JSON object; {fix}")
+    return value
+
+
+def _parse_meta(path: str, text) -> dict:
+    return _json_object(path, str(text), "the cell file's meta", _RERUN)
 
 
 def read_cell(path: str) -> CellRecord:
@@ -244,16 +248,8 @@ def read_spec(out: str) -> dict | None:
         return None
     fix = ("delete it and run the same spec again to rewrite it (the cell files are checked "
            "against the spec by their own ``digest``)")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            record = json.load(fh)
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: the study's spec record is not valid JSON ({err}); "
-                         f"{fix}") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{path}: the study's spec record is a {type(record).__name__}, not a "
-                         f"JSON object; {fix}")
-    return record
+    with open(path, "rb") as fh:
+        return _json_object(path, fh.read(), "the study's spec record", fix)
 
 
 def append_log(out: str, event: str, **fields: Any) -> None:
