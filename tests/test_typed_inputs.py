@@ -23,19 +23,13 @@ from ntkbo import ask_tell, cache, cli, loop
 from ntkbo.benchmarks import Problem, numpy_problem
 from ntkbo.experiments.spec import Spec
 from ntkbo.parts import option_types
+from test_validation import build  # noqa: E402  (tests/ is on sys.path: nt_shim.py)
 
 HEAT = ntkbo.benchmarks.get("heat_equation")
 BOX = jnp.array([[0.0, 0.0], [1.0, 1.0]])
 KEY = jax.random.PRNGKey(0)
 
 
-def build(name, **options):
-    """``A.get(name)`` with what the factory needs from a problem (a PDE, a constraint count)."""
-    if A.uses_pde(name):
-        options.setdefault("pde", HEAT.pde)
-    if A.models_constraints(name, **options):
-        options.setdefault("n_constraints", 1)
-    return A.get(name, **options)
 
 
 def public(name, plain, value):
