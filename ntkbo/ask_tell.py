@@ -304,8 +304,9 @@ class Recommendation(NamedTuple):
 
     Attributes:
       trial, x, y: the trial, point and value of the best observation (``best``).
-      model_trial, model_x, model_mean: among the successful observed points, the one whose
-        posterior mean is smallest, and that mean (``None`` for a model without one).
+      model_trial, model_x, model_mean: among the successful, feasible observed points, the one
+        whose model mean (``Algorithm.posterior_mean``) is smallest, and that mean (``None`` for
+        an algorithm without a model).
     """
 
     trial: int
@@ -316,65 +317,37 @@ class Recommendation(NamedTuple):
     model_mean: float | None
 
 
-def _kernel_model(algo: Algorithm, state):
-    """The ``ntkbo.algorithms.gp_bo`` kernel model ``algo.suggest`` closes over, if ``algo`` is
-    an unconstrained kernel model (``gp``, ``ntk_gp``: a state with ``params``, ``factor``,
-    ``data`` and ``bounds``); otherwise ``None``."""
-    from ntkbo.algorithms.gp_bo import _Model
-
-    if getattr(algo, "n_constraints", 0) or not all(
-            hasattr(state, f) for f in ("params", "factor", "data", "bounds")):
-        return None
-    fn = algo.suggest
-    for _ in range(2):  # suggest, or the raw suggest it closes over (``gp_bo.build_suggest``)
-        cells: dict[str, Any]  # the closure's cells by name
-        cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()),
-                         getattr(fn, "__closure__", None) or ()))
-        try:
-            model = cells["model"].cell_contents
-        except (KeyError, ValueError):
-            try:
-                fn = cells["raw_suggest"].cell_contents
-            except (KeyError, ValueError):
-                return None
-            continue
-        return model if isinstance(model, _Model) else None
-    return None
-
-
 def recommend(algo: Algorithm, study: Study) -> Recommendation | None:
     """The point to report at the end of a study; ``None`` before any successful evaluation.
 
     Always the best observation (``best``: the smallest successful, feasible value). On a noisy
-    problem that is biased low (the luckiest draw wins), so for the GP and NTK-GP kernel models
-    of ``ntkbo.algorithms`` (``gp``, ``ntk_gp``, any acquisition but ``"cei"``) it also gives the
-    observed point whose posterior mean ``mu(x_i) = m + k(x_i, X) (K + lam I)^-1 (y - m)`` is
-    smallest (``m`` the model's prior mean, ``gp_bo.fitted_mean``), and that mean, mapped back
-    to ``y``'s units (``ntkbo.gp.condition`` on the state's factor, ``ntkbo.gp.mean`` with the
-    model's kernel under the state's hyper-parameters). Every other algorithm (network models,
-    random search, constrained ones) has no posterior mean here:
-    ``model_trial``, ``model_x`` and ``model_mean`` are ``None``."""
+    problem that is biased low (the luckiest draw wins), so for an algorithm with a model
+    (``algo.posterior_mean``, every model-based algorithm of ``ntkbo.algorithms``) it also gives
+    the successful, feasible observed point whose model mean is smallest, and that mean in
+    ``y``'s units (the objective's model for a constrained algorithm): for the GP and NTK-GP
+    models the posterior mean ``mu(x_i) = m + k(x_i, X) (K + lam I)^-1 (y - m)``, for a network
+    its prediction (each algorithm's ``posterior_mean`` says what). ``model_trial``,
+    ``model_x`` and ``model_mean`` are ``None`` for an algorithm without a model (random
+    search), or one whose model has no finite mean yet (GO-UCB before its oracle has run)."""
     i = _best_row(study)
     if i is None:
         return None
-    row_trial = np.full(study.told_x.shape[0], -1, np.int64)
+    n = study.told_x.shape[0]
+    row_trial = np.full(n, -1, np.int64)
     t = _table(study)
     row_trial[t.row[t.row >= 0]] = np.flatnonzero(t.row >= 0)
     out = Recommendation(int(row_trial[i]), np.array(study.told_x[i]),
                          float(study.told_y[i, 0]), None, None, None)
-    state = study.state
-    model = _kernel_model(algo, state)
-    if model is None or int(state.data.count) != study.told_x.shape[0]:
+    mean_fn = getattr(algo, "posterior_mean", None)
+    buf = _buffer(study.state)
+    if mean_fn is None or int(buf.count) != n:
         return out
-    from ntkbo import gp as G
-    from ntkbo.algorithms.gp_bo import fitted_mean
-    from ntkbo.algorithms.observations import standardized_data
-
-    data, mean, std = standardized_data(state.data, state.bounds)
-    post = G.condition(state.factor, data, prior_mean=fitted_mean(model, state.factor, data))
-    mu = G.mean(lambda a, b: model.kernel(state.params, a, b), post, data.x)
-    mu = np.asarray(mean + std * mu, np.float64)[:study.told_x.shape[0]]
-    ok = np.asarray(D.mask(data))[:study.told_x.shape[0]] & ~failed(study)
+    # at every row of the state's buffer (the points as the state holds them), then the told rows
+    mu = np.asarray(mean_fn(study.state, buf.x), np.float64)[:n]
+    ok = (np.asarray(D.mask(buf))[:n] & ~failed(study)
+          & np.all(study.told_y[:, 1:] <= 0, axis=1) & np.isfinite(mu))
+    if not ok.any():
+        return out
     j = int(np.flatnonzero(ok)[np.argmin(mu[ok])])
     return out._replace(model_trial=int(row_trial[j]), model_x=np.array(study.told_x[j]),
                         model_mean=float(mu[j]))

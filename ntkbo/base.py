@@ -79,6 +79,14 @@ class UpdateFn(Protocol):
         ...
 
 
+class MeanFn(Protocol):
+    def __call__(self, state: State, x: Array) -> Array:
+        """Returns ``(n,)``: the model's mean of the objective at the points ``x`` ``(n, d)`` of
+        the box, given the observations ``state`` holds, in the observations' units and sign
+        (the objective itself, which ntkbo minimises: a smaller mean is a better point)."""
+        ...
+
+
 class NoInfo(NamedTuple):
     """The ``info`` of a call that reports nothing: a NamedTuple with no fields (an empty pytree,
     so stacking it over rounds costs nothing)."""
@@ -194,7 +202,11 @@ class Algorithm(NamedTuple):
     design_sampler``), read by the same drivers (``None``: scrambled Sobol,
     ``ntkbo.loop.initial_design``; ``algo._replace(design_sampler=...)`` sets another). Neither is
     an option of the algorithm: the same options built without the preset run the same
-    algorithm with the default design."""
+    algorithm with the default design. ``posterior_mean``: ``posterior_mean(state, x) -> (n,)``,
+    the surrogate's mean of the objective at ``x`` ``(n, d)`` in ``y``'s units (:class:`MeanFn`;
+    ``ntkbo.ask_tell.recommend`` minimises it over the observed points), given by every
+    model-based algorithm of ``ntkbo.algorithms``; ``None`` for one without a model (random
+    search) or assembled without it."""
 
     init: InitFn
     suggest: SuggestFn
@@ -204,3 +216,4 @@ class Algorithm(NamedTuple):
     config: Config | None = None
     n_init: int | None = None
     design_sampler: str | None = None
+    posterior_mean: MeanFn | None = None

@@ -286,19 +286,6 @@ def test_recommend_prefers_the_best_posterior_mean(gp_run):
     assert abs(rec.model_mean) < 0.25
 
 
-def test_recommend_without_a_posterior_mean(network_run):
-    """A network model has no posterior mean here: ``recommend`` gives the best observation and
-    ``None`` for the model's pick; before any success, ``None``. Catches a missing fallback
-    (mutation: ``recommend`` going on when ``_kernel_model`` found no kernel model: an
-    AttributeError)."""
-    rec = AT.recommend(network_run.algo, network_run.told)
-    bx, by = AT.best(network_run.told)
-    assert rec.y == by and rec.model_x is None and rec.model_mean is None
-    np.testing.assert_array_equal(rec.x, bx)
-    assert AT.recommend(network_run.algo, network_run.told._replace(
-        told_y=np.full((N_INIT, 1), np.nan))) is None
-
-
 SPACE = S.Space([
     S.Float("lr", 1e-5, 1e-1, log=True),
     S.Int("layers", 1, 8),

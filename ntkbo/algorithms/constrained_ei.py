@@ -137,4 +137,11 @@ def constrained_kernel_bo(model, base: Algorithm, n_constraints: int, *, q: int,
                                  duplicates_replaced=opt_info.replaced.astype(jnp.int32))
         return from_unit(z[None], obj.bounds), info
 
-    return Algorithm(init, suggest, update, K)
+    objective_mean = base.posterior_mean
+    if objective_mean is None:
+        return Algorithm(init, suggest, update, K)
+
+    def posterior_mean(state, x):  # the objective's GP (``Algorithm.posterior_mean``)
+        return objective_mean(state.objective, x)
+
+    return Algorithm(init, suggest, update, K, posterior_mean=posterior_mean)

@@ -953,7 +953,16 @@ def _go_ucb(
                                 t=state.t + 1, beta=beta_t, lam=jnp.asarray(lam_value, dtype))
         return x.reshape(q, d), info
 
-    return Algorithm(init, suggest, update)
+    def posterior_mean(state, x):
+        """The estimate's prediction of ``f`` in ``y``'s units, ``y_mean - y_std f_x(w_t)`` (the
+        network models ``u = -(y - y_mean) / y_std``, :class:`GOUCBState`); NaN in Phase I,
+        before the oracle has fitted a model (``Algorithm.posterior_mean``)."""
+        _, apply_w = model(state.bounds.shape[-1])
+        z = to_unit(jnp.asarray(x, state.bounds.dtype), state.bounds)
+        mu = state.y_mean - state.y_std * apply_w(state.w_hat, z)
+        return jnp.where(state.fitted, mu, jnp.nan)
+
+    return Algorithm(init, suggest, update, posterior_mean=posterior_mean)
 
 
 @composed(_go_ucb, LAYOUT)

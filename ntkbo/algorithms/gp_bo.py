@@ -171,6 +171,20 @@ def fitted_mean(model: _Model, factor: G.Factor, data: D.Data) -> Array | float:
     return G.gls_mean(factor, data) if model.mean == "constant" else 0.0
 
 
+def posterior_mean(model: _Model, state: KernelBOState, x: Array) -> Array:
+    """The posterior mean ``(n,)`` of the objective at ``x`` ``(n, d)`` (the box's points) in
+    ``y``'s units: ``mean + std * mu(z)``, ``z`` the points in the unit cube and
+    ``mu(z) = m + k(z, Z) (K + lam I)^-1 (y_s - m)`` (Rasmussen and Williams eq. 2.25 with the
+    prior mean ``m`` of :func:`fitted_mean`) on the standardised observations ``y_s = (y -
+    mean) / std`` (``standardized_data``), under the state's hyper-parameters and factor
+    (``ntkbo.gp.condition``, ``ntkbo.gp.mean``). ``Algorithm.posterior_mean`` of ``gp`` and
+    ``ntk_gp``."""
+    data, mean, std = standardized_data(state.data, state.bounds)
+    post = G.condition(state.factor, data, prior_mean=fitted_mean(model, state.factor, data))
+    mu = G.mean(lambda a, b: model.kernel(state.params, a, b), post, to_unit(x, state.bounds))
+    return mean + std * mu
+
+
 def neg_log_posterior(model: _Model, params, data: D.Data, jitter=None) -> Array:
     """``-(log p(y | X, theta) + log p(theta))`` (R&W eq. 2.30 plus the model's log prior) of the
     standardised unit-cube ``data``; ``+inf`` where it is not finite (a failed factorisation).
@@ -782,7 +796,8 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
 
         return refactor() if due is True else jax.lax.cond(due, refactor, extend)
 
-    return Algorithm(init, suggest, update)
+    return Algorithm(init, suggest, update,
+                     posterior_mean=lambda state, x: posterior_mean(model, state, x))
 
 
 #: ``ntk_gp``'s defaults of the options it took through ``**optimizer_kwargs`` until 2026-11-27,

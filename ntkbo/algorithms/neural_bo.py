@@ -347,11 +347,15 @@ class NeuralBOFns(NamedTuple):
     (arrays or numbers, traceable: ``jax.vmap`` over them works):
     ``init(key, bounds, capacity, lam) -> state``; ``suggest(key, state, nu, lam) -> (x,
     NeuralBOSuggestInfo)`` with ``nu`` the exploration scale ``nu_t`` ``()`` of this round;
-    ``update(state, x, y, lam) -> (state, NeuralBOUpdateInfo)``."""
+    ``update(state, x, y, lam) -> (state, NeuralBOUpdateInfo)``; ``posterior_mean(state, x) ->
+    (n,)`` the trained network's prediction ``mean + std h(x; theta_t)`` of the objective at
+    ``x`` ``(n, d)`` in ``y``'s units (``Algorithm.posterior_mean``; ``h`` alone without
+    ``standardize_y``)."""
 
     init: Callable
     suggest: Callable
     update: Callable
+    posterior_mean: Callable
 
 
 # ---------------------------------------------------------------------------------------------
@@ -829,7 +833,7 @@ def _neural_bo(
     def update(state, x, y):
         return raw.update(state, x, y, lam)
 
-    return Algorithm(init, suggest, update)
+    return Algorithm(init, suggest, update, posterior_mean=raw.posterior_mean)
 
 
 def _build(
@@ -996,6 +1000,15 @@ def _build(
             zs = cand[i]
         return from_unit(zs, state.bounds), info
 
+    def posterior_mean(state, x):
+        _, apply_fn, _ = net(state.bounds.shape[-1])
+        z = embed(to_unit(jnp.asarray(x, state.bounds.dtype), state.bounds), input_map)
+        h = apply_fn(state.params, z)[:, 0]
+        if not standardize_y:
+            return h
+        _, mean, std = standardize(state.data.y, D.mask(state.data))
+        return mean + std * h
+
     def pathwise_select(key, apply_fn, state, theta_feat, z, m, cand, nu_t, lam):
         """``q`` joint draws (``pathwise_direction``), each minimised over ``cand`` then refined
         (``ntkbo.optimize.maximize_over_candidates`` on ``-f~``; with ``avoid_observed`` never
@@ -1018,7 +1031,7 @@ def _build(
             replaced.append(opt_info.replaced)
         return jnp.stack(zs), jnp.stack(values), jnp.sum(jnp.stack(replaced)).astype(jnp.int32)
 
-    return NeuralBOFns(init, suggest, update)
+    return NeuralBOFns(init, suggest, update, posterior_mean)
 
 
 @composed(_neural_bo, LAYOUT)

@@ -469,7 +469,16 @@ def _neural_cbo(
             duplicates_replaced=replaced.astype(jnp.int32))
         return from_unit(cand[i][None], state.bounds), info
 
-    return Algorithm(init, suggest, update, K)
+    def posterior_mean(state, x):
+        """The objective network's prediction ``mean_0 + std_0 h_0(x; W_t)`` in ``y``'s units
+        (``Algorithm.posterior_mean``; the moments of ``targets``)."""
+        _, apply_fn, _ = network(state.bounds.shape[-1])
+        z = embed(to_unit(jnp.asarray(x, state.bounds.dtype), state.bounds), input_map)
+        _, mean, std, _ = targets(state)
+        h = apply_fn(jax.tree_util.tree_map(lambda a: a[0], state.params), z)[:, 0]
+        return mean[0] + std[0] * h
+
+    return Algorithm(init, suggest, update, K, posterior_mean=posterior_mean)
 
 
 @composed(_neural_cbo, LAYOUT)

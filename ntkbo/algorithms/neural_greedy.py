@@ -51,9 +51,10 @@ import jax.numpy as jnp
 from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import best_points, embed_inputs, from_unit, unit_view
+from ntkbo.algorithms.observations import (best_points, embed_inputs, from_unit, kernel_mean,
+                                          unit_view)
 from ntkbo.base import Algorithm, NoInfo
-from ntkbo.kernels import mlp, mlp_spec
+from ntkbo.kernels import as_kernel, mlp, mlp_spec
 from ntkbo.nets import (check_optimizer, draw_params, is_transformation, jvp_term, member_fn,
                         prior_variances, target_noise, train_member, zero_last_layer)
 from ntkbo.nets import train as _nbo_train
@@ -404,7 +405,15 @@ def _neural_greedy(
                                  duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
         return from_unit(zs, state.bounds), info
 
-    return Algorithm(init, suggest, update)
+    ntk = as_kernel(mlp(depth, width, activation, W_std=gamma, b_std=gamma)[2], "ntk")
+
+    def posterior_mean(state, x):
+        """The members' mean ``Theta_xX (Theta_XX + sigma^2 I)^-1 Y`` (Props. 1-2, the same for
+        SimpleSMB and PosteriorSMB) in ``y``'s units (``observations.kernel_mean``;
+        ``Algorithm.posterior_mean``)."""
+        return kernel_mean(ntk, state.data, state.bounds, sigma**2, x, embed, jitter)
+
+    return Algorithm(init, suggest, update, posterior_mean=posterior_mean)
 
 
 @composed(_neural_greedy, LAYOUT)

@@ -45,7 +45,8 @@ from ntkbo.validation import check_bounds
 from ntkbo import acquisition as A
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import Y_TRANSFORMS, best_points, from_unit, unit_view
+from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, from_unit, output_units,
+                                          to_unit, unit_view)
 from ntkbo.base import Algorithm
 from ntkbo.kernels import grad_features, mlp, mlp_spec
 from ntkbo.nets import TrainInfo, train
@@ -434,7 +435,12 @@ def _neural_linear(
                                             beta=post.beta, duplicates_replaced=n_replaced)
         return from_unit(zq, state.bounds), info
 
-    return Algorithm(init, suggest, update)
+    def posterior_mean(state, x):  # phi(x) . m_N in y's units (Algorithm.posterior_mean)
+        z = to_unit(jnp.asarray(x, state.bounds.dtype), state.bounds)
+        mu, _ = blr_predict(state.blr, features(state.params, z))
+        return output_units(mu, state.data, y_transform)
+
+    return Algorithm(init, suggest, update, posterior_mean=posterior_mean)
 
 
 @composed(_neural_linear, LAYOUT)

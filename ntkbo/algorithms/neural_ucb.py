@@ -50,7 +50,7 @@ from ntkbo.validation import check_bounds
 from ntkbo import data as D
 from ntkbo import optimize
 from ntkbo.algorithms.observations import (Y_TRANSFORMS, best_points, embed_inputs, from_unit,
-                                          to_unit, unit_view)
+                                          output_units, to_unit, unit_view)
 from ntkbo.base import Algorithm
 from ntkbo.feature_gp import DiagU, dual_factor, variance_diag, variance_dual
 from ntkbo.kernels import grad_features, mlp, mlp_spec
@@ -425,7 +425,11 @@ def _make(style, *, width, depth, lam, nu, activation, W_std, b_std, u, num_step
                 duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
         return from_unit(zq, state.bounds), info
 
-    return Algorithm(init, suggest, update)
+    def posterior_mean(state, x):  # h(x; theta_t) in y's units (Algorithm.posterior_mean)
+        z = to_unit(jnp.asarray(x, state.bounds.dtype), state.bounds)
+        return output_units(apply_fn(state.params, embed(z))[:, 0], state.data, y_transform)
+
+    return Algorithm(init, suggest, update, posterior_mean=posterior_mean)
 
 
 def _neural_ucb(

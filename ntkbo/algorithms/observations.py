@@ -41,11 +41,12 @@ import numpy as np
 from jax.scipy.special import ndtri
 
 from ntkbo import data as D
+from ntkbo import gp as G
 
 Array = jax.Array
 
 __all__ = ["LOG_OFFSET", "UnitView", "Y_TRANSFORMS", "best_points", "embed", "from_unit",
-           "input_dim", "standardize",
+           "input_dim", "kernel_mean", "output_units", "standardize",
            "standardized_data", "to_sphere", "to_unit", "transform_outputs", "unit_box",
            "unit_view"]
 
@@ -229,6 +230,38 @@ def transform_outputs(y: Array, mask: Array, method: str = "standardize") -> Arr
         rank = below + 0.5 * (ties - 1)  # 0-based mid-rank
         return jnp.where(mask, ndtri((rank + 0.5) / n), 0.0)
     raise ValueError(f"y_transform must be one of {Y_TRANSFORMS}, got {method!r}")
+
+
+def output_units(mu: Array, data: D.Data, y_transform: str = "standardize") -> Array:
+    """A model's mean ``mu`` ``(n,)`` on the scale it was trained on (the observations of the
+    buffer ``data`` warped by ``y_transform``, then standardised: :func:`unit_view`'s ``ys``)
+    mapped back to ``y``'s units: ``t = mean + std * mu`` with the :func:`standardize` moments of
+    the warped valid rows, then the warp undone, ``"log"``: ``y = y_min + (y_max - y_min)
+    (exp(t) - c)``. The ``"rank"`` warp has no inverse between the observed values: ``t``, the
+    normal score, is returned (increasing in ``y``, so its minimiser is the model's)."""
+    mask = D.mask(data)
+    _, mean, std = standardize(transform_outputs(data.y, mask, y_transform), mask)
+    t = mean + std * mu
+    if y_transform != "log":
+        return t
+    lo = jnp.min(jnp.where(mask, data.y, jnp.inf))
+    hi = jnp.max(jnp.where(mask, data.y, -jnp.inf))
+    return lo + jnp.where(hi > lo, hi - lo, 1.0) * (jnp.exp(t) - LOG_OFFSET)
+
+
+def kernel_mean(kernel, data: D.Data, bounds: Array, noise, x: Array, embed=lambda z: z,
+                jitter=None) -> Array:
+    """The posterior mean ``(n,)`` of a zero-mean GP with kernel ``kernel`` (on the embedded
+    unit-cube inputs ``e = embed(to_unit(., bounds))``) and noise variance ``noise``, conditioned
+    on the standardised valid observations ``ys`` of the buffer ``data``, at ``x`` ``(n, d)``, in
+    ``y``'s units: ``mean + std k(e(x), E) (K + noise I)^-1 ys`` (Rasmussen and Williams eq.
+    2.25; ``ntkbo.gp.fit`` with its masking and ``jitter``). The mean the members of STO-BNTS
+    and Neural Greedy sample around, with the NTK as ``kernel``."""
+    m = D.mask(data)
+    ys, mean, std = standardize(data.y, m)
+    rows = D.Data(embed(to_unit(data.x, bounds)), jnp.where(m, ys, jnp.nan), data.count)
+    post = G.fit(kernel, rows, noise, jitter=jitter)
+    return mean + std * G.mean(kernel, post, embed(to_unit(jnp.asarray(x, bounds.dtype), bounds)))
 
 
 def best_points(z: Array, ys: Array, mask: Array, k: int) -> Array:

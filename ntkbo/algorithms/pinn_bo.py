@@ -626,7 +626,16 @@ def _pinn_bo(
                                  duplicates_replaced=opt_info.replaced.astype(jnp.int32))
         return x[None, :], info
 
-    return Algorithm(init, suggest, update)
+    def posterior_mean(state, x):
+        """The trained network's fit of the observations, ``mean + std nu_t h(x; theta_t)`` in
+        ``y``'s units (``update`` fits ``nu_t h`` to the standardised ``y``;
+        ``Algorithm.posterior_mean``)."""
+        x = jnp.asarray(x, state.bounds.dtype)
+        ys, y_mean, y_std = standardize(state.data.y, D.mask(state.data))
+        nu_t = jnp.asarray(nu_fn(state.data.count), ys.dtype)
+        return y_mean + y_std * nu_t * apply_fn(state.params, to_cube(x, state.bounds))[:, 0]
+
+    return Algorithm(init, suggest, update, posterior_mean=posterior_mean)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -758,7 +767,20 @@ def _pinn_ntk_gp(
                                  duplicates_replaced=opt_info.replaced.astype(jnp.int32))
         return x[None, :], info
 
-    return Algorithm(init, suggest, update)
+    def posterior_mean(state, x):
+        """The GP's posterior mean of ``f`` given the PDE data and the observations (Lemma
+        5.3.4, ``joint_predict``), ``mean + std mu(x)`` in ``y``'s units
+        (``Algorithm.posterior_mean``)."""
+        k, k_ur, _ = kernels(state.bounds)
+        m = D.mask(state.data)
+        ys, y_mean, y_std = standardize(state.data.y, m)
+        n_const = pde_outputs(pde, lambda xx: y_mean + 0.0 * jnp.sum(xx), state.z)
+        post = joint_condition(state.factor, (state.u - n_const) / y_std, ys, m, lam1, lam2)
+        mu, _ = joint_predict(k, k_ur, post, state.z, state.data.x,
+                              jnp.asarray(x, state.bounds.dtype))
+        return y_mean + y_std * mu
+
+    return Algorithm(init, suggest, update, posterior_mean=posterior_mean)
 
 
 @composed(_pinn_bo, LAYOUT)

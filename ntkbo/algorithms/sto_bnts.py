@@ -55,9 +55,10 @@ from ntkbo.validation import check_positive as _check_positive
 from ntkbo.validation import check_acquisition_options
 from ntkbo import data as D
 from ntkbo import optimize
-from ntkbo.algorithms.observations import best_points, embed_inputs, from_unit, unit_view
+from ntkbo.algorithms.observations import (best_points, embed_inputs, from_unit, kernel_mean,
+                                          unit_view)
 from ntkbo.base import Algorithm, NoInfo
-from ntkbo.kernels import mlp, mlp_spec
+from ntkbo.kernels import as_kernel, mlp, mlp_spec
 from ntkbo.parts import Layout, PartOption, composed
 # The members' numerics live in the networks layer; their names stay importable from here.
 from ntkbo.nets import (LM_DAMPING, MEMBER_OPTIMIZERS, Params, check_optimizer, draw_params,
@@ -424,7 +425,18 @@ def _make(linear: bool, *, input_map, width, depth, q, sigma, beta, perturb_targ
                                   duplicates_replaced=jnp.sum(replaced).astype(jnp.int32))
         return from_unit(zs, state.bounds), info
 
-    return Algorithm(init, suggest, update)
+    # The members' kernel: the NTK of the network in NTK parameterisation with the same scales
+    # (``ntkbo.nets.prior_variances`` maps the standard parameterisation onto it).
+    ntk = as_kernel(mlp(depth, width, activation, W_std=spec.W_std, b_std=spec.b_std)[2], "ntk")
+
+    def posterior_mean(state, x):
+        """The NTK-GP posterior mean (eq. 2) the members sample around, ``Theta_xX (Theta_XX +
+        sigma^2 I)^-1 y`` (``beta`` cancels from kernel and noise), in ``y``'s units: the
+        infinite-width mean of the trained members, the expected mean of the linear ones
+        (``observations.kernel_mean``; ``Algorithm.posterior_mean``)."""
+        return kernel_mean(ntk, state.data, state.bounds, sigma**2, x, embed, jitter)
+
+    return Algorithm(init, suggest, update, posterior_mean=posterior_mean)
 
 
 BetaSpec = Union[float, Callable[[Array], Array]]
