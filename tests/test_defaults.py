@@ -35,26 +35,34 @@ def test_algorithm_list_covers_the_registry():
             ntkbo.algorithms.problem_options(name, ntkbo.benchmarks.get("branin"))
 
 
-def test_an_option_added_after_cells_were_stored_keeps_their_digest():
+def test_an_option_added_after_cells_were_stored_reads_as_it_ran():
     """The code side of a stored table staying resumable (``benchmarks/check_results.py`` checks
-    the committed folders): an option a factory gained after cells were stored is left out of
-    the hashed definition at the value those cells ran with (``gp``'s ``ard=True``), so their
-    digest is unchanged, and appears at any other value, so a cell that ran otherwise is not
-    taken for one of them. Mutation caught (checked): ``_ADDED_BASELINE`` emptied."""
+    the committed folders): an option a factory gained after cells were stored is absent from
+    their format-1 definitions, which read (``ntkbo.experiments.migrations``) with the value
+    those cells ran with (``gp``'s ``ard=True``), so the current cell at that value has their
+    digest and a cell that ran otherwise does not. Mutation caught (checked): ``ard`` dropped
+    from ``migrations.V1_ABSENT``'s ``gp`` entry."""
+    from ntkbo.experiments import migrations
+
     spec = D.dev_spec(["random_search", E.spec.AlgorithmSpec("gp_ei", {"fit": {"ard": True}}),
                        E.spec.AlgorithmSpec("gp_ei", {"fit": {"ard": False}},
                                             label="gp_ei_no_ard")],
                       members=["branin2"])
     cells = {c.algorithm.id: c for c in spec.resolve("cpu")}
     options = {k: c.definition()["algorithm"]["options"] for k, c in cells.items()}
-    assert "ard" not in options["gp_ei"] and options["gp_ei_no_ard"]["ard"] is False
-    assert cells["gp_ei"].digest != cells["gp_ei_no_ard"].digest
-    # ntk_gp's posterior_inverse (formerly a **kwargs option): its default None (the solves on CPU, as
-    # every stored cell ran) is left out; True appears. Mutation caught (checked): the ntk_gp
-    # entry of _ADDED_BASELINE removed.
-    resolved = ntkbo.algorithms.resolved_options
-    assert "posterior_inverse" not in resolved("ntk_gp_ei")
-    assert resolved("ntk_gp_ei", search={"posterior_inverse": True})["posterior_inverse"] is True
+    assert options["gp_ei"]["ard"] is True and options["gp_ei_no_ard"]["ard"] is False
+
+    def stored(cell):  # the format-1 definition of the cell: without ``ard``
+        definition = cell.definition()
+        del definition["algorithm"]["options"]["ard"]
+        return migrations.migrate_definition(definition, 1)
+
+    assert E.spec.digest(stored(cells["gp_ei"])) == cells["gp_ei"].digest
+    assert E.spec.digest(stored(cells["gp_ei_no_ard"])) != cells["gp_ei_no_ard"].digest
+    # ntk_gp's posterior_inverse (formerly a **kwargs option): absent, it reads as None (the
+    # solves on CPU, as every stored cell ran), the default.
+    assert ntkbo.algorithms.resolved_options("ntk_gp_ei")["posterior_inverse"] is None
+    assert migrations.V1_ABSENT["ntk_gp"]["posterior_inverse"] is None
 
 
 def test_spec_uses_reporting_keys_and_2d_initial_points():

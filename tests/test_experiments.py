@@ -190,7 +190,7 @@ def test_store_round_trip_and_atomic_write(tmp_path, monkeypatch):
     for k, v in a.items():  # catches a dropped field or a dtype change (bool, uint32)
         assert getattr(rec, k).dtype == v.dtype and np.array_equal(getattr(rec, k), v,
                                                                     equal_nan=True)
-    assert rec.meta == {"budget": 5, "cell_id": "c1", "schema": 1}
+    assert rec.meta == {"budget": 5, "cell_id": "c1", "schema": 1, "format": 2}
     # a writer killed mid-write leaves only a hidden .tmp file, which readers ignore
     (tmp_path / "cells" / ".x123.tmp").write_bytes(b"partial")
     assert store.list_cells(out) == [path]

@@ -148,18 +148,21 @@ def gp_fit_values(params):
 
 
 def test_default_is_the_zero_mean():
-    """``fit.mean`` left out or ``"zero"`` resolves to the same hashed options as before the
-    option existed (every gp-based registry name, with its presets), and the default model has
+    """``fit.mean`` left out or ``"zero"`` resolves to the same options, the zero mean every
+    cell stored before the option existed ran (every gp-based registry name, with its presets;
+    their format-1 records read so, ``ntkbo.experiments.migrations``), and the default model has
     no mean (``fitted_mean`` is the Python 0.0, so ``suggest`` takes the former code path);
     ``"constant"`` is listed. Bad values and ``ntk_gp`` are refused naming ``fit.mean``. Catches
-    (checked by hand on a copy): ``fit_mean`` missing from ``_ADDED_BASELINE`` (every stored
-    cell's digest changes)."""
+    (checked by hand on a copy): the default changed (mutation: ``fit_mean="constant"`` in
+    ``gp_bo._gp``'s signature)."""
+    from ntkbo.experiments.migrations import V1_ABSENT
+
     gp_names = [n for n in A.names() if A.base_name(n) == "gp"]
     assert "gp_ei" in gp_names
     for name in gp_names:
         for preset in [None, *A.presets(name)]:
             base = A.resolved_options(name, preset=preset)
-            assert "fit_mean" not in base
+            assert base["fit_mean"] == V1_ABSENT["gp"]["fit_mean"] == "zero"
             assert A.resolved_options(name, preset=preset, fit={"mean": "zero"}) == base
             assert A.resolved_options(name, preset=preset,
                                       fit={"mean": "constant"})["fit_mean"] == "constant"

@@ -98,8 +98,8 @@ def test_gp_ucb_vmap_over_beta_equals_a_loop():
     factory's default 4.0 (the not-vacuous check fails: every beta then suggests alike)."""
     betas = (0.0, 64.0)  # 0: the posterior mean alone
     base = ntkbo.algorithms.gp(acquisition="ucb", **GP)
-    opts = gp_bo.gp_optimizer_options({k: GP["search"][k] for k in (
-        "num_candidates", "num_restarts", "num_steps")})
+    opts = {**gp_bo.GP_OPTIMIZER_DEFAULTS, **{k: GP["search"][k] for k in (
+        "num_candidates", "num_restarts", "num_steps")}}
     raw = gp_bo.build_suggest(gp_bo.stationary_model("rbf", shared=True), acquisition="ucb", q=1,
                               log_ei=True, **{k: opts[k] for k in (
                                   "num_candidates", "num_restarts", "num_steps",

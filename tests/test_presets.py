@@ -133,11 +133,7 @@ def test_a_preset_builds_and_is_its_expanded_options(name, preset):
     assert resolved == A.resolved_options(name, **options, **need)
     # the preset's options under the plain names the records hash
     for key, value in A.layout(A._FACTORIES[name]).flatten(options, name).items():
-        # resolved_options leaves out an option at the value every cell stored before the option
-        # existed ran with (gp's ard=True, which the gp_* paper preset sets; neural_bo's
-        # independent draws, which its presets set): the only absences
-        assert resolved[key] == value if key in resolved else (key, value) in {
-            ("ard", True), ("thompson", "independent")}, key
+        assert resolved[key] == value, key
     config = _dotted(algo.config.to_json())
     for key, value in _dotted(options).items():
         assert config[key] == value, key
@@ -236,9 +232,7 @@ def test_preset_differences_are_where_the_records_differ():
     ``Algorithm``'s ``config``, built by the factory) differ between the defaults and the preset,
     with both values, for every name and preset. Mutations caught: listing every option the preset
     sets (``neural_bo``'s ``"paper"`` sets 17, of which only ``nu`` and ``warm_start`` differ); the
-    two values swapped; comparing ``resolved_options``, the hashed options, which leave out
-    ``gp``'s ``ard=True`` (checked: the ``gp_*`` paper preset's ``ard``, ``"auto"`` -> ``True``,
-    goes unlisted)."""
+    two values swapped."""
     for name in A.names():
         for preset in A.presets(name):
             need = _needs(name)

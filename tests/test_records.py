@@ -301,33 +301,36 @@ def test_seed_index_reproduces_a_vmapped_seed_exactly(tmp_path):
 # ---- what experiment cells hash ------------------------------------------------------------------
 
 
-def test_experiment_cells_hash_a_kwargs_default_that_changed(monkeypatch):
-    """``resolved_options``, which experiment cells hash, lists a ``**kwargs`` option not given
-    only where its default differs from the values stored cells ran with (``_KWARGS_BASELINE``,
-    the former shared ``num_restarts=4, num_steps=30``): ``gp``'s longer acquisition search is in
-    ``gp_ei``'s options and cell definition, ``ntk_gp_ei``'s are unchanged, and a GP cell stored
-    under the former defaults differs from a current one in ``num_restarts``.
+def test_experiment_cells_hash_every_option(monkeypatch):
+    """``resolved_options``, which experiment cells hash, lists every option with its value,
+    the acquisition search's included (``gp``'s longer one, ``ntk_gp``'s own); a GP cell stored
+    in format 1 under the former defaults, which it did not list, reads as those (``num_restarts
+    = 4``, ``ntkbo.experiments.migrations``) and differs from a current one in ``num_restarts``;
+    a default changed changes that factory's digests only.
 
-    Mutations caught: the ``**kwargs`` left out entirely (the former rule: GP cells run with 4, 30
-    and with 10, 100 shared one digest, and a resume mixed them); every ``**kwargs`` default listed
-    (each stored ``ntk_gp`` digest changes, and no committed study resumes)."""
-    from ntkbo.experiments import runner
+    Mutations caught (checked): ``resolved_options`` leaving out an option at its default (the
+    former rule: GP cells run with 4, 30 and with 10, 100 shared one digest when the search was
+    a ``**kwargs`` option), ``num_restarts`` dropped from ``migrations.V1_ABSENT``'s ``gp`` entry
+    (the former cell then reads without it)."""
+    from ntkbo.experiments import migrations, runner
     from ntkbo.experiments.spec import Spec, digest
 
     gp_ei, ntk_gp_ei = A.resolved_options("gp_ei"), A.resolved_options("ntk_gp_ei")
-    assert (gp_ei["num_restarts"], gp_ei["num_steps"]) == (10, 100)
-    assert "num_candidates" not in gp_ei and "jitter" not in gp_ei
-    assert not {"num_candidates", "num_restarts", "num_steps", "jitter"} & set(ntk_gp_ei)
+    assert (gp_ei["num_restarts"], gp_ei["num_steps"], gp_ei["num_candidates"]) == (10, 100, 1024)
+    assert (ntk_gp_ei["num_restarts"], ntk_gp_ei["num_steps"]) == (4, 30)
+    assert gp_ei["jitter"] is None and ntk_gp_ei["posterior_inverse"] is None
     spec = Spec.from_dict({"name": "t", "budget": 6, "n_init": 4, "seeds": 2,
                            "algorithms": [{"name": "gp_ei"}, {"name": "ntk_gp_ei"}],
                            "problems": [{"name": "branin"}]})
     gp_cell, ntk_cell = sorted(spec.resolve("full"), key=lambda c: c.cell_id)
     former = gp_cell.definition()
-    for k in ("num_restarts", "num_steps"):
+    for k in ("num_restarts", "num_steps", "num_candidates", "avoid_observed"):
         del former["algorithm"]["options"][k]  # as a cell run before 2026-11-24 stored it
-    assert digest(former) != gp_cell.digest
-    assert runner._first_difference(former, gp_cell.definition()) == "algorithm.options.num_restarts"
-    # A default changed again changes the digest; ntk_gp's cell keeps its own.
+    read = migrations.migrate_definition(former, 1)
+    assert read["algorithm"]["options"]["num_restarts"] == 4
+    assert digest(read) != gp_cell.digest
+    assert runner._first_difference(read, gp_cell.definition()) == "algorithm.options.num_restarts"
+    # A default changed changes the digest; ntk_gp's cell keeps its own.
     # (the signature's default of gp's plain function, which GP_OPTIMIZER_DEFAULTS sets)
     monkeypatch.setitem(importlib.import_module("ntkbo.algorithms.gp_bo")._gp.__kwdefaults__,
                         "num_steps", 50)

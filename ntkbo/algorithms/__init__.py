@@ -5,9 +5,7 @@ with an acquisition suffix (``gp_ucb``, ``ntk_gp_ts``, ...) fix the ``acquisitio
 
 Records (``ntkbo.base``): every factory reached through this package, by ``get`` or as an
 attribute (``ntkbo.algorithms.neural_bo(width=64)``), returns an ``Algorithm`` carrying its
-``name`` and resolved ``config`` (``resolved_options``: every option, defaults included; for a
-factory that takes options through ``**kwargs``, such as ``gp``'s and ``ntk_gp``'s acquisition
-optimiser, those options with their defaults too, which its signature cannot show). The
+``name`` and resolved ``config`` (``resolved_options``: every option, defaults included). The
 factories are wrapped here, once, by :func:`recorded`; the functions in the algorithm modules
 (``ntkbo.algorithms.gp_bo.gp``, ...) stay unwrapped and build algorithms without a record.
 ``same_algorithm`` tells whether two records describe the same algorithm (``gp_ucb`` is
@@ -49,8 +47,6 @@ import jax
 
 from ntkbo.algorithms.go_ucb import go_ucb
 from ntkbo.algorithms.gp_bo import ACQUISITIONS, gp, ntk_gp
-from ntkbo.algorithms.gp_bo import gp_optimizer_options as _gp_options
-from ntkbo.algorithms.gp_bo import ntk_gp_optimizer_options as _ntk_gp_options
 from ntkbo.algorithms.neural_bo import neural_bo
 from ntkbo.algorithms.pinn_bo import pinn_bo, pinn_ntk_gp
 from ntkbo.algorithms.neural_cbo import neural_cbo
@@ -106,43 +102,6 @@ for _acq in ACQUISITIONS:
 #: The registry name of each unwrapped factory function (the base of the partial names).
 _BASE_NAMES = {f: n for n, f in _FACTORIES.items() if not isinstance(f, functools.partial)}
 
-#: For a factory function that took options through ``**kwargs`` when experiment cells were
-#: stored (``gp`` and ``ntk_gp`` until 2026-11-27; now keyword options of their plain functions,
-#: defaults from the same tables): the function of those options that returns them all, defaults
-#: filled in (``TypeError`` for one it does not take), which ``resolved_options`` compares with
-#: ``_KWARGS_BASELINE``.
-_KWARGS_OPTIONS = {gp: _gp_options, ntk_gp: _ntk_gp_options}
-
-#: The values of ``_KWARGS_OPTIONS``' options a stored experiment cell that does not list them ran with
-#: (``resolved_options``): the shared defaults of ``gp`` and ``ntk_gp`` until 2026-11-24, and
-#: ``posterior_inverse=False`` (added 2026-11-27; every earlier cell ran the triangular solves).
-#: Frozen: changing a value here would change what every stored cell means.
-_KWARGS_BASELINE = dict(num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024,
-                        jitter=None, n_constraints=0, posterior_inverse=False)
-
-#: Options a factory gained after experiment cells were stored, with the value those cells ran
-#: with (``resolved_options``): an option at that value is left out of the hashed options, so
-#: the stored cells keep their ``digest`` and stay resumable; any other value appears. Frozen, as
-#: ``_KWARGS_BASELINE``. ``gp``'s ``ard`` (2026-11-25): every earlier cell ran ARD; its
-#: ``fit_mean`` (``fit.mean``, 2026-11-27): every earlier cell ran the zero mean.
-#: ``neural_bo``'s pathwise draws and their refinement (2026-11-26): every earlier cell ran the
-#: paper's independent draws, which do not read the refinement options. ``ntk_gp``'s
-#: ``posterior_inverse=None`` (2026-11-27): by backend, the triangular solves on CPU, where every
-#: earlier cell ran (a cell's device is in its meta; results across devices were never
-#: bit-identical).
-_ADDED_BASELINE = {gp: dict(ard=True, fit_mean="zero"),
-                   neural_bo: dict(thompson="independent", num_restarts=4, num_acq_steps=30,
-                                   acq_method="pgd"),
-                   ntk_gp: dict(posterior_inverse=None)}
-# ``search.avoid_observed`` (2026-11-29): every earlier cell ran the duplicate guard; a cell's
-# ``"auto"`` is resolved against its problem first (``problem_options``), so a noise-free cell's
-# ``True`` is left out of its hash and a noisy cell's ``False`` enters it.
-for _factory in (go_ucb, gp, ntk_gp, neural_bo, pinn_bo, pinn_ntk_gp, neural_cbo, neural_greedy,
-                 neural_linear, neural_ts, neural_ucb, sto_bnts, sto_bnts_linear):
-    _ADDED_BASELINE.setdefault(_factory, {})["avoid_observed"] = True
-del _factory
-
-
 def _function_of(factory):
     """The factory function behind ``factory`` (itself, or the function of a partial)."""
     return getattr(factory, "func", factory)
@@ -165,23 +124,13 @@ def layout(factory) -> Layout:
 _NO_PARTS = Layout({})
 
 
-def _kwargs_options(factory):
-    """The ``_KWARGS_OPTIONS`` entry of ``factory`` (a function or a partial of one, recorded or
-    not), or None."""
-    return _KWARGS_OPTIONS.get(_function_of(getattr(factory, "__wrapped__", factory)))
-
-
-def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults: bool = False
-             ) -> dict:
+def _resolve(factory, name: str, args: tuple, options: dict) -> dict:
     """Every plain option of ``factory(*args, **options)`` (its parts flattened to the plain
     options they stand for, ``ntkbo.parts.Layout``): the plain function's signature defaults
-    merged with the arguments; a ``**kwargs`` parameter's entries kept as given, or with
-    ``kwargs_defaults`` and a ``_KWARGS_OPTIONS`` entry, resolved by it (given values over
-    defaults). ``ValueError`` naming the option the factory does not take. A required option not
-    given is left out."""
+    merged with the arguments. ``ValueError`` naming the option the factory does not take. A
+    required option not given is left out."""
     public = inspect.signature(factory)
-    unknown = sorted(set(options) - set(public.parameters)) if not any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in public.parameters.values()) else []
+    unknown = sorted(set(options) - set(public.parameters))
     if unknown:
         raise ValueError(f"algorithm {name!r}: unexpected option {', '.join(map(repr, unknown))}"
                          f"{layout(factory).hint({k: None for k in unknown})}; it takes "
@@ -189,26 +138,13 @@ def _resolve(factory, name: str, args: tuple, options: dict, *, kwargs_defaults:
     plain = _plain(getattr(factory, "__wrapped__", factory))
     options = layout(factory).flatten(options, f"algorithm {name!r}")
     check_types(plain, options, layout(factory), f"algorithm {name!r}")
-    sig = inspect.signature(plain)
     try:
-        bound = sig.bind_partial(*args, **options)
+        bound = inspect.signature(plain).bind_partial(*args, **options)
     except TypeError as err:
         raise ValueError(f"algorithm {name!r}: {err}; it takes {', '.join(public.parameters)}"
                          ) from None
     bound.apply_defaults()
-    out = {}
-    resolve_kwargs = _kwargs_options(factory) if kwargs_defaults else None
-    for k, v in bound.arguments.items():
-        if sig.parameters[k].kind is inspect.Parameter.VAR_KEYWORD:
-            if resolve_kwargs is not None:
-                try:
-                    v = resolve_kwargs(v)
-                except TypeError as err:
-                    raise ValueError(f"algorithm {name!r}: {err}") from None
-            out.update(v)
-        else:
-            out[k] = v
-    return out
+    return dict(bound.arguments)
 
 
 def presets(name: str) -> dict:
@@ -281,8 +217,7 @@ def defaults(name: str, preset=None) -> dict:
     if name not in _FACTORIES:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
     factory = _FACTORIES[name].__wrapped__
-    return layout(factory).split(_resolve(factory, name, (), with_preset(name, preset, {}),
-                                          kwargs_defaults=True))
+    return layout(factory).split(_resolve(factory, name, (), with_preset(name, preset, {})))
 
 
 def preset_differences(name: str, preset: str) -> dict:
@@ -292,13 +227,9 @@ def preset_differences(name: str, preset: str) -> dict:
     ``"part.field"``. ``ValueError`` naming
     ``preset`` for one ``name`` does not have."""
     with_preset(name, preset, {})  # the error for an unknown preset
-    # every option, not the hashed ones of resolved_options, which leave out an option at its
-    # _ADDED_BASELINE value (gp's ard=True, which the paper preset sets against the default's
-    # "auto") or a **kwargs option at its _KWARGS_BASELINE value
     factory = _FACTORIES[name]
     inner = getattr(factory, "__wrapped__", factory)
-    default, chosen = (_resolve(inner, name, (), with_preset(name, p, {}), kwargs_defaults=True)
-                       for p in (None, preset))
+    default, chosen = (_resolve(inner, name, (), with_preset(name, p, {})) for p in (None, preset))
     out = {}
     for k in chosen:
         a, b = describe(default.get(k))[0], describe(chosen[k])[0]
@@ -325,8 +256,7 @@ def recorded(name: str, factory):
             options, args = {**named, **options}, ()
         options = with_preset(name, preset, options)
         algo = factory(*args, **options)  # its own errors first (it validates its options)
-        config = layout(factory).split(_resolve(factory, name, args, options,
-                                                kwargs_defaults=True))
+        config = layout(factory).split(_resolve(factory, name, args, options))
         return algo._replace(name=name, config=Config(config), n_init=design(name, preset),
                              design_sampler=design_sampler(name, preset),
                              update=checked_update(algo.update, algo.n_constraints))
@@ -436,36 +366,15 @@ def _with_guard(algo: Algorithm, on: bool) -> Algorithm:
 
 
 def resolved_options(name: str, preset=None, **options) -> dict:
-    """Every option of ``get(name, preset=preset, **options)``: the factory's signature defaults
-    merged with the preset's options and ``options`` (keyword arguments its ``**kwargs`` takes are
-    kept as given). A required option not given (PINN-BO's ``pde``, which the problem supplies) is
-    left out. ``ValueError`` naming the option if the factory does not take it.
-
-    Experiment cells (``ntkbo.experiments.spec``) hash these options, so a ``**kwargs`` option
-    (given or default) appears exactly where its value differs from ``_KWARGS_BASELINE``, the
-    values every cell stored before 2026-11-24 ran with unless it listed them: absent means that
-    value. ``gp``'s ``num_restarts=10, num_steps=100`` are therefore in its options, and a GP cell
-    stored under the former ``4, 30`` no longer passes for a current one (its resume is refused,
-    naming ``num_restarts``), while every other stored cell keeps its ``digest``. Likewise an option
-    added to a factory's signature after cells were stored is left out at the value they ran
-    with (``_ADDED_BASELINE``: ``gp``'s ``ard=True``). The ``Algorithm``'s ``config`` lists every
-    option."""
+    """Every plain option of ``get(name, preset=preset, **options)`` (the parts' fields under
+    their plain names): the factory's signature defaults merged with the preset's options and
+    ``options``. A required option not given (PINN-BO's ``pde``, which the problem supplies) is
+    left out. ``ValueError`` naming the option if the factory does not take it. Experiment cells
+    hash these options (``ntkbo.experiments.spec``; records of older cells are migrated by
+    ``ntkbo.experiments.migrations``); the ``Algorithm``'s ``config`` holds them in parts."""
     if name not in _FACTORIES:
         raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
-    factory = _FACTORIES[name]
-    out = _resolve(factory, name, (), with_preset(name, preset, options))
-    inner = getattr(factory, "__wrapped__", factory)
-    resolve_kwargs = _kwargs_options(inner)
-    for k, default in ({} if resolve_kwargs is None else resolve_kwargs({})).items():
-        value = out.get(k, default)
-        if value == _KWARGS_BASELINE[k]:
-            out.pop(k, None)
-        else:
-            out[k] = value
-    for k, value in _ADDED_BASELINE.get(_function_of(inner), {}).items():
-        if k in out and out[k] == value:
-            del out[k]
-    return out
+    return _resolve(_FACTORIES[name], name, (), with_preset(name, preset, options))
 
 
 def base_name(name: str) -> str:

@@ -800,14 +800,11 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                      posterior_mean=lambda state, x: posterior_mean(model, state, x))
 
 
-#: ``ntk_gp``'s defaults of the options it took through ``**optimizer_kwargs`` until 2026-11-27,
-#: now keyword options of its plain function (most in its ``search``), whose signature takes its
-#: defaults from here: the acquisition optimiser (``num_candidates`` Sobol points, the best
-#: ``num_restarts`` refined by ``num_steps`` ascent steps), Thompson sampling's candidates, the
-#: Cholesky jitter, the number of constraint models and whether the posterior variance uses the
-#: factor's inverse (``kernel_bo``; as accurate as the solve in float32 on ``ntk_gp``'s NTK
-#: grams). ``ntkbo.algorithms`` (``_KWARGS_OPTIONS``) reads them to leave out of
-#: ``resolved_options`` those at the values stored experiment cells ran with.
+#: ``ntk_gp``'s defaults of its acquisition search (most in its ``search``): ``num_candidates``
+#: Sobol points, the best ``num_restarts`` refined by ``num_steps`` ascent steps, Thompson
+#: sampling's candidates, the Cholesky jitter, the number of constraint models and whether the
+#: posterior variance uses the factor's inverse (``kernel_bo``; ``None``: by backend, as accurate
+#: as the solve in float32 on ``ntk_gp``'s NTK grams).
 OPTIMIZER_DEFAULTS: dict[str, Any] = dict(
     num_candidates=1024, num_restarts=4, num_steps=30, num_ts_candidates=1024, jitter=None,
     n_constraints=0, posterior_inverse=None)
@@ -818,25 +815,6 @@ OPTIMIZER_DEFAULTS: dict[str, Any] = dict(
 #: grams only, not on ``gp``'s far worse conditioned ones (RBF, fitted noise down to ``MIN_NOISE``).
 GP_OPTIMIZER_DEFAULTS: dict[str, Any] = {**OPTIMIZER_DEFAULTS, "num_restarts": 10,
                                          "num_steps": 100, "posterior_inverse": False}
-
-
-def ntk_gp_optimizer_options(kw: dict) -> dict:
-    """``kw`` (some of ``OPTIMIZER_DEFAULTS``' options) with ``ntk_gp``'s defaults filled in
-    (``TypeError`` for an option not among them): the options whose value at the registry's
-    baseline a stored cell did not list (``ntkbo.algorithms.resolved_options``)."""
-    return _fill(OPTIMIZER_DEFAULTS, kw)
-
-
-def gp_optimizer_options(kw: dict) -> dict:
-    """As ``ntk_gp_optimizer_options``, with ``gp``'s defaults (``GP_OPTIMIZER_DEFAULTS``)."""
-    return _fill(GP_OPTIMIZER_DEFAULTS, kw)
-
-
-def _fill(defaults: dict, kw: dict) -> dict:
-    unknown = set(kw) - set(defaults)
-    if unknown:
-        raise TypeError(f"unexpected keyword arguments {sorted(unknown)}")
-    return {**defaults, **kw}
 
 
 def stationary_model(kernel: str = "matern52", *, shared: bool = False,

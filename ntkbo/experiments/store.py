@@ -29,8 +29,8 @@ name           shape/dtype  meaning
 ``checksum``   () str       ``ntkbo.files.arrays_sha256`` of the other members (from 2026-11-29)
 =============  ===========  ================================================================
 
-``meta`` keys: ``schema`` (1), ``cell_id``, ``digest``, ``algorithm`` {``label``, ``name``,
-``options``: the fully resolved factory options (signature defaults merged with the given ones)},
+``meta`` keys: ``schema`` (1), ``format`` (the definition's: ``migrations``), ``cell_id``,
+``digest``, ``algorithm`` {``label``, ``name``, ``options``: every factory option, resolved},
 ``problem`` {``label``, ``name``, ``dim``, ``noise_std``, ``optimum`` (or null), ``bounds`` (2, d),
 ``n_constraints``, ``options``}, ``budget``, ``n_init``, ``q``, ``dtype``, ``seed_offset``,
 ``definition`` (the cell's resolved definition, ``spec.Cell.definition()``, whose SHA-256 is
@@ -52,6 +52,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ntkbo import files
+from ntkbo.experiments import migrations
 
 #: The version of the cell-file layout; ``read_cell`` refuses other versions.
 SCHEMA = 1
@@ -136,7 +137,7 @@ def write_cell(out: str, cell, arrays: dict, meta: dict) -> str:
       meta: JSON-able dict (module docstring); ``schema``, ``cell_id`` and ``digest`` are set here.
     """
     cell_id = cell if isinstance(cell, str) else cell.cell_id
-    meta = dict(meta, schema=SCHEMA, cell_id=cell_id)
+    meta = dict(meta, schema=SCHEMA, cell_id=cell_id, format=migrations.FORMAT)
     if not isinstance(cell, str):
         meta["digest"] = cell.digest
     arrays = _check_arrays(arrays)
@@ -190,7 +191,9 @@ def _json_object(path: str, text, what: str, fix: str) -> dict:
 
 
 def _parse_meta(path: str, text) -> dict:
-    return _json_object(path, str(text), "the cell file's meta", _RERUN)
+    """The cell file's meta, its definition in the current format (``migrations``)."""
+    return migrations.migrate_meta(_json_object(path, str(text), "the cell file's meta", _RERUN),
+                                   path)
 
 
 def read_cell(path: str) -> CellRecord:
@@ -232,8 +235,10 @@ def list_cells(out: str) -> list[str]:
 
 
 def write_spec(out: str, resolved: dict) -> str:
-    """Writes ``out/spec.json`` (the resolved spec and scale, JSON-able) atomically."""
+    """Writes ``out/spec.json`` (the resolved spec and scale, JSON-able, with the definition
+    ``format``, ``migrations``) atomically."""
     path = os.path.join(out, SPEC)
+    resolved = dict(resolved, format=migrations.FORMAT)
     text = json.dumps(resolved, indent=1, sort_keys=True, allow_nan=False).encode()
     atomic_write(path, lambda fh: fh.write(text))
     return path
@@ -249,7 +254,8 @@ def read_spec(out: str) -> dict | None:
     fix = ("delete it and run the same spec again to rewrite it (the cell files are checked "
            "against the spec by their own ``digest``)")
     with open(path, "rb") as fh:
-        return _json_object(path, fh.read(), "the study's spec record", fix)
+        return migrations.migrate_spec(_json_object(path, fh.read(), "the study's spec record",
+                                                    fix), path)
 
 
 def append_log(out: str, event: str, **fields: Any) -> None:

@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ntkbo.experiments import store
+from ntkbo.experiments import migrations, store
 
 #: The version of the summary layout; ``read_summary`` refuses other versions.
 SCHEMA = 1
@@ -150,9 +150,10 @@ def read_summary(out: str) -> list[Entry]:
             for i, item in enumerate(index["cells"]):
                 arrays = {k: z[f"{i}.{k}"] for k in _ARRAYS}
                 feasible = z[f"{i}.feasible"] if f"{i}.feasible" in z.files else None
+                meta = migrations.migrate_meta(item["meta"], path)  # its definition's format
                 entries.append(Entry(cell_id=item["cell_id"], kind=item["kind"],
-                                     feasible=feasible, meta=item["meta"], **arrays))
-    except (FileNotFoundError, _Schema):
+                                     feasible=feasible, meta=meta, **arrays))
+    except (FileNotFoundError, _Schema, migrations.FormatError):
         raise
     except store._READ_ERRORS + (TypeError,) as err:
         raise ValueError(f"{path}: not a readable study summary (truncated or damaged: "
