@@ -25,18 +25,19 @@ environment:
   it and ntkbo leaves it alone;
 * otherwise one thread.
 
-Only the OpenBLAS that scipy bundles (the one jax calls) is changed, never numpy's own. Where no
-OpenBLAS can be found (scipy built against MKL or Accelerate, or a platform without
-``/proc/self/maps`` and without ``threadpoolctl``) nothing happens.
+Only the OpenBLAS that scipy bundles (the one jax calls) is changed, never numpy's own; the
+libraries are found and set through ``threadpoolctl``. Where no OpenBLAS is found (scipy built
+against MKL or Accelerate) nothing happens.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import os
 from typing import Iterator
+
+from threadpoolctl import ThreadpoolController
 
 __all__ = ["ENV", "lapack_libraries", "get_lapack_threads", "set_lapack_threads",
            "configure_from_environment", "configure_blas_threads", "during_calls"]
@@ -44,53 +45,33 @@ __all__ = ["ENV", "lapack_libraries", "get_lapack_threads", "set_lapack_threads"
 #: The environment variable read by ``configure_from_environment``.
 ENV = "NTKBO_LAPACK_THREADS"
 
-_SET = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-        "openblas_set_num_threads64_", "openblas_set_num_threads")
-_GET = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
-        "openblas_get_num_threads64_", "openblas_get_num_threads")
 
-
-def _mapped_openblas_paths() -> list[str]:
-    """Paths of the OpenBLAS shared objects loaded in this process (Linux ``/proc/self/maps``)."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
-    except OSError:
-        return []
-    return sorted(p for p in paths if p.startswith("/") and os.path.exists(p))
-
-
-def lapack_libraries() -> list[str]:
-    """The OpenBLAS libraries scipy's LAPACK (hence jax's CPU LAPACK) uses: loaded ones under
-    scipy's install folder (``scipy.libs`` of a wheel); if there are none, every loaded OpenBLAS
-    not bundled with numpy."""
+def _controllers() -> list:
+    """``threadpoolctl``'s controller of each OpenBLAS scipy's LAPACK (hence jax's CPU LAPACK)
+    uses: the loaded ones under scipy's install folder (``scipy.libs`` of a wheel); if there are
+    none, every loaded OpenBLAS not bundled with numpy."""
     try:
         import scipy
         import scipy.linalg.cython_lapack  # noqa: F401  (loads the library jax will call)
     except ImportError:
         return []
-    paths = _mapped_openblas_paths()
-    site = os.path.dirname(os.path.dirname(os.path.abspath(scipy.__file__)))
-    own = [p for p in paths if p.startswith(os.path.join(site, "scipy"))]
-    return own or [p for p in paths if "numpy" not in os.path.basename(os.path.dirname(p))]
+    found = [c for c in ThreadpoolController().lib_controllers if c.internal_api == "openblas"]
+    site = os.path.dirname(os.path.dirname(os.path.realpath(scipy.__file__)))
+    own = [c for c in found
+           if os.path.realpath(c.filepath).startswith(os.path.join(site, "scipy"))]
+    return own or [c for c in found
+                   if "numpy" not in os.path.basename(os.path.dirname(c.filepath))]
 
 
-def _call(path: str, names, *args):
-    lib = ctypes.CDLL(path)
-    for name in names:
-        fn = getattr(lib, name, None)
-        if fn is not None:
-            return fn(*args)
-    return None
+def lapack_libraries() -> list[str]:
+    """The paths of the OpenBLAS libraries scipy's LAPACK uses (``_controllers``)."""
+    return [c.filepath for c in _controllers()]
 
 
 def get_lapack_threads() -> int | None:
     """The thread count of the first LAPACK library of ``lapack_libraries`` (None if none)."""
-    for path in lapack_libraries():
-        n = _call(path, _GET)
-        if n is not None:
-            return int(n)
-    return None
+    found = _controllers()
+    return int(found[0].get_num_threads()) if found else None
 
 
 def set_lapack_threads(n: int) -> int | None:
@@ -99,9 +80,10 @@ def set_lapack_threads(n: int) -> int | None:
     n = int(n)
     if n < 1:
         raise ValueError(f"the number of LAPACK threads must be >= 1, got {n}")
-    before = get_lapack_threads()
-    for path in lapack_libraries():
-        _call(path, _SET, ctypes.c_int(n))
+    found = _controllers()
+    before = int(found[0].get_num_threads()) if found else None
+    for c in found:
+        c.set_num_threads(n)
     return before
 
 
@@ -123,12 +105,8 @@ def _wanted() -> int | None:
 def configure_from_environment() -> int | None:
     """Applies the rule of the module docstring; returns the thread count set (None: untouched)."""
     n = _wanted()
-    if n is None:
-        return None
-    try:
+    if n is not None:
         set_lapack_threads(n)
-    except OSError:  # a library that cannot be opened by path: leave it as it is
-        return None
     return n
 
 
@@ -141,27 +119,14 @@ def configure_blas_threads(threads: int | None = None) -> int | None:
     variable). Call it once, before the first compiled step; importing ntkbo does not."""
     if threads is None:
         return configure_from_environment()
-    try:
-        set_lapack_threads(threads)
-    except OSError:  # a library that cannot be opened by path: leave it as it is
-        return None
+    set_lapack_threads(threads)
     return int(threads)
 
 
 @functools.lru_cache(maxsize=1)
 def _handles() -> tuple:
-    """``(get, set)`` ctypes functions of every library of ``lapack_libraries``, looked up once."""
-    found = []
-    for path in lapack_libraries():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        get = next((getattr(lib, n) for n in _GET if getattr(lib, n, None) is not None), None)
-        put = next((getattr(lib, n) for n in _SET if getattr(lib, n, None) is not None), None)
-        if get is not None and put is not None:
-            found.append((get, put))
-    return tuple(found)
+    """``_controllers()``, looked up once (``during_calls`` runs around every compiled call)."""
+    return tuple(_controllers())
 
 
 @contextlib.contextmanager
@@ -173,13 +138,13 @@ def during_calls() -> Iterator[None]:
     wait for its results (``jax.block_until_ready``): LAPACK reads the count at each call."""
     n = _wanted()
     handles: tuple = () if n is None else _handles()
-    before = [int(get()) for get, _ in handles]
-    for (_, put), old in zip(handles, before):
+    before = [int(c.get_num_threads()) for c in handles]
+    for c, old in zip(handles, before):
         if old != n:
-            put(ctypes.c_int(int(n or old)))
+            c.set_num_threads(int(n or old))
     try:
         yield
     finally:
-        for (_, put), old in zip(handles, before):
+        for c, old in zip(handles, before):
             if old != n:
-                put(ctypes.c_int(old))
+                c.set_num_threads(old)

@@ -17,8 +17,8 @@ import sys
 import pytest
 
 # Prints the thread count of scipy's OpenBLAS (the library jax's LAPACK calls) after
-# ``ntkbo.configure_blas_threads()``, asked through threadpoolctl when it is installed
-# (independent of ntkbo's own ctypes query), and, with "time",
+# ``ntkbo.configure_blas_threads()``, asked through threadpoolctl's ``threadpool_info`` (not through
+# ntkbo's own functions), and, with "time",
 # the wall time of the hot LAPACK pattern of a kernel model's suggest at capacity 1024 in float32:
 # a Cholesky fit, then 30 gradient steps of the posterior variance at 4 points (two triangular
 # solves each, as the acquisition optimiser does), vmapped over 2 seeds and looped over them.

@@ -273,8 +273,8 @@ def test_no_algorithm_module_imports_another():
 
 # A fresh interpreter without the BLAS variables (which the test session sets, conftest.py): the
 # thread count of scipy's OpenBLAS (the library behind jax's CPU LAPACK), read through
-# threadpoolctl (independent of ntkbo's own ctypes query), before and after importing ntkbo and
-# every one of its modules, then after the explicit ``ntkbo.configure_blas_threads()``.
+# threadpoolctl's ``threadpool_info`` (not through ntkbo's own functions), before and after
+# importing ntkbo and every one of its modules, then after ``ntkbo.configure_blas_threads()``.
 SCRIPT = r"""
 import importlib, json, os, pkgutil, sys
 import scipy, scipy.linalg.cython_lapack  # loads the library jax calls
