@@ -319,7 +319,9 @@ def summarise(f: np.ndarray, optimum: float | None) -> dict:
 
     ``f`` is ``(seeds, budget)``. The standard error is ``sd / sqrt(seeds)`` (0 for one seed).
     """
-    best = np.fmin.accumulate(f, axis=1)  # a failed evaluation (NaN) does not reset the curve
+    from ntkbo.loop import best_so_far
+
+    best = best_so_far(np.asarray(f))  # a failed evaluation (NaN) does not reset the curve
     s = best.shape[0]
     se = best.std(axis=0, ddof=1) / np.sqrt(s) if s > 1 else np.zeros(best.shape[1])
     out = {"best_so_far_mean": best.mean(0).tolist(), "best_so_far_se": se.tolist(),

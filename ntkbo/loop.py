@@ -479,9 +479,18 @@ def maximize(algo: Algorithm, problem: Problem, budget: int, key, **kwargs) -> R
     return r._replace(y=-r.y, f=-r.f, best_y=-r.best_y, best_f=-r.best_f)
 
 
-def best_so_far(values: Array) -> Array:
-    """Running minimum along the last axis (the curve plotted against evaluations)."""
-    return jax.lax.cummin(values, axis=values.ndim - 1)
+def best_so_far(values):
+    """Running minimum along the last axis (the curve plotted against evaluations): entry ``i``
+    is the smallest of the values ``0..i``, a NaN (a failed evaluation) skipped, so NaN only
+    before the first value that is not (``numpy.fmin.accumulate``). A jax array (traced too)
+    gives a jax array (``jax.lax.associative_scan`` of ``jnp.fmin``), anything else a numpy
+    array. The one running minimum of the library: ``Result.metric``, the command line's
+    summary, the study reports' curves and the COCO runtimes."""
+    if isinstance(values, (jax.Array, Tracer)):
+        if values.shape[-1] == 0:
+            return values
+        return jax.lax.associative_scan(jnp.fmin, values, axis=values.ndim - 1)
+    return np.fmin.accumulate(np.asarray(values), axis=-1)
 
 
 # ---------------------------------------------------------------------------------------------

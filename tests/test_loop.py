@@ -81,6 +81,48 @@ def test_result_fields_and_state():
     np.testing.assert_array_equal(ntkbo.best_so_far(r.y), np.minimum.accumulate(np.asarray(r.y)))
 
 
+def test_best_so_far_skips_failed_evaluations():
+    """``best_so_far`` against a Python loop: the running minimum along the last axis, a NaN (a
+    failed evaluation) skipped, NaN only before the first value; the same from numpy (a numpy
+    array back), from jax, and from jax under ``jit``; an empty axis stays empty. Exact: a
+    minimum selects one of its inputs. Catches (checked): ``np.minimum.accumulate`` (a NaN then
+    resets the rest of the curve), the former ``jax.lax.cummin`` (the same, traced)."""
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(3, 9))
+    v[0, 0] = v[0, 4] = v[1, 8] = v[2, :] = np.nan
+    v[2, 3] = 0.5
+    ref = np.full(v.shape, np.nan)
+    for i, row in enumerate(v):
+        best = np.nan
+        for j, value in enumerate(row):
+            if not np.isnan(value) and not value >= best:
+                best = value
+            ref[i, j] = best
+    got = ntkbo.best_so_far(v)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(ntkbo.best_so_far(jnp.asarray(v)), ref)
+    np.testing.assert_array_equal(jax.jit(ntkbo.best_so_far)(jnp.asarray(v)), ref)
+    assert ntkbo.best_so_far(np.zeros((2, 0))).shape == (2, 0)
+    assert ntkbo.best_so_far(jnp.zeros((2, 0))).shape == (2, 0)
+
+
+def test_one_running_minimum():
+    """Every best-so-far of the library is ``ntkbo.loop.best_so_far``: no other module of
+    ``ntkbo/`` computes a running minimum (``minimum``/``fmin`` ``.accumulate``, ``cummin``).
+    Catches (checked): the command line's summary computing its own again
+    (``np.fmin.accumulate`` in ``ntkbo/cli.py``)."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(ntkbo.__file__).parent
+    pattern = re.compile(r"(minimum|fmin)\.accumulate|cummin\(")
+    found = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if pattern.search(line) and p.name != "loop.py"]
+    assert not found, found
+
+
 def test_maximize_reports_original_sign():
     r = ntkbo.maximize(ALGO, PROBLEM, 21, jax.random.PRNGKey(0), n_init=5)
     np.testing.assert_allclose(r.f, jax.vmap(sphere)(r.x), rtol=1e-12)

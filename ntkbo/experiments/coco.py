@@ -135,7 +135,9 @@ def runtimes(gaps, targets=TARGETS) -> np.ndarray:
     t = np.asarray(targets, dtype=float)
     if g.ndim != 2:
         raise ValueError(f"gaps must be (n_runs, evaluations), got shape {g.shape}")
-    best = np.minimum.accumulate(g, axis=1) if g.shape[1] else g
+    from ntkbo.loop import best_so_far
+
+    best = best_so_far(g)
     hit = best[:, :, None] <= t[None, None, :]
     first = np.argmax(hit, axis=1).astype(float) + 1.0
     return np.where(hit.any(axis=1), first, np.inf)

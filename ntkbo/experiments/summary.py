@@ -67,8 +67,10 @@ def revisit_share(x, bounds, n_init: int) -> float:
 
 
 def _best_so_far(v: np.ndarray) -> np.ndarray:
-    v = np.where(np.isnan(v), np.inf, v)
-    return np.minimum.accumulate(v, axis=-1)
+    """``ntkbo.loop.best_so_far`` of ``v`` with a NaN counted as +inf (``curve``)."""
+    from ntkbo.loop import best_so_far
+
+    return best_so_far(np.where(np.isnan(v), np.inf, v))
 
 
 def curve(rec: store.CellRecord) -> tuple[np.ndarray, str, np.ndarray | None]:
