@@ -393,8 +393,12 @@ def _as_problem(obj, p: ProblemSpec, dim, options: dict, field: str):
         try:
             obj = obj(**kwargs)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{where}: calling the factory with {kwargs} failed: "
-                             f"{type(err).__name__}: {err}") from None
+            raise ValueError(
+                f"{where}: {getattr(obj, '__name__', type(obj).__name__)} has no bounds, so it "
+                f"was called as a factory of a problem, with {kwargs}, which failed "
+                f"({type(err).__name__}: {err}); a JAX function of one point needs its bounds: "
+                "ProblemSpec(label, problem=fn, bounds=...), or bounds = [[...], [...]] in "
+                "TOML") from None
         made = True
     elif options:
         raise ValueError(f"{where}: options {sorted(options)} are given, but only a registered "
@@ -447,14 +451,16 @@ _LIBRARIES = ("ntkbo", "jax", "jaxlib", "numpy", "scipy", "flax", "optax", "buil
 
 def code_hash(*objects) -> str:
     """SHA-256 (hex) of the code of ``objects`` (functions, problems' ``fn``): each function's
-    bytecode, constants and names (not its line numbers), its defaults, the values it closes
-    over, and the functions and values of its own module that it reads as globals, followed
-    recursively; ``functools.partial``, bound methods, ``jax.jit``-wrapped functions
-    (``__wrapped__``), arrays (dtype, shape, bytes), containers and plain objects by their
-    contents. A function of a library (``_LIBRARIES``) counts by its qualified name and what it
-    closes over. The same code and values give the same hash in every process (no addresses, no
-    ``hash()``); bytecode differs between Python versions, so a study that resumes under another
-    Python gives its problems a ``version``."""
+    bytecode, constants and names (not its line numbers, nor its own name or module: the same
+    function moved or renamed is the same), its defaults, the values it closes over, and the
+    functions and values of its own module that it reads as globals, followed recursively;
+    ``functools.partial``, bound methods, ``jax.jit``-wrapped functions (``__wrapped__``),
+    arrays (dtype, shape, bytes), containers and plain objects by their contents. A function of
+    a library (``_LIBRARIES``) counts by its qualified name and what it closes over.
+
+    The same code and values give the same hash in every process (no addresses, no ``hash()``).
+    Bytecode differs between Python versions: a study to be resumed under another Python gives
+    its problems a ``version``."""
     h = hashlib.sha256()
     seen: dict = {}  # id -> object, held so that no id is reused while hashing
     for obj in objects:
@@ -491,8 +497,10 @@ def _feed(h, v, seen: dict, depth: int) -> None:
         tag("type", f"{v.__module__}.{v.__qualname__}")
     elif isinstance(v, types.FunctionType):
         module = v.__module__ or ""
-        tag("function", f"{module}.{v.__qualname__}")
-        if module.split(".")[0] not in _LIBRARIES:
+        if module.split(".")[0] in _LIBRARIES:  # a library's: its name stands for its code
+            tag("function", f"{module}.{v.__qualname__}")
+        else:  # the user's: its code, wherever it lives and whatever it is called
+            tag("function")
             _feed(h, v.__code__, seen, depth + 1)
             _feed(h, v.__defaults__, seen, depth + 1)
             _feed(h, v.__kwdefaults__, seen, depth + 1)
