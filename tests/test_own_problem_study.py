@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import types
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -87,8 +88,8 @@ def _module(source: str = SOURCE, name: str = "own_python"):
 
 def python_spec(mod, **valley) -> Spec:
     return Spec(name="own", budget=6, n_init=4, seeds=2, algorithms=ALGORITHMS,
-                problems=[mod.sim, ProblemSpec("valley", problem=mod.valley,
-                                               bounds=VALLEY_BOUNDS, **valley)])
+                problems=(mod.sim, ProblemSpec("valley", problem=mod.valley,
+                                               bounds=VALLEY_BOUNDS, **valley)))
 
 
 def _starts(out) -> list[str]:
@@ -187,19 +188,19 @@ def test_a_changed_problem_is_refused_naming_it(python_study, change, named):
     """A spec whose user problem changed (an edited function, another box, another noise level, a
     version where the code stood) is refused before anything runs, with a message naming the
     problem and what changed; the folder is left as it was. Mutation caught (checked): the
-    fingerprint left out of the cells' definition (``spec._definition``): every change here is
-    accepted and the run returns."""
+    fingerprint left out of the cells' definition (``spec._definition``): each case fails, the
+    change accepted (the run returns) or, the noise, refused without naming the problem."""
     out, _, mod = python_study
     if change == "code":
         spec = python_spec(_module(SOURCE.replace("0.5 * x ** 2", "0.6 * x ** 2")))
     elif change == "bounds":
         spec = Spec(name="own", budget=6, n_init=4, seeds=2, algorithms=ALGORITHMS,
-                    problems=[mod.sim, ProblemSpec("valley", problem=mod.valley,
-                                                   bounds=[[-2.0, -2.0], [2.0, 3.0]])])
+                    problems=(mod.sim, ProblemSpec("valley", problem=mod.valley,
+                                                   bounds=[[-2.0, -2.0], [2.0, 3.0]])))
     elif change == "noise":
         spec = Spec(name="own", budget=6, n_init=4, seeds=2, algorithms=ALGORITHMS,
-                    problems=[ProblemSpec("sim", problem=mod.sim, noise_std=0.1),
-                              ProblemSpec("valley", problem=mod.valley, bounds=VALLEY_BOUNDS)])
+                    problems=(ProblemSpec("sim", problem=mod.sim, noise_std=0.1),
+                              ProblemSpec("valley", problem=mod.valley, bounds=VALLEY_BOUNDS)))
     else:
         spec = python_spec(mod, version="1")
     before = {p: os.path.getmtime(p) for p in store.list_cells(str(out))}
@@ -248,11 +249,16 @@ def test_the_report_covers_the_user_problems(python_study, cli_study, capsys):
         welch = scipy.stats.ttest_ind(finals["ntk_gp"], finals["random_search"],
                                       equal_var=False, alternative="less")
         got = rep["problems"][p]["algorithms"]["ntk_gp"]["vs_reference"]["algorithm_lower"]["p"]
-        np.testing.assert_allclose(got, welch.pvalue, rtol=1e-9)
+        # scipy's t distribution against ours: agreement to rounding
+        np.testing.assert_allclose(got, welch.pvalue, rtol=1e-9)  # pyright: ignore
         assert all(os.path.isfile(out / f) for f in rep["figure_files"][p])
         for fmt in ("csv", "tex"):
             assert os.path.isfile(out / "tables" / f"final_{p}.{fmt}")
-    assert "### valley (d=2)" in open(rep["report"]).read()
+    text = open(rep["report"]).read()
+    assert "### valley (d=2)" in text
+    code = cells["ntk_gp__valley__d2"].meta["definition"]["problem"]["fingerprint"]["code"]
+    assert rep["header"]["own_problems"]["valley"] == {"source": "python object", "code": code}
+    assert f"`valley` from python object, code {code[:12]}" in text
     assert cli.main(["report", str(cli_study / "study"), "--no-plot"]) == 0
     assert "(2 problems, 2 algorithms" in capsys.readouterr().out
 
@@ -299,7 +305,8 @@ options = {{ centre = 0.4 }}
         assert [c.cell_id for c in cells] == ["random_search__branin__d2",
                                               f"random_search__{name}.sim__d2"]
         assert cells[0].fingerprint is None and "fingerprint" not in cells[0].definition()
-        assert cells[1].fingerprint["source"] == f"{name}:sim"
+        fp = cells[1].fingerprint
+        assert fp is not None and fp["source"] == f"{name}:sim"
         spec = Spec.from_toml(str(folder / "f.toml"))
         assert [c.dim for c in spec.resolve()] == [2, 3]
         assert [c.dim for c in spec.resolve("smoke")] == [2]  # max_dim 2
@@ -314,7 +321,7 @@ def test_what_is_not_a_problem_is_refused_naming_the_field():
     mod = _module()
 
     def spec(*problems):
-        return Spec(name="bad", budget=6, algorithms=[AlgorithmSpec("random_search")],
+        return Spec(name="bad", budget=6, algorithms=(AlgorithmSpec("random_search"),),
                     problems=problems)
 
     cases = [
@@ -345,8 +352,8 @@ def test_a_jax_function_with_bounds_is_the_problem_it_makes():
     as_fn = ProblemSpec("valley", problem=mod.valley, bounds=VALLEY_BOUNDS)
     as_problem = ntkbo.benchmarks.Problem(name="valley", fn=mod.valley,
                                           bounds=jax.numpy.asarray(VALLEY_BOUNDS))
-    a, b = (Spec(name="s", budget=6, algorithms=[AlgorithmSpec("random_search")],
-                 problems=[p]).resolve()[0] for p in (as_fn, as_problem))
+    a, b = (Spec(name="s", budget=6, algorithms=(AlgorithmSpec("random_search"),),
+                 problems=(cast(Any, p),)).resolve()[0] for p in (as_fn, as_problem))
     assert a.cell_id == b.cell_id and a.digest == b.digest
 
 

@@ -404,7 +404,7 @@ def check_compatible(out: str, spec: Spec, scale: str, cells: list[Cell]) -> Non
         if cell is None:
             raise ValueError(_missing_cell(path, cid, meta, scale, cells))
         if meta.get("digest") != cell.digest:
-            raise ValueError(_refusal(path, cid, meta.get("definition", {}), cell))
+            raise ValueError(_refusal(path, str(cid), meta.get("definition", {}), cell))
 
 
 def _missing_cell(path: str, cid, meta: dict, scale: str, cells: list[Cell]) -> str:

@@ -11,6 +11,12 @@ Seeds (the paired design): seed ``i`` (``0 <= i < count``) of every cell runs wi
 problem share their initial designs (``ntkbo.loop.initial_design``) and noise draws and can be
 compared seed by seed. A capped seed count keeps the first seeds.
 
+Problems are registered ones (``ntkbo.benchmarks.get``) or the user's own (``ProblemSpec``'s
+docstring): ``Problem`` objects, JAX functions with their bounds, factories, or
+``module:attribute`` names; a user's problem enters its cells' definitions by its
+``fingerprint`` (its box, noise, optimum and a hash of its code, ``code_hash``, or a given
+``version``), so a study resumes only on the same problem.
+
 ``Spec.resolve(scale) -> list[Cell]`` expands the grid into cells sorted by ``cell_id``
 (``<algorithm label>__<problem label>__d<dim>``), each with a ``digest`` (SHA-256 of its fully
 resolved definition, ``Cell.definition()``): two runs of one cell id with the same ``digest`` are
@@ -379,7 +385,7 @@ def user_problem(p: ProblemSpec, dim: int | None = None, field: str = "problem")
     return problem
 
 
-def _as_problem(obj, p: ProblemSpec, dim, options: dict, field: str):
+def _as_problem(obj: Any, p: ProblemSpec, dim, options: dict, field: str):
     """``user_problem``'s conversion (no cache)."""
     import jax.numpy as jnp
 
@@ -417,7 +423,8 @@ def _as_problem(obj, p: ProblemSpec, dim, options: dict, field: str):
                           constraints=getattr(obj, "constraints", None),
                           constraint_noise_std=getattr(obj, "constraint_noise_std", 0.0))
     elif callable(obj) and p.bounds is not None and not made:  # a JAX function of one point
-        obj = Problem(name=p.id, fn=obj, bounds=check_bounds(p.bounds, f"{field}.bounds"))
+        obj = Problem(name=p.id, fn=cast(Any, obj),
+                      bounds=check_bounds(p.bounds, f"{field}.bounds"))
     else:
         raise ValueError(
             f"{where}: {type(obj).__name__} is not a problem: give an ntkbo.benchmarks.Problem "
