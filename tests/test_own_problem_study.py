@@ -41,7 +41,7 @@ import ntkbo
 
 def simulate(x):
     x = np.asarray(x)
-    return float(np.sum((x - 0.3) ** 2) + 0.1 * np.sin(8.0 * x[0]) ** 2)
+    return float(np.sum((x - 0.3) ** 2) + 0.1 * np.sin(8.0 * (x[0] - 0.3)) ** 2)
 
 
 sim = ntkbo.benchmarks.numpy_problem(simulate, bounds=[[0.0, 0.0], [1.0, 1.0]], name="sim",
