@@ -360,8 +360,9 @@ def test_a_jax_function_with_bounds_is_the_problem_it_makes():
 def test_code_hash_follows_what_the_function_computes_with():
     """``code_hash`` is equal for the same source compiled twice (other objects, other lines) and
     differs when a constant, a closed-over value, a helper function of the module or a global
-    value the function reads changes. Mutations caught (checked): closures not followed (the
-    closed-over value); globals not followed (the helper and the global value)."""
+    value the function reads changes (a typed ``jax.random`` key among them). Mutations caught
+    (checked): closures not followed (the closed-over value); globals not followed (the helper
+    and the global value); a typed key read as an array (``np.asarray`` refuses it)."""
     base = '''
 import jax.numpy as jnp
 SCALE = 2.0
@@ -385,3 +386,5 @@ f = make(1.0)
     assert h(base) != h(base.replace("jnp.sin(x)", "jnp.cos(x)"))  # helper of the module
     assert h(base) != h(base.replace("SCALE = 2.0", "SCALE = 3.0"))  # a global value
     assert h(base) != h(base.replace("* SCALE", "/ SCALE"))  # the function's own code
+    keyed = base + "\nimport jax\nKEY = jax.random.key(0)\nf = make(KEY)\n"  # closes over the key
+    assert h(keyed) == h(keyed) != h(keyed.replace("key(0)", "key(1)"))  # typed keys: their data
