@@ -536,8 +536,9 @@ def _feed(h, v, seen: dict, depth: int) -> None:
         _feed(h, v.__self__, seen, depth + 1)
     elif hasattr(v, "shape") and hasattr(v, "dtype") and not callable(v):
         import jax
+        import jax.numpy as jnp
 
-        if jax.dtypes.issubdtype(v.dtype, jax.dtypes.prng_key):  # a typed key: its key data
+        if jnp.issubdtype(v.dtype, jax.dtypes.prng_key):  # a typed key: its key data
             v = jax.random.key_data(v)
         a = np.asarray(v)
         tag("array", f"{a.dtype.str}{a.shape}")
