@@ -1,6 +1,6 @@
 """The docs site's link rule: `mkdocs build --strict` with mkdocs.yml's ``validation`` block fails
 on a dead link. Runs in .ci/run's docs lane (lane 3), whose environment has mkdocs; lane 1's has
-not, and skips the build tests (the nav test needs only PyYAML, a dependency of flax)."""
+not, and skips this file."""
 
 import os
 import subprocess
@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-yaml = pytest.importorskip("yaml")
+pytest.importorskip("mkdocs", reason="the docs lane (lane 3 of .ci/run) installs mkdocs")
+import yaml  # noqa: E402  (mkdocs depends on PyYAML)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +23,6 @@ def _build(tmp_path, pages: dict[str, str]) -> subprocess.CompletedProcess:
     """Builds a site of ``pages`` (name -> Markdown) with mkdocs.yml's validation block, the
     built-in theme and no plugins, with ``--strict`` (not ``-q``: mkdocs counts only the warnings
     it logs, so ``--strict -q`` passes a dead link)."""
-    pytest.importorskip("mkdocs", reason="the docs lane (lane 3 of .ci/run) installs mkdocs")
     docs = tmp_path / "docs"
     docs.mkdir()
     for name, text in pages.items():
@@ -55,22 +55,3 @@ def test_dead_link_fails_the_build(tmp_path, target):
     r = _build(tmp_path, {"index.md": f"# Home\n\n[dead]({target})\n", "other.md": GOOD})
     assert r.returncode != 0
     assert target.split("#")[-1] in r.stderr
-
-
-def test_development_log_apart_from_the_user_pages():
-    # Catches decisions.md, ci.md or status.md put back among the user sections (as "Decisions"
-    # and "Results > Status" were before 2026-11-29), or a Development section before them.
-    nav = _config()["nav"]
-    titles = [next(iter(item)) if isinstance(item, dict) else item for item in nav]
-    assert titles[-1] == "Development"
-    dev = {next(iter(p.values())) for p in nav[-1]["Development"]}
-    assert dev == {"decisions.md", "ci.md", "status.md"}
-
-    def pages(entry):
-        if isinstance(entry, str):
-            return [entry]
-        if isinstance(entry, list):
-            return [p for e in entry for p in pages(e)]
-        return [p for v in entry.values() for p in pages(v)]
-
-    assert not dev & set(pages(nav[:-1]))
