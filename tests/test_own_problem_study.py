@@ -182,14 +182,17 @@ def test_a_fresh_process_resumes_the_cli_study_without_rerunning(cli_study):
     ("code", ["'valley'", "its code"]),
     ("bounds", ["'valley'", "its bounds changed from [[-2.0, -2.0], [2.0, 2.0]] to"]),
     ("noise", ["'sim'", "its noise_std changed from 0.0 to 0.1"]),
+    ("dimension", ["'valley'", "its dimension changed from 2 to 3"]),
     ("version", ["'valley'", "its version changed from null to \"1\""]),
 ])
 def test_a_changed_problem_is_refused_naming_it(python_study, change, named):
-    """A spec whose user problem changed (an edited function, another box, another noise level, a
-    version where the code stood) is refused before anything runs, with a message naming the
-    problem and what changed; the folder is left as it was. Mutation caught (checked): the
-    fingerprint left out of the cells' definition (``spec._definition``): each case fails, the
-    change accepted (the run returns) or, the noise, refused without naming the problem."""
+    """A spec whose user problem changed (an edited function, another box, another dimension,
+    another noise level, a version where the code stood) is refused before anything runs, with a
+    message naming the problem and what changed; the folder is left as it was. Mutations caught
+    (checked): the fingerprint left out of the cells' definition (``spec._definition``): each
+    case fails, the change accepted (the run returns) or, the noise, refused without naming the
+    problem; the dimension's case also fails without ``runner._missing_cell``'s look for the
+    same label (the message then names only a cell)."""
     out, _, mod = python_study
     if change == "code":
         spec = python_spec(_module(SOURCE.replace("0.5 * x ** 2", "0.6 * x ** 2")))
@@ -197,6 +200,10 @@ def test_a_changed_problem_is_refused_naming_it(python_study, change, named):
         spec = Spec(name="own", budget=6, n_init=4, seeds=2, algorithms=ALGORITHMS,
                     problems=(mod.sim, ProblemSpec("valley", problem=mod.valley,
                                                    bounds=[[-2.0, -2.0], [2.0, 3.0]])))
+    elif change == "dimension":  # other cell ids: the stored cells are not in the spec
+        spec = Spec(name="own", budget=6, n_init=4, seeds=2, algorithms=ALGORITHMS,
+                    problems=(mod.sim, ProblemSpec("valley", problem=mod.valley,
+                                                   bounds=[[-2.0] * 3, [2.0] * 3])))
     elif change == "noise":
         spec = Spec(name="own", budget=6, n_init=4, seeds=2, algorithms=ALGORITHMS,
                     problems=(ProblemSpec("sim", problem=mod.sim, noise_std=0.1),
