@@ -2,8 +2,9 @@
 
 ``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds in
 blocks (``--block``; ``jax.vmap`` within a block), in chunks so that a progress bar can show the
-best value so far (``best=``: the best noise-free value of all the seeds run so far, so it never
-rises), then writes ``results.json`` (every evaluated point and value, per seed, plus
+best value so far (``best over seeds=``: the best noise-free value of all the seeds run so far,
+so it never rises; the printed summary shows it again, labelled the same, beside the mean over
+seeds of each seed's best), then writes ``results.json`` (every evaluated point and value, per seed, plus
 the summary and what rebuilds the run) and ``best_so_far.png`` (the best noise-free value against
 evaluations, mean and standard error across seeds).
 
@@ -318,12 +319,16 @@ def summarise(f: np.ndarray, optimum: float | None) -> dict:
     """Per-evaluation mean and standard error across seeds of the best noise-free value so far.
 
     ``f`` is ``(seeds, budget)``. The standard error is ``sd / sqrt(seeds)`` (0 for one seed).
+    ``final_best_mean`` and ``final_best_se``: the mean and standard error over seeds of each
+    seed's best value; ``final_best_min``: the best value of all the seeds together (the progress
+    bar's ``best over seeds``).
     """
     best = np.fmin.accumulate(f, axis=1)  # a failed evaluation (NaN) does not reset the curve
     s = best.shape[0]
     se = best.std(axis=0, ddof=1) / np.sqrt(s) if s > 1 else np.zeros(best.shape[1])
     out = {"best_so_far_mean": best.mean(0).tolist(), "best_so_far_se": se.tolist(),
-           "final_best_mean": float(best[:, -1].mean()), "final_best_se": float(se[-1])}
+           "final_best_mean": float(best[:, -1].mean()), "final_best_se": float(se[-1]),
+           "final_best_min": float(np.fmin.reduce(best[:, -1]))}
     if optimum is not None:
         regret = best - optimum
         out["final_regret_mean"] = float(regret[:, -1].mean())
@@ -476,7 +481,7 @@ def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, prob
             bar.update(finished + progress.done * progress.f.shape[0] - bar.n)
             if progress.f.size:  # NaN, a failed evaluation, is skipped
                 best = np.fmin(best, np.fmin.reduce(progress.f, axis=None))
-            bar.set_postfix(best=f"{best:.4g}")
+            bar.set_postfix({BAR_STATISTIC: f"{best:.4g}"})
             last = progress
         if last is None:
             raise RuntimeError(f"loop.minimize_chunks yielded nothing for seeds {b}:{b + block}")
@@ -542,16 +547,42 @@ def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, prob
     return record
 
 
+#: The statistic ``ntkbo run``'s progress bar shows, as its label there: the best noise-free
+#: value of all the seeds run so far (it never rises). The printed summary shows it too, in the
+#: row of the same name, beside the mean over seeds of each seed's best.
+BAR_STATISTIC = "best over seeds"
+
+#: The width of the labels of ``ntkbo run``'s printed summary.
+SUMMARY_WIDTH = 42
+
+
+def summary_rows(rec: dict) -> list[tuple[str, str]]:
+    """The rows (label, value) of ``ntkbo run``'s printed summary of the record ``rec``, each label
+    naming its statistic: the best value of all seeds together (``BAR_STATISTIC``, where the
+    progress bar ended), the mean and standard error over seeds of each seed's best, and with a
+    known optimum that optimum and the mean over seeds of the final simple regret."""
+    s = rec["summary"]
+    n = len(rec["runs"])
+    best = s.get("final_best_min")
+    if best is None:  # a record written before the summary kept it
+        best = min((min(r["f"], default=np.inf) for r in rec["runs"]), default=np.nan)
+    rows = [(f"{BAR_STATISTIC} (as the progress bar)", f"{best:.6g}"),
+            (f"each seed's best, mean +- se over {n} seed{'s' * (n != 1)}",
+             f"{s['final_best_mean']:.6g} +- {s['final_best_se']:.2g}")]
+    if rec["optimum"] is not None:
+        rows += [("known optimum", f"{rec['optimum']:.6g}"),
+                 ("final simple regret, mean over seeds", f"{s['final_regret_mean']:.4g}")]
+    return rows
+
+
 def _print_summary(rec: dict, out: str | None) -> None:
     s = rec["summary"]
     seeds = (f"{rec['seeds']} seeds" if rec.get("seed_index") is None
              else f"seed {rec['seed_index']} of {rec['seeds']}")
     print(f"\n{rec['algorithm']} on {rec['problem']} (d={rec['dim']}), budget {rec['budget']}, "
           f"{seeds}, {rec['wall_time_s']:.1f} s")
-    print(f"  best value found: {s['final_best_mean']:.6g} +- {s['final_best_se']:.2g} (mean +- se)")
-    if rec["optimum"] is not None:
-        print(f"  known optimum:    {rec['optimum']:.6g}   final simple regret "
-              f"{s['final_regret_mean']:.4g}")
+    for label, value in summary_rows(rec):
+        print(f"  {label:<{SUMMARY_WIDTH}}  {value}")
     if rec.get("n_constraints"):
         print(f"  {rec['n_constraints']} constraints: feasible point found in "
               f"{sum(s['found_feasible'])}/{rec['seeds']} seeds; best positive regret plus "
@@ -929,11 +960,156 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The commands that run algorithms, which ``main`` stops cleanly on ``Ctrl-C`` or ``SIGTERM``.
+LONG_COMMANDS = ("run", "demo", "bench", "coco")
+
+#: ``main``'s exit status after ``Ctrl-C`` (``SIGINT``) and after ``SIGTERM``: 128 plus the
+#: signal's number, what a shell reports for a process the signal killed.
+EXIT_INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by ``main``'s ``SIGTERM`` handler, so that a terminated command
+    unwinds like an interrupted one: locks released, temporary files removed, one line said."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Runs the ``ntkbo`` command ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+
+    ``Ctrl-C`` (``KeyboardInterrupt``) or ``SIGTERM`` during ``run``, ``demo``, ``bench`` or
+    ``coco`` prints one line on stderr, saying what was kept and the command that resumes (or
+    re-runs) it, and returns ``EXIT_INTERRUPTED`` (130, or 143 for ``SIGTERM``). What finished
+    stays: every file is written whole or not at all (``ntkbo.files.atomic_write``), so a study's
+    finished cells and a previous ``results.json`` are intact; ``coco`` saves the problems it
+    finished first. ``SIGTERM``'s handler is installed only for these commands, and only while
+    they run in the main thread; the previous handler is restored."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "float32", False) and getattr(args, "dtype", None) == "float64":
         parser.error("--float32 contradicts --dtype float64; give one of them")
+    if args.command not in LONG_COMMANDS:
+        return _main(parser, args, argv)
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    before = _kept_state(args)
+    try:
+        return _main(parser, args, argv)
+    except KeyboardInterrupt as stop:
+        _close_progress_bars()
+        name = "SIGTERM" if isinstance(stop, Terminated) else "SIGINT"
+        how = "terminated (SIGTERM)" if name == "SIGTERM" else "interrupted"
+        command = " ".join(["ntkbo", *map(_quote, sys.argv[1:] if argv is None else argv)])
+        print(f"ntkbo {args.command}: {how}; {_kept_line(args, before, command)}",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED[name]
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _quote(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def _close_progress_bars() -> None:
+    """Closes the progress bars an interruption left open (tqdm's live instances), so that each
+    ends its line before the one line ``main`` prints."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # a bar half torn down: its line is not worth a traceback
+            pass
+
+
+def _run_out(args) -> str | None:
+    """The output folder of ``ntkbo run`` as given (flag, else ``--config``, else default)."""
+    if args.out is not None:
+        return args.out or None
+    try:
+        file = read_config(args.config) if args.config else {}
+    except ValueError:
+        return None
+    return file.get("out", CONFIG_KEYS["out"]) or None
+
+
+def _kept_state(args) -> dict:
+    """What a long command's output folder holds before it starts, for ``_kept_line``: the
+    ``os.stat`` of ``run``'s ``results.json`` (``None`` if absent) and the number of finished cells
+    of a ``bench`` folder."""
+    if args.command == "run":
+        out = _run_out(args)
+        path = None if out is None else os.path.join(out, "results.json")
+        try:
+            st = None if path is None else os.stat(path)
+        except OSError:
+            st = None
+        return {"path": path, "stat": None if st is None else (st.st_ino, st.st_mtime_ns)}
+    if args.command == "bench":
+        from ntkbo.experiments import store
+
+        return {"cells": len(store.list_cells(args.out))}
+    return {}
+
+
+def _kept_line(args, before: dict, command: str) -> str:
+    """The line ``main`` prints after an interruption: what was kept, and the command that resumes
+    or re-runs it."""
+    if args.command == "bench":
+        from ntkbo.experiments import store
+
+        n = len(store.list_cells(args.out))
+        new = n - before.get("cells", 0)
+        cells = os.path.join(args.out, "cells")
+        return (f"{n} finished cell{'' if n == 1 else 's'} kept in {cells} ({new} new, none "
+                f"lost); resume with: {command}")
+    if args.command == "run":
+        path = before.get("path")
+        if path is None:
+            return f"nothing was written (no --out); run again: {command}"
+        try:
+            st = os.stat(path)
+            now = (st.st_ino, st.st_mtime_ns)
+        except OSError:
+            now = None
+        if now is None:
+            kept = f"nothing was written to {path}"
+        elif now == before.get("stat"):
+            kept = f"{path} from the previous run left as it was"
+        else:
+            kept = f"{path} was written whole (its plot may be missing)"
+        return f"{kept}; a run does not resume, run again: {command}"
+    if args.command == "coco":
+        from ntkbo.experiments import coco
+
+        out = args.out or os.path.join("runs", "coco", args.algo)
+        try:
+            runs = coco.read_runs(out)
+            n = sum(len(d["function"]) for d in runs["dims"].values())
+        except (ValueError, OSError):
+            n = 0
+        kept = (f"{n} finished problems kept in {os.path.join(out, coco.RUNS_FILE)} (marked "
+                f"incomplete; ntkbo coco-report {out} reads them)" if n else
+                "no problem finished, nothing kept")
+        return (f"{kept}; a COCO run does not resume (cocoex starts a new folder): run again "
+                f"with a new --out: {command}")
+    return (f"a demo starts afresh, replacing the cells in {os.path.join(args.out, 'cells')}; "
+            f"run again: {command}")
+
+
+def _main(parser, args, argv) -> int:
+    """``main`` after parsing the arguments."""
     if args.command in ("run", "demo", "bench", "coco"):
         from ntkbo.lapack_threads import configure_blas_threads
 
