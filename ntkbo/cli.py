@@ -1099,7 +1099,8 @@ def _kept_line(args, before: dict, command: str) -> str:
             n = sum(len(d["function"]) for d in runs["dims"].values())
         except (ValueError, OSError):
             n = 0
-        kept = (f"{n} finished problems kept in {os.path.join(out, coco.RUNS_FILE)} (marked "
+        path = os.path.join(out, coco.RUNS_FILE)
+        kept = (f"{n} finished problem{'' if n == 1 else 's'} kept in {path} (marked "
                 f"incomplete; ntkbo coco-report {out} reads them)" if n else
                 "no problem finished, nothing kept")
         return (f"{kept}; a COCO run does not resume (cocoex starts a new folder): run again "
