@@ -132,9 +132,12 @@ def test_list_options_prints_every_default_and_meaning(capsys):
     rows = {ln.split()[0]: ln for ln in lines}
     assert rows["features"].endswith('"static" (paper: g(x; theta_0)) or "dynamic" '
                                      '(g(x; theta_t)).')
-    assert rows["search.num_steps"].endswith("ascent steps per refined candidate.")
-    assert rows["training.penalty"].endswith("the penalty's coefficient (None: the algorithm's "
-                                             "lam).")
+    assert rows["search.num_steps"].endswith(
+        "ascent steps per refined candidate. [inert under these defaults: read only with "
+        "thompson='pathwise']")  # the mark: tests/test_options_help.py
+    # the part's own sentence, then what the factory's entry says of the default (None)
+    assert ("the penalty's coefficient (None: the algorithm's lam). Here: None: lam, the paper's "
+            in rows["training.penalty"])
     assert "`" not in "\n".join(lines)
     assert cli.main(["list", "--options", "pinn_bo"]) == 0
     assert capsys.readouterr().out.startswith("pde = (required)")
