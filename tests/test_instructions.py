@@ -105,11 +105,10 @@ def test_tutorial_04_says_what_its_noise_example_prints():
 
 
 def test_user_pages_cite_only_what_exists():
-    """The user pages (docs/ apart from the dated logs decisions.md and ci.md's measurements) name
-    no README section that the README lacks and no document outside the repository; ci.md names
-    none outside it either. Mutations caught: status.md's former 'the README's "Status on fresh
-    keys"' (a section since moved to docs/results.md), ci.md's former link to a design document
-    outside the repository (``../shared/design.md``)."""
+    """The pages of docs/ (the dated decision log apart) name no README section that the README
+    lacks, and no page links the design notes kept outside the repository (``../shared/``).
+    Mutations caught (checked): status.md's former 'the README's "Status on fresh keys"' (a
+    section since moved to docs/results.md); ci.md's former ``../shared/design.md``."""
     import re
 
     headings = set(re.findall(r"^#+ (.+)$", (ROOT / "README.md").read_text(), re.M))
