@@ -13,6 +13,10 @@ evaluations, mean and standard error across seeds).
 given on the command line override the file, ``--set`` overrides single options, and an unknown
 key is an error naming it.
 
+**Stopping.** ``Ctrl-C`` or ``SIGTERM`` on ``run``, ``demo``, ``bench`` or ``coco`` prints one
+line, what was kept and the command that resumes or re-runs it, and exits 130 (143 for
+``SIGTERM``); finished cells and a previous ``results.json`` stay whole (``main``).
+
 **Precision.** ``run`` and ``bench`` both run in float64 unless ``--dtype float32`` says otherwise
 (``DEFAULT_DTYPE``; each ``--help`` states it): every committed study of a shipped spec
 (``benchmarks/specs``, run into ``benchmarks/results``) ran in float64, a cell's dtype is part of
