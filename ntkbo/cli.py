@@ -657,19 +657,28 @@ def _list() -> None:
         print(f"  {name:<{w}}  {dims}")
 
 
-#: Options that an algorithm reads only under another option's value: registry name of the
-#: factory (``ntkbo.algorithms.<factory>``) -> option -> (the option it depends on, the values
-#: under which it is read). ``ntkbo list --options`` marks such an option inert when the
-#: algorithm's defaults (a registered partial's own, e.g. ``gp_ucb``'s ``acquisition="ucb"``)
-#: hold none of those values; ``tests/test_options_help.py`` checks each entry against behaviour
-#: (changing the option under the defaults leaves a run bit-identical, under an activating value
-#: it does not).
+#: Options that an algorithm reads only under other options' values: registry name of the
+#: factory (``ntkbo.algorithms.<factory>``) -> option -> the conditions under which it is read,
+#: each ``(the option it depends on, the values under which it is read)``, all to hold.
+#: ``ntkbo list --options`` marks such an option inert when the algorithm's defaults (a
+#: registered partial's own, e.g. ``gp_ucb``'s ``acquisition="ucb"``) fail a condition;
+#: ``tests/test_options_help.py`` checks each entry against behaviour (changing the option under
+#: the defaults leaves a run's program unchanged, under activating values it does not).
+_KERNEL_ACQUISITION = {
+    "beta": [("acquisition", ("ucb",))],
+    "xi": [("acquisition", ("ei", "logei", "pi", "cei"))],
+    "search.log_ei": [("acquisition", ("ei", "cei"))],
+    "search.num_ts_candidates": [("acquisition", ("ts",))],
+}
+_FIT_ON = [("fit.enabled", (True,))]
 ACTIVE_ONLY_WITH = {
-    "neural_bo": {f"search.{f}": ("thompson", ("pathwise",))
+    "neural_bo": {f"search.{f}": [("thompson", ("pathwise",))]
                   for f in ("num_restarts", "num_steps", "method")},
-    "gp": {"beta": ("acquisition", ("ucb",)),
-           "search.num_ts_candidates": ("acquisition", ("ts",)),
-           "fit.learning_rate": ("fit.method", ("adam",))},
+    "gp": {**_KERNEL_ACQUISITION, "fit.learning_rate": [("fit.method", ("adam",))]},
+    "ntk_gp": {**_KERNEL_ACQUISITION,
+               **{f"fit.{f}": _FIT_ON for f in ("method", "num_steps", "refit_until",
+                                                "refit_ratio")},
+               "fit.learning_rate": _FIT_ON + [("fit.method", ("adam",))]},
 }
 
 
@@ -702,9 +711,11 @@ def inert_options(name: str, defaults: dict | None = None) -> dict:
         return {}
     defaults = ntkbo.algorithms.defaults(name) if defaults is None else defaults
     out = {}
-    for option, (on, values) in rules.items():
-        if _lookup(defaults, on) not in values:
-            out[option] = "read only with " + " or ".join(f"{on}={v!r}" for v in values)
+    for option, conditions in rules.items():
+        if not all(_lookup(defaults, on) in values for on, values in conditions):
+            out[option] = "read only with " + " and ".join(
+                f"{on}={values[0]!r}" if len(values) == 1 else f"{on} in {values!r}"
+                for on, values in conditions)
     return out
 
 

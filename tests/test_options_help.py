@@ -75,11 +75,16 @@ def test_the_algorithm_pages_carry_the_generated_tables():
 # ---------------------------------------------------------------------------------------------
 # inert marks against behaviour
 
-#: A different value for each option ``ACTIVE_ONLY_WITH`` lists.
+#: A different value for each option ``ACTIVE_ONLY_WITH`` lists (and ``xi``, for mutations).
 OTHER = {"search.num_restarts": 1, "search.num_steps": 2, "search.method": "adam", "beta": 0.25,
-         "search.num_ts_candidates": 24, "fit.learning_rate": 0.5, "xi": 0.5}
+         "search.num_ts_candidates": 24, "fit.learning_rate": 0.5, "xi": 0.5,
+         "search.log_ei": False, "fit.method": "adam", "fit.num_steps": 3,
+         "fit.refit_until": 2, "fit.refit_ratio": 2.0}
 #: Options an activating setting needs beside it (``fit.ard="auto"`` needs L-BFGS fits).
 ALONGSIDE = {("fit.method", "adam"): {"fit.ard": True}}
+#: Options a tiny run needs for an option to matter at all: the refit schedule's ratio applies
+#: beyond ``refit_until`` (100 by default, far above a 5-evaluation run).
+WITHIN_BUDGET = {"fit.refit_ratio": {"fit.refit_until": 2}}
 
 
 def _program(name: str, **changes):
@@ -110,26 +115,33 @@ def test_every_inert_rule_has_a_behaviour_check():
 @pytest.mark.parametrize("name", sorted(cli.ACTIVE_ONLY_WITH))
 def test_options_marked_inert_do_nothing_and_count_once_activated(name):
     """Under the factory's defaults, changing every option marked inert at once leaves the whole
-    run's program (jaxpr and constants) identical, so its results bit-identical; under each
-    activating setting (``thompson="pathwise"``, ``acquisition="ucb"``, ...) the options it
-    activates are no longer marked, and changing them changes the program. Mutations caught
-    (checked): ``xi`` marked inert for ``gp`` (changing it changes the EI program); NeuralBO's
-    rule's value ``"independent"`` (nothing is then marked under the defaults)."""
+    run's program (jaxpr and constants) identical, so its results bit-identical; under the
+    settings its conditions name (``thompson="pathwise"``, ``acquisition="ucb"``,
+    ``fit.enabled=True``, ...) each option is no longer marked, and changing it alone changes the
+    program. Mutations caught (checked): ``xi`` marked inert for ``gp`` under every
+    acquisition (changing it changes the EI program); NeuralBO's rule's value ``"independent"``
+    (nothing is then marked under the defaults)."""
     rules = cli.ACTIVE_ONLY_WITH[name]
     defaults = ntkbo.algorithms.defaults(name)
     inert = cli.inert_options(name)
     assert inert and set(inert) <= set(rules)
-    assert _same(_program(name, **{o: OTHER[o] for o in inert}), _program(name))
-    by_setting: dict = {}
-    for option, (on, values) in rules.items():
-        by_setting.setdefault((on, values[0]), []).append(option)
-    for (on, value), options in by_setting.items():
-        active = {on: value, **ALONGSIDE.get((on, value), {})}
-        assert cli._lookup(defaults, on) != value
+    base = _program(name)
+    assert _same(_program(name, **{o: OTHER[o] for o in inert}), base)
+    refs: dict = {(): base}
+    for option, conditions in rules.items():
+        active: dict = {}
+        for on, values in conditions:
+            if cli._lookup(defaults, on) not in values:
+                active[on] = values[0]
+                active.update({k: v for k, v in ALONGSIDE.get((on, values[0]), {}).items()
+                               if cli._lookup(defaults, k) is not None})  # where it has it
+        active.update(WITHIN_BUDGET.get(option, {}))
         shown = copy.deepcopy(defaults)
-        set_option(shown, on, value)
-        assert not set(options) & set(cli.inert_options(name, shown))
-        ref = _program(name, **active)
-        for option in options:  # each one counts on its own
-            assert not _same(_program(name, **active, **{option: OTHER[option]}), ref), (
-                name, on, value, option)
+        for k, v in active.items():
+            set_option(shown, k, v)
+        assert option not in cli.inert_options(name, shown)
+        key = tuple(sorted(active.items()))
+        if key not in refs:
+            refs[key] = _program(name, **active)
+        assert not _same(_program(name, **active, **{option: OTHER[option]}), refs[key]), (
+            name, active, option)
