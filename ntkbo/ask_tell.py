@@ -248,7 +248,7 @@ def _empty_trials(d: int) -> Trials:
     return Trials(np.zeros((0, d)), np.zeros((0,), np.int8), np.zeros((0,), np.int64))
 
 
-def _table(study: Study) -> Trials:
+def trial_table(study: Study) -> Trials:
     """The study's ``Trials`` (for ``trials=None``: one complete or failed trial per told row)."""
     if study.trials is not None:
         return study.trials
@@ -272,7 +272,7 @@ def failed(study: Study) -> np.ndarray:
 
 def trials(study: Study) -> list[Trial]:
     """Every trial of the study, by id (``Trial``: id, status, point, observation)."""
-    t = _table(study)
+    t = trial_table(study)
     return [Trial(i, STATUSES[int(s)], np.array(t.x[i]),
                   None if r < 0 else float(study.told_y[r, 0]))
             for i, (s, r) in enumerate(zip(t.status, t.row))]
@@ -334,7 +334,7 @@ def recommend(algo: Algorithm, study: Study) -> Recommendation | None:
         return None
     n = study.told_x.shape[0]
     row_trial = np.full(n, -1, np.int64)
-    t = _table(study)
+    t = trial_table(study)
     row_trial[t.row[t.row >= 0]] = np.flatnonzero(t.row >= 0)
     out = Recommendation(int(row_trial[i]), np.array(study.told_x[i]),
                          float(study.told_y[i, 0]), None, None, None)
@@ -447,7 +447,7 @@ def _suggest(algo: Algorithm, study: Study, lie: str) -> tuple[np.ndarray, Study
         return np.asarray(x), study._replace(asked=study.asked + 1)
     suggest, _ = _jitted(algo)
     key, k_suggest, k_spare = jax.random.split(study.key, 3)
-    t = _table(study)
+    t = trial_table(study)
     pend = t.x[t.status == PENDING]
     x, info = suggest(k_suggest, _conditioned(algo, study, pend, lie))
     x = _away_from(k_spare, np.asarray(x), pend, _state_bounds(study.state))
@@ -456,7 +456,7 @@ def _suggest(algo: Algorithm, study: Study, lie: str) -> tuple[np.ndarray, Study
 
 def _add_pending(study: Study, x: np.ndarray) -> tuple[np.ndarray, Study]:
     """Registers the rows of ``x`` ``(q, d)`` as pending trials: their ids ``(q,)``, the study."""
-    t = _table(study)
+    t = trial_table(study)
     ids = np.arange(t.x.shape[0], t.x.shape[0] + x.shape[0])
     t = Trials(np.concatenate([t.x, np.asarray(x, np.float64)]),
                np.concatenate([t.status, np.full(x.shape[0], PENDING, np.int8)]),
@@ -515,9 +515,9 @@ def ask_trial(algo: Algorithm, study: Study, *, lie: str = "mean"
     return int(ids[0]), x[0], study
 
 
-def _check_trial(study: Study, trial, action: str) -> int:
+def check_trial(study: Study, trial, action: str) -> int:
     """The id ``trial`` as an int, if it names a pending trial; otherwise ``ValueError``."""
-    t = _table(study)
+    t = trial_table(study)
     tid = int(trial.id if isinstance(trial, Trial) else trial)
     if not 0 <= tid < t.x.shape[0]:
         raise ValueError(f"trial {tid!r}: no such trial in this study (ids 0 to "
@@ -529,7 +529,9 @@ def _check_trial(study: Study, trial, action: str) -> int:
     return tid
 
 
-def _is_trial_id(trial) -> bool:
+def is_trial_id(trial) -> bool:
+    """Whether ``trial`` names a trial (a ``Trial`` or an integer id, not a bool) rather than
+    points (``tell``, ``ntkbo.space.tell``)."""
     return isinstance(trial, Trial) or (isinstance(trial, (int, np.integer))
                                         and not isinstance(trial, (bool, np.bool_)))
 
@@ -566,10 +568,10 @@ def tell(algo: Algorithm, study: Study, trial, y, c=None) -> Study:
     ``1e8 + 3`` in float32) stay distinct in the record, though the model sees them rounded (enable
     ``jax_enable_x64`` to model them apart).
     """
-    if not _is_trial_id(trial):
+    if not is_trial_id(trial):
         _check_points_or_id(trial)
-        return _tell(algo, study, trial, y, c, None)
-    tid = _check_trial(study, trial, "tell")
+        return tell_rows(algo, study, trial, y, c, None)
+    tid = check_trial(study, trial, "tell")
     y = np.asarray(real_array("y", y), dtype=np.float64)
     if y.size != 1:
         raise ValueError(f"y must be one value for trial {tid}, got shape {y.shape}; nothing "
@@ -581,13 +583,13 @@ def tell(algo: Algorithm, study: Study, trial, y, c=None) -> Study:
             raise ValueError(f"c must hold the {k} constraint values of trial {tid} (shape "
                              f"({k},)), got shape {c.shape}; nothing was recorded")
         c = c.reshape(1, -1)
-    return _tell(algo, study, _table(study).x[tid][None], y.reshape(1), c, [tid])
+    return tell_rows(algo, study, trial_table(study).x[tid][None], y.reshape(1), c, [tid])
 
 
 def fail(algo: Algorithm, study: Study, trial) -> Study:
     """Records the pending ``trial`` as failed: ``tell`` of a NaN observation (and NaN
     constraint values), so it is in ``observations``, marked by ``failed``, and no model fits it."""
-    tid = _check_trial(study, trial, "fail")
+    tid = check_trial(study, trial, "fail")
     k = int(getattr(algo, "n_constraints", 0))
     return tell(algo, study, tid, np.nan, np.full(k, np.nan) if k else None)
 
@@ -595,8 +597,8 @@ def fail(algo: Algorithm, study: Study, trial) -> Study:
 def abandon(study: Study, trial) -> Study:
     """Withdraws the pending ``trial`` (never evaluated): it leaves ``pending`` and no longer
     conditions ``ask``; nothing is recorded in ``observations``. It cannot be told afterwards."""
-    tid = _check_trial(study, trial, "abandon")
-    t = _table(study)
+    tid = check_trial(study, trial, "abandon")
+    t = trial_table(study)
     status = t.status.copy()
     status[tid] = ABANDONED
     return study._replace(trials=t._replace(status=status))
@@ -605,7 +607,7 @@ def abandon(study: Study, trial) -> Study:
 def _match_pending(study: Study, x: np.ndarray) -> list[int | None]:
     """For each row of ``x`` ``(q, d)``, the pending trial it closes (``ask``: the nearest within
     ``MIN_DISTANCE``, lowest id on ties, each trial once) or None."""
-    t = _table(study)
+    t = trial_table(study)
     ids = np.flatnonzero(t.status == PENDING)
     out: list[int | None] = []
     if not ids.size:
@@ -624,7 +626,7 @@ def _match_pending(study: Study, x: np.ndarray) -> list[int | None]:
     return out
 
 
-def _tell(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) -> Study:
+def tell_rows(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) -> Study:
     """``tell`` of points ``x`` ``(q, d)``: validates, updates the state and the record; ``ids``
     gives each row's pending trial (``None`` entries: a new trial; ``None``: ``_match_pending``)."""
     buf = _buffer(study.state)
@@ -683,7 +685,7 @@ def _tell(algo: Algorithm, study: Study, x, y, c, ids: list[int | None] | None) 
     n = study.told_x.shape[0]
     return study._replace(state=state, update_info=info, told_x=np.concatenate([study.told_x, x]),
                           told_y=np.concatenate([study.told_y, told]),
-                          trials=_record_told(_table(study), x, told, ids, n))
+                          trials=_record_told(trial_table(study), x, told, ids, n))
 
 
 def _record_told(t: Trials, x: np.ndarray, told: np.ndarray, ids: list[int | None],
@@ -710,7 +712,7 @@ def save(path: str | os.PathLike, study: Study) -> None:
     with a ``UserWarning``: pass it to ``ntkbo.space.load``."""
     core = study._replace(told_x=None, told_y=None, algorithm=None, trials=None, space=None,
                           suggest_info=None, update_info=None)
-    table = _table(study)
+    table = trial_table(study)
     payload = {
         "format": FORMAT_VERSION,
         # JSON text: the config's values are nested lists and dicts of any JSON type
@@ -800,7 +802,7 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     (``space.bounds``) is accepted, and the saved space comes back with the study.
     """
     if isinstance(bounds, Space) or bounds is None:
-        spaced = _saved_space(path, _read_payload(path)) is not None
+        spaced = saved_space(path, read_payload(path)) is not None
         given = "a Space" if isinstance(bounds, Space) else "None"
         raise ValueError(
             f"bounds: expected the (2, d) box the study was started on, got {given}"
@@ -808,7 +810,7 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
                "ntkbo.space.load(path, algo), which restores its space" if spaced or
                isinstance(bounds, Space) else ""))
     bounds = check_bounds(bounds)
-    payload = _read_payload(path)
+    payload = read_payload(path)
     fmt = payload.get("format")
     if fmt in (1, 2):
         raise ValueError(
@@ -864,7 +866,7 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
             "its next suggestions may differ from the saved run's", UserWarning, stacklevel=2)
         study = _replay(algo, bounds, payload, template)
         return study._replace(trials=_saved_trials(path, payload, study),
-                              space=_saved_space(path, payload))
+                              space=saved_space(path, payload))
     restored = serialization.from_state_dict(core, saved)
     study = jax.tree_util.tree_map(lambda t, v: jnp.asarray(v, dtype=jnp.asarray(t).dtype),
                                    core, restored)
@@ -873,7 +875,7 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     told_y = np.asarray(payload["told_y"], np.float64).reshape(told_x.shape[0], 1 + k)
     study = study._replace(told_x=told_x, told_y=told_y, algorithm=record(algo), trials=None)
     return study._replace(trials=_saved_trials(path, payload, study),
-                          space=_saved_space(path, payload))
+                          space=saved_space(path, payload))
 
 
 def _damaged(path, why: str) -> ValueError:
@@ -889,7 +891,7 @@ def _unpack(path, data: bytes, what: str):
         raise _damaged(path, f"{what}cannot be decoded: {type(err).__name__}: {err}") from None
 
 
-def _read_payload(path) -> dict:
+def read_payload(path) -> dict:
     """The record of the study file ``path``: its checksum verified (``FORMAT_VERSION``), or a
     format-4 file's record with a ``UserWarning`` that it could not be checked; ``ValueError``
     naming the file if it holds something else, cannot be decoded or its checksum does not
@@ -942,7 +944,7 @@ def _saved_trials(path, payload: dict, study: Study) -> Trials:
     """The trial table of the file (one trial per told row if it has none), checked against the
     study's record."""
     if "trials" not in payload:
-        return _table(study._replace(trials=None))
+        return trial_table(study._replace(trials=None))
     d = study.told_x.shape[1]
     saved = payload["trials"]
     t = Trials(np.asarray(saved["x"], np.float64).reshape(-1, d),
@@ -959,7 +961,7 @@ def _saved_trials(path, payload: dict, study: Study) -> Trials:
     return t
 
 
-def _saved_space(path, payload: dict):
+def saved_space(path, payload: dict):
     """The file's ``ntkbo.space.Space``, or ``None`` if it records none."""
     if "space" not in payload:
         return None

@@ -29,7 +29,7 @@ from jax.flatten_util import ravel_pytree
 
 from ntkbo import linalg
 from ntkbo.kernels.empirical import grad_features
-from ntkbo.kernels.network import MLP, Dense, _default_float  # noqa: F401  (re-exported)
+from ntkbo.kernels.network import MLP, Dense, default_float  # noqa: F401  (re-exported)
 from ntkbo.parts import is_transformation
 
 __all__ = ["Dense", "LM_DAMPING", "MEMBER_OPTIMIZERS", "MLP", "TrainInfo", "check_optimizer",
@@ -57,19 +57,23 @@ Params = Any
 Optimizer = Union[str, optax.GradientTransformation]
 
 
-def _sqnorm_diff(a: Params, b: Params) -> Array:
+def sqnorm_diff(a: Params, b: Params) -> Array:
+    """``|a - b|^2`` summed over the leaves of two parameter pytrees of the same structure."""
     # a sum of arrays (``sum``'s start 0 is typed apart)
     return cast(Array, sum(jnp.sum((x - y) ** 2) for x, y in
                            zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b))))
 
 
-def _loss_fn(apply_fn, center, z, y, mask, lam, reduction):
+def loss_fn(apply_fn, center, z, y, mask, lam, reduction):
+    """TrainNN's loss as a function of the parameters: ``1/2 s sum_i m_i (h(z_i) - y_i)^2 +
+    lam/2 |theta - center|^2``, ``s`` 1 (``reduction="sum"``) or one over the valid rows
+    ``m``."""
     n = jnp.maximum(jnp.sum(mask), 1).astype(y.dtype)
     scale = 1.0 if reduction == "sum" else 1.0 / n
 
     def loss(params):
         r = jnp.where(mask, apply_fn(params, z)[:, 0] - y, 0.0)
-        return 0.5 * scale * jnp.sum(r * r) + 0.5 * lam * _sqnorm_diff(params, center)
+        return 0.5 * scale * jnp.sum(r * r) + 0.5 * lam * sqnorm_diff(params, center)
 
     return loss
 
@@ -121,7 +125,7 @@ def train(apply_fn, params_start: Params, center: Params, z: Array, y: Array, ma
       than the start (False flags a divergent learning rate). With ``return_opt_state``, the
       optimiser's state after the last step is appended.
     """
-    loss = _loss_fn(apply_fn, center, z, y, mask, lam, reduction)
+    loss = loss_fn(apply_fn, center, z, y, mask, lam, reduction)
     value_and_grad = jax.value_and_grad(loss)
 
     def select(c, a, b):

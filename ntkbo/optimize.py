@@ -221,11 +221,11 @@ def _candidates(key, bounds, num_candidates, sampler, x_best, num_perturbations,
     d = bounds.shape[1]
     if sampler == "sobol" and d > qmc.SOBOL_MAX_DIM:
         sampler = "kronecker"
-    n_qmc = qmc._NUM_WORDS[sampler](num_candidates, d)
+    n_qmc = qmc.NUM_WORDS[sampler](num_candidates, d)
     k = 0 if x_best is None else x_best.shape[0]
     n_noise, n_fill = num_perturbations * d, (k + num_perturbations) * d
     words = jax.random.bits(key, (n_qmc + n_noise + n_fill,), dtype=jnp.uint32)
-    cand = qmc._to_box(qmc._FROM_WORDS[sampler](words[:n_qmc], num_candidates, d), bounds)
+    cand = qmc.to_box(qmc.FROM_WORDS[sampler](words[:n_qmc], num_candidates, d), bounds)
     if x_best is None:
         return cand
     lo, hi = bounds[0], bounds[1]
@@ -236,7 +236,7 @@ def _candidates(key, bounds, num_candidates, sampler, x_best, num_perturbations,
     perturbed = centres[idx] + perturb_scale * (hi - lo) * noise.reshape(num_perturbations, d)
     local = jnp.concatenate([centres, perturbed])
     local_valid = jnp.concatenate([valid, valid[idx]])
-    fill = qmc._to_box(words[n_qmc + n_noise :].reshape(k + num_perturbations, d), bounds)
+    fill = qmc.to_box(words[n_qmc + n_noise :].reshape(k + num_perturbations, d), bounds)
     local = jnp.where(local_valid[:, None], jnp.clip(local, lo, hi), fill)
     return jnp.concatenate([cand, local])
 

@@ -181,7 +181,7 @@ def _check(n: int, bounds) -> int:
     return int(jnp.shape(bounds)[1])
 
 
-def _to_box(bits: Array, bounds) -> Array:
+def to_box(bits: Array, bounds) -> Array:
     """Maps uint32 fixed-point fractions ``bits / 2**32`` to ``[lower, upper]``; shape preserved."""
     dtype = _float_dtype(bounds)
     bounds = jnp.asarray(bounds, dtype)
@@ -244,18 +244,18 @@ def _uniform_words(words: Array, n: int, d: int) -> Array:
 
 # Random uint32 words each generator consumes, and the generator from words: the optimiser draws
 # all its random words in one ``jax.random.bits`` call (each call costs ~0.5 s of XLA compilation).
-_NUM_WORDS = {
+NUM_WORDS = {
     "sobol": lambda n, d: d * (_BITS + 1),
     "kronecker": lambda n, d: d,
     "uniform": lambda n, d: n * d,
 }
-_FROM_WORDS = {"sobol": _sobol_words, "kronecker": _kronecker_words, "uniform": _uniform_words}
+FROM_WORDS = {"sobol": _sobol_words, "kronecker": _kronecker_words, "uniform": _uniform_words}
 
 
 def _generate(name: str, key: Array, n: int, bounds) -> Array:
     d = _check(n, bounds)
-    words = jax.random.bits(key, (_NUM_WORDS[name](n, d),), dtype=jnp.uint32)
-    return _to_box(_FROM_WORDS[name](words, n, d), bounds)
+    words = jax.random.bits(key, (NUM_WORDS[name](n, d),), dtype=jnp.uint32)
+    return to_box(FROM_WORDS[name](words, n, d), bounds)
 
 
 @functools.partial(jax.jit, static_argnames=("n", "scramble"))
@@ -280,7 +280,7 @@ def sobol(key: Array, n: int, bounds, *, scramble: bool = True) -> Array:
     if scramble:
         return _generate("sobol", key, n, bounds)
     d = _check(n, bounds)
-    return _to_box(_sobol_words(None, n, d), bounds)
+    return to_box(_sobol_words(None, n, d), bounds)
 
 
 @functools.partial(jax.jit, static_argnames=("n",))

@@ -108,20 +108,20 @@ def tell(algo, study: ask_tell.Study, trial, *args, maximize: bool = False,
       new trial.
 
     Raises ``ValueError`` naming the argument and leaves the study as it was on bad input."""
-    if ask_tell._is_trial_id(trial):
+    if ask_tell.is_trial_id(trial):
         if len(args) != 1:
             raise ValueError(f"tell(algo, study, trial_id, score): one score, got {len(args)} "
                              "arguments after the trial id")
         space = _space(study, None)
-        tid = ask_tell._check_trial(study, trial, "tell")
+        tid = ask_tell.check_trial(study, trial, "tell")
         score = np.asarray(args[0], dtype=float)
         if score.size != 1:
             raise ValueError(f"score must be one value for trial {tid}, got shape {score.shape}; "
                              "nothing was recorded")
         y = -score.reshape(1) if maximize else score.reshape(1)
-        x = _canonical(space, ask_tell._table(study).x[tid])[None]
+        x = _canonical(space, ask_tell.trial_table(study).x[tid])[None]
         c = None if constraints is None else np.asarray(constraints, float).reshape(1, -1)
-        return ask_tell._tell(algo, study, x, y, c, [tid])
+        return ask_tell.tell_rows(algo, study, x, y, c, [tid])
     if trial is not None and not isinstance(trial, Space):
         raise ValueError(f"trial must be a trial id (an int from ask_trial), or the study's Space "
                          f"followed by params and scores; got {type(trial).__name__} {trial!r}; "
@@ -138,7 +138,7 @@ def tell(algo, study: ask_tell.Study, trial, *args, maximize: bool = False,
                          f"scores for {len(params)} dicts")
     x = np.stack([space.to_unit(p) for p in params])
     y = -scores if maximize else scores
-    table = ask_tell._table(study)
+    table = ask_tell.trial_table(study)
     open_ = np.flatnonzero(table.status == ask_tell.PENDING)
     canon = [_canonical(space, table.x[i]) for i in open_]
     ids: list[int | None] = []
@@ -146,7 +146,7 @@ def tell(algo, study: ask_tell.Study, trial, *args, maximize: bool = False,
         hit = next((j for j, u in enumerate(canon)
                     if open_[j] not in ids and np.array_equal(u, row)), None)
         ids.append(None if hit is None else int(open_[hit]))
-    return ask_tell._tell(algo, study, x, y, constraints, ids)
+    return ask_tell.tell_rows(algo, study, x, y, constraints, ids)
 
 
 def best(study: ask_tell.Study, space: Space | None = None, *, maximize: bool = False):
@@ -163,7 +163,7 @@ def best(study: ask_tell.Study, space: Space | None = None, *, maximize: bool = 
 def load(path: str | os.PathLike, algo, space: Space | None = None) -> ask_tell.Study:
     """``ntkbo.ask_tell.load`` of a study started on a space: the saved space, or ``space``,
     which must then equal the saved one if the file has one (``ValueError`` naming both)."""
-    saved = ask_tell._saved_space(path, ask_tell._read_payload(path))
+    saved = ask_tell.saved_space(path, ask_tell.read_payload(path))
     if space is None:
         if saved is None:
             raise ValueError(f"{path}: the file records no space; pass space")

@@ -214,7 +214,7 @@ def test_failed_abandoned_and_bad_input_lose_nothing(tmp_path):
     the argument and the study keeps everything. Points told by value close the pending trial
     asked there; a point asked nowhere is a new trial. Catches: ``fail`` not recording
     (mutation: returning the study: the trial stays pending); telling twice accepted (mutation:
-    ``_check_trial`` not checking the status: a second row for trial 0)."""
+    ``check_trial`` not checking the status: a second row for trial 0)."""
     algo = ntkbo.algorithms.random_search()
     study = AT.start(algo, BRANIN.bounds, jax.random.PRNGKey(2), n_init=2)
     ids, xs = [], []

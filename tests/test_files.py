@@ -264,7 +264,7 @@ def test_every_flipped_bit_or_truncation_of_a_study_save_is_refused_naming_the_f
 def test_a_save_altered_behind_its_checksum_is_refused(tmp_path):
     """A save whose record was changed (a told value) and re-encoded whole, with the checksum it
     had: it decodes fine, so only the checksum refuses it, naming the file and saying the file is
-    damaged. Mutation caught (checked): the checksum comparison in ``_read_payload`` removed (the
+    damaged. Mutation caught (checked): the checksum comparison in ``read_payload`` removed (the
     altered study loads)."""
     from flax import serialization
 

@@ -145,7 +145,7 @@ def saved_ucb(tmp_path_factory):
 def test_save_records_the_algorithm_and_load_refuses_another(saved_ucb):
     """A save from ``ntk_gp(acquisition="ucb")`` once loaded into ``ntk_gp(acquisition="ei")``
     without a word. Now each differing field is named with both values, together with bounds."""
-    payload = ask_tell._read_payload(saved_ucb)  # the record inside the checked envelope
+    payload = ask_tell.read_payload(saved_ucb)  # the record inside the checked envelope
     assert payload["format"] == ask_tell.FORMAT_VERSION == 5
     rec = json.loads(payload["algorithm"])
     assert rec["name"] == "ntk_gp" and rec["config"]["acquisition"] == "ucb" and rec["reproducible"]
@@ -177,7 +177,7 @@ def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
     could not be checked. A file holding something other than a dict is refused too. Mutations
     caught (checked): format 3 accepted again (its records would then be compared option by
     option: a refusal listing every option, not the format); formats 1 and 2 accepted again; the
-    dict test of ``_read_payload`` removed (an ``AttributeError`` instead)."""
+    dict test of ``read_payload`` removed (an ``AttributeError`` instead)."""
     algo = A.random_search()
     study = ask_tell.start(algo, BRANIN.bounds, jax.random.PRNGKey(1), n_init=2)
     for _ in range(3):
@@ -189,7 +189,7 @@ def test_a_previous_format_file_is_refused_naming_what_changed(tmp_path):
         new = ask_tell.load(tmp_path / "new.msgpack", algo, BRANIN.bounds)
     np.testing.assert_array_equal(ask_tell.ask(algo, new)[0], ask_tell.ask(algo, study)[0])
     np.testing.assert_array_equal(new.told_y, study.told_y)
-    payload = ask_tell._read_payload(tmp_path / "new.msgpack")
+    payload = ask_tell.read_payload(tmp_path / "new.msgpack")
     payload["format"] = 4  # as ntkbo wrote it from 2026-11-28: the record, no envelope
     (tmp_path / "four.msgpack").write_bytes(serialization.msgpack_serialize(payload))
     with pytest.warns(UserWarning, match="format 4, saved before study files carried a checksum"):
@@ -239,7 +239,7 @@ def test_a_state_saved_by_another_version_is_rebuilt_from_the_record(tmp_path):
         x, study = ask_tell.ask(algo, study)
         study = ask_tell.tell(algo, study, x, np.asarray(BRANIN.fn_batch(jnp.asarray(x))))
     ask_tell.save(tmp_path / "new.msgpack", study)
-    payload = ask_tell._read_payload(tmp_path / "new.msgpack")
+    payload = ask_tell.read_payload(tmp_path / "new.msgpack")
     del payload["study"]["state"]["factor"]
     ask_tell._write_payload(tmp_path / "old.msgpack", payload)
     with pytest.warns(UserWarning, match=r"rebuilt by telling the saved record again \(3 "):

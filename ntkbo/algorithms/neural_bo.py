@@ -69,7 +69,7 @@ from ntkbo.feature_gp import (  # noqa: F401  (re-exported)
     DiagU, cholesky_update, dual_factor, empirical_gram, extend_dual_factor, gram_factor,
     gram_variance, variance_diag, variance_dual, variance_primal)
 from ntkbo.nets import (  # noqa: F401  (re-exported)
-    _loss_fn, _sqnorm_diff, check_optimizer, gd_learning_rate, make_optimizer, paper_W_std, train)
+    loss_fn, sqnorm_diff, check_optimizer, gd_learning_rate, make_optimizer, paper_W_std, train)
 
 Array = jax.Array
 Params = Any

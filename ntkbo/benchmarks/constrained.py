@@ -63,7 +63,7 @@ __all__ = [
 
 
 def _f(x):
-    return S._as_float(x)
+    return S.as_float(x)
 
 
 def branin_constraint(x: Array) -> Array:
@@ -90,14 +90,14 @@ def ackley_constraints(x: Array) -> Array:
     """``(1 - (|x - 1|_2 - 5.5)^2, |x|_inf^2 - 9)``, ``(2,)`` (the Neural-CBO code's Ackley 5-D).
     The origin, Ackley's minimiser, is feasible: ``|x - 1|_2 = sqrt(5)``."""
     x = _f(x)
-    r = S._safe_sqrt(jnp.sum((x - 1.0) ** 2))
+    r = S.safe_sqrt(jnp.sum((x - 1.0) ** 2))
     return jnp.stack([1.0 - (r - 5.5) ** 2, jnp.max(jnp.abs(x)) ** 2 - 9.0])
 
 
 def hartmann6_constraint(x: Array) -> Array:
     """``|x|_2 - 1``, ``(1,)``; inactive at Hartmann-6's minimiser (norm 0.946)."""
     x = _f(x)
-    return (S._safe_sqrt(jnp.sum(x**2)) - 1.0)[None]
+    return (S.safe_sqrt(jnp.sum(x**2)) - 1.0)[None]
 
 
 def gas_transmission(x: Array) -> Array:

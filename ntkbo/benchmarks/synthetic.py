@@ -29,14 +29,16 @@ Array = jax.Array
 # helpers
 
 
-def _as_float(x: Array) -> Array:
+def as_float(x: Array) -> Array:
+    """``x`` as a jax array of a float dtype (an integer or bool array cast to the default
+    float)."""
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.result_type(float))
     return x
 
 
-def _safe_sqrt(s: Array) -> Array:
+def safe_sqrt(s: Array) -> Array:
     """``sqrt(s)``, ``s >= 0``, with gradient 0 (not NaN) at ``s = 0``: the double-where trick."""
     positive = s > 0
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, s, 1.0)), 0.0)
@@ -61,9 +63,9 @@ def ackley(x: Array) -> Array:
     Neural-CBO's constrained Ackley uses ``[-5, 3]^5`` (the authors' code). Global minimum
     ``f(0) = 0``; ``f >= 0`` on all of ``R^d``. Reference: SFU, "Ackley Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     a, b, c = 20.0, 0.2, 2.0 * math.pi
-    r = _safe_sqrt(jnp.mean(x**2))
+    r = safe_sqrt(jnp.mean(x**2))
     return -a * jnp.exp(-b * r) - jnp.exp(jnp.mean(jnp.cos(c * x))) + a + math.e
 
 
@@ -77,7 +79,7 @@ def levy(x: Array) -> Array:
     Domain ``[-10, 10]^d`` (SFU; NeuralBO, Section 7.1). Global minimum
     ``f(1, ..., 1) = 0``; ``f >= 0`` on ``R^d``. Reference: SFU, "Levy Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     w = 1.0 + (x - 1.0) / 4.0
     head = jnp.sin(math.pi * w[0]) ** 2
     body = jnp.sum((w[:-1] - 1.0) ** 2 * (1.0 + 10.0 * jnp.sin(math.pi * w[:-1] + 1.0) ** 2))
@@ -87,7 +89,7 @@ def levy(x: Array) -> Array:
 
 def michalewicz_terms(x: Array, m: int = 10) -> Array:
     """The per-coordinate terms ``-sin(x_i) sin^{2m}(i x_i^2 / pi)`` of ``michalewicz``."""
-    x = _as_float(x)
+    x = as_float(x)
     return -jnp.sin(x) * jnp.sin(_index(x) * x**2 / math.pi) ** (2 * m)
 
 
@@ -115,13 +117,13 @@ def rastrigin(x: Array) -> Array:
     ``-f`` (GO-UCB, Section 6). Global minimum ``f(0) = 0``; ``f >= 0`` on ``R^d``.
     Reference: SFU, "Rastrigin Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     return 10.0 * x.shape[-1] + jnp.sum(x**2 - 10.0 * jnp.cos(2.0 * math.pi * x))
 
 
 def styblinski_tang_terms(x: Array) -> Array:
     """The per-coordinate terms ``(x_i^4 - 16 x_i^2 + 5 x_i) / 2`` of ``styblinski_tang``."""
-    x = _as_float(x)
+    x = as_float(x)
     return 0.5 * (x**4 - 16.0 * x**2 + 5.0 * x)
 
 
@@ -147,7 +149,7 @@ def rosenbrock(x: Array) -> Array:
     Domain ``[-5, 10]^d`` (SFU; ``[-2.048, 2.048]^d`` is also common). Global minimum
     ``f(1, ..., 1) = 0``; ``f >= 0`` on ``R^d``. Reference: SFU, "Rosenbrock Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     return jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (x[:-1] - 1.0) ** 2)
 
 
@@ -159,7 +161,7 @@ def griewank(x: Array) -> Array:
     Domain ``[-600, 600]^d`` (SFU). Global minimum ``f(0) = 0``; ``f >= 0`` on ``R^d``.
     Reference: SFU, "Griewank Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     return jnp.sum(x**2) / 4000.0 - jnp.prod(jnp.cos(x / jnp.sqrt(_index(x)))) + 1.0
 
 
@@ -169,7 +171,7 @@ def sphere(x: Array) -> Array:
     Domain ``[-5.12, 5.12]^d`` (SFU). Global minimum ``f(0) = 0``. Reference: SFU, "Sphere
     Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     return jnp.sum(x**2)
 
 
@@ -179,7 +181,7 @@ def sum_of_squares(x: Array) -> Array:
     Domain ``[-10, 10]^d`` (SFU). Global minimum ``f(0) = 0``. Reference: SFU, "Sum Squares
     Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     return jnp.sum(_index(x) * x**2)
 
 
@@ -192,7 +194,7 @@ def dixon_price(x: Array) -> Array:
     ``d >= 2`` the sign of ``x_d`` is free, so there are two minimisers. ``f >= 0`` on ``R^d``.
     Reference: SFU, "Dixon-Price Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     i = _index(x)
     return (x[0] - 1.0) ** 2 + jnp.sum(i[1:] * (2.0 * x[1:] ** 2 - x[:-1]) ** 2)
 
@@ -210,13 +212,13 @@ def cosine_mixture(x: Array) -> Array:
     PINN-BO (thesis Section 5.4.1, ``phantrdat/pinn-bo`` ``objectives.py``) minimises the
     function with the *opposite* sign of the cosine term; that is ``cosine_mixture_pinnbo``.
     """
-    x = _as_float(x)
+    x = as_float(x)
     return jnp.sum(x**2) - 0.1 * jnp.sum(jnp.cos(5.0 * math.pi * x))
 
 
 def cosine_mixture_pinnbo_terms(x: Array) -> Array:
     """The per-coordinate terms ``x_i^2 + 0.1 cos(5 pi x_i)`` of ``cosine_mixture_pinnbo``."""
-    x = _as_float(x)
+    x = as_float(x)
     return x**2 + 0.1 * jnp.cos(5.0 * math.pi * x)
 
 
@@ -237,8 +239,8 @@ def cosine_mixture_pinnbo(x: Array) -> Array:
 
 def schwefel_terms(x: Array) -> Array:
     """The per-coordinate terms ``418.9829 - x_i sin(sqrt|x_i|)`` of ``schwefel``."""
-    x = _as_float(x)
-    return 418.9829 - x * jnp.sin(_safe_sqrt(jnp.abs(x)))
+    x = as_float(x)
+    return 418.9829 - x * jnp.sin(safe_sqrt(jnp.abs(x)))
 
 
 def schwefel(x: Array) -> Array:
@@ -264,7 +266,7 @@ def goucb_f1(x: Array) -> Array:
     box is at its upper corner: ``f(5, ..., 5) = -(25 sigmoid(5 d + 1) + 1)``, i.e. ``-26`` to
     double precision for d = 20.
     """
-    x = _as_float(x)
+    x = as_float(x)
     return -(25.0 * jax.nn.sigmoid(jnp.sum(x) + 1.0) + 1.0)
 
 
@@ -283,7 +285,7 @@ def branin(x: Array) -> Array:
     ``(3 pi, 2.475)`` (SFU: 9.42478): there the square vanishes and ``cos(x_1) = -1``, and
     ``f >= s t`` on all of ``R^2``. Reference: SFU, "Branin Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     b, c, r, s, t = 5.1 / (4.0 * math.pi**2), 5.0 / math.pi, 6.0, 10.0, 1.0 / (8.0 * math.pi)
     return (x[1] - b * x[0] ** 2 + c * x[0] - r) ** 2 + s * (1.0 - t) * jnp.cos(x[0]) + s
 
@@ -319,7 +321,7 @@ _HARTMANN6_P = 1e-4 * np.array(
 
 
 def _hartmann(x: Array, a: np.ndarray, p: np.ndarray) -> Array:
-    x = _as_float(x)
+    x = as_float(x)
     aj, pj = jnp.asarray(a, x.dtype), jnp.asarray(p, x.dtype)
     alpha = jnp.asarray(_HARTMANN_ALPHA, x.dtype)
     return -jnp.sum(alpha * jnp.exp(-jnp.sum(aj * (x - pj) ** 2, axis=-1)))
@@ -390,7 +392,7 @@ def shekel(x: Array, m: int = 10) -> Array:
     SFU and BoTorch transpose the seventh well to ``(5, 3, 5, 3)``; that changes the exact minima
     for m = 7, 10 in the fifth decimal (BoTorch: -10.536443 for m = 10).
     """
-    x = _as_float(x)
+    x = as_float(x)
     a = jnp.asarray(_SHEKEL_A[:m], x.dtype)
     c = jnp.asarray(_SHEKEL_C[:m], x.dtype)
     return -jnp.sum(1.0 / (jnp.sum((x - a) ** 2, axis=-1) + c))
@@ -419,9 +421,9 @@ def dropwave(x: Array) -> Array:
     Domain ``[-5.12, 5.12]^2`` (SFU; PINN-BO, thesis Section 5.4.1). Global minimum
     ``f(0) = -1``; ``f >= -1`` on ``R^2``. Reference: SFU, "Drop-Wave Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     r2 = jnp.sum(x**2)
-    return -(1.0 + jnp.cos(12.0 * _safe_sqrt(r2))) / (0.5 * r2 + 2.0)
+    return -(1.0 + jnp.cos(12.0 * safe_sqrt(r2))) / (0.5 * r2 + 2.0)
 
 
 def simionescu(x: Array) -> Array:
@@ -434,7 +436,7 @@ def simionescu(x: Array) -> Array:
     ``n = 8``, which gives ``f* = -0.072`` at ``+-(0.84852813, -0.84852813)``; the constraint is
     not part of this ``Problem`` yet.
     """
-    x = _as_float(x)
+    x = as_float(x)
     return 0.1 * x[0] * x[1]
 
 
@@ -447,7 +449,7 @@ def six_hump_camel(x: Array) -> Array:
     ``+-(0.0898420137, -0.7126564020)`` (DIRECTGOLib ``Camel6.m``; SFU: -1.0316 at
     +-(0.0898, -0.7126)). Reference: SFU, "Six-Hump Camel Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     x1, x2 = x[0], x[1]
     return (4.0 - 2.1 * x1**2 + x1**4 / 3.0) * x1**2 + x1 * x2 + (-4.0 + 4.0 * x2**2) * x2**2
 
@@ -461,10 +463,10 @@ def eggholder(x: Array) -> Array:
     ``(512, 404.231805138682)``, on the boundary ``x_1 = 512`` (DIRECTGOLib ``Eggholder.m``; SFU:
     -959.6407 at (512, 404.2319)). Reference: SFU, "Eggholder Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     x1, x2 = x[0], x[1]
-    return -(x2 + 47.0) * jnp.sin(_safe_sqrt(jnp.abs(x2 + x1 / 2.0 + 47.0))) - x1 * jnp.sin(
-        _safe_sqrt(jnp.abs(x1 - (x2 + 47.0)))
+    return -(x2 + 47.0) * jnp.sin(safe_sqrt(jnp.abs(x2 + x1 / 2.0 + 47.0))) - x1 * jnp.sin(
+        safe_sqrt(jnp.abs(x1 - (x2 + 47.0)))
     )
 
 
@@ -477,7 +479,7 @@ def goldstein_price(x: Array) -> Array:
     Domain ``[-2, 2]^2`` (SFU). Global minimum ``f(0, -1) = 3``. Reference: SFU,
     "Goldstein-Price Function".
     """
-    x = _as_float(x)
+    x = as_float(x)
     x1, x2 = x[0], x[1]
     fact1 = 1.0 + (x1 + x2 + 1.0) ** 2 * (
         19.0 - 14.0 * x1 + 3.0 * x1**2 - 14.0 * x2 + 6.0 * x1 * x2 + 3.0 * x2**2
@@ -497,7 +499,7 @@ def beam_deflection(x: Array) -> Array:
     ``EI = e^x / w''``. The minimum (about ``0.057604`` at ``x ~ 0.88370``) is
     computed numerically by ``get``. The PDE operator is not part of this ``Problem`` yet.
     """
-    x = _as_float(x)
+    x = as_float(x)
     t = x[0]
     e2 = jnp.exp(2.0 * t)
     return jnp.sin(20.0 * t) * e2 + jnp.sin(4.0 * math.pi * e2) + 0.4 * t**3 + 0.2 * t**2 + 6.0

@@ -157,7 +157,7 @@ _RERUN = ("delete it and run the study again (the runner recomputes the cells th
 
 #: What numpy and zipfile raise for a truncated or damaged ``.npz`` (``RuntimeError``: a flipped flag
 #: bit that marks a member encrypted or of an unknown compression).
-_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, RuntimeError, zipfile.BadZipFile,
+READ_ERRORS = (OSError, EOFError, ValueError, KeyError, RuntimeError, zipfile.BadZipFile,
                 zipfile.LargeZipFile, zlib.error)
 
 
@@ -173,7 +173,7 @@ def _load_members(path: str, names=None) -> dict:
             return {k: z[k] for k in (z.files if names is None else names)}
     except FileNotFoundError:
         raise
-    except _READ_ERRORS as err:
+    except READ_ERRORS as err:
         raise ValueError(f"{path}: not a readable cell file (truncated or damaged: "
                          f"{type(err).__name__}: {err}); {_RERUN}") from None
 

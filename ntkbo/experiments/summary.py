@@ -157,7 +157,7 @@ def read_summary(out: str) -> list[Entry]:
                                      feasible=feasible, meta=meta, **arrays))
     except (FileNotFoundError, _Schema, migrations.FormatError):
         raise
-    except store._READ_ERRORS + (TypeError,) as err:
+    except store.READ_ERRORS + (TypeError,) as err:
         raise ValueError(f"{path}: not a readable study summary (truncated or damaged: "
                          f"{type(err).__name__}: {err}); restore it from a copy, or rebuild it "
                          "from the study's cell files: delete it and run `ntkbo summary DIR`"

@@ -88,7 +88,7 @@ def mlp(
         input_shape = tuple(input_shape)
         if len(input_shape) != 2:
             raise ValueError(f"input_shape: expected (n, d), got {input_shape}.")
-        dummy = jnp.zeros((1, input_shape[1]), nets._default_float())
+        dummy = jnp.zeros((1, input_shape[1]), nets.default_float())
         params = module.init(key, dummy)
         return input_shape[:-1] + (1,), params
 

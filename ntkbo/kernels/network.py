@@ -39,7 +39,8 @@ from ntkbo.kernels.architecture import FloatOrSeq, OptFloatOrSeq, mlp_spec
 Array = jax.Array
 
 
-def _default_float():
+def default_float():
+    """The float dtype jax computes in here: float64 with ``jax_enable_x64``, else float32."""
     return jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
@@ -69,7 +70,7 @@ class Dense(nn.Module):
 
     @nn.compact
     def __call__(self, x: Array) -> Array:
-        dtype = self.param_dtype or _default_float()
+        dtype = self.param_dtype or default_float()
         fan_in = x.shape[-1]
         if self.parameterization == "ntk":
             kernel = self.param("kernel", _scaled_normal(1.0), (fan_in, self.features), dtype)
@@ -125,7 +126,7 @@ class MLP(nn.Module):
         x = jnp.asarray(x)
         if x.ndim != 2:
             raise ValueError(f"x: expected shape (n, d), got {x.shape}.")
-        dtype = self.param_dtype or _default_float()
+        dtype = self.param_dtype or default_float()
         x = x.astype(dtype)
         for layer in range(spec.num_dense):
             features = 1 if layer == spec.depth else spec.width
