@@ -118,6 +118,19 @@ def test_stopped_campaign_continues_from_the_compact_record(tmp_path, fake_time)
     assert w3["ran"] == [] and w3["left"] == []
 
 
+def test_a_cell_above_any_budget_runs_alone(tmp_path, fake_time):
+    """A cell estimated above the whole budget runs first in a window, alone; then no time is
+    left and the rest wait. Mutation caught: such a cell deferred like the others (it would never
+    run: every window would defer it)."""
+    kw: dict[str, Any] = dict(priority=["Ref"], priors={"Ref": 100.0, "Random": 100.0},
+                              clock=fake_time, log=lambda line: None)
+    out = str(tmp_path / "alone")
+    w = campaign.run(SPEC, out, 50.0, **kw)
+    assert w["ran"] == ORDER[:1] and w["alone"] == ORDER[0] and w["left"] == ORDER[1:]
+    w = campaign.run(SPEC, out, 50.0, **kw)
+    assert w["ran"] == ORDER[1:2]
+
+
 def test_cli_campaign(tmp_path, fake_time, capsys, monkeypatch):
     """``ntkbo campaign SPEC --time-budget S --out DIR`` runs what fits and says what is left;
     a bad --prior is an error (exit 2). Mutation caught: the subcommand not wired (argparse

@@ -23,7 +23,9 @@ definition and keys, so cells run in separate windows equal those of one uninter
 ``reference`` algorithm and its random-search rows: NeuralBO's Table 2 rows for NeuralBO and
 random search), their cells by dimension, then problem, then label, so that paired cells of one
 setting run together; then every other algorithm in the spec's order, each by dimension and
-problem.
+problem. A cell whose estimate exceeds the whole ``time_budget`` (which no window would ever fit)
+runs first in a window, alone, when it is the first pending cell and nothing has run yet in it;
+after it the window's other cells are deferred if no time is left.
 
 **Estimates** (:func:`estimate`): a cell's seconds (compile included) from the measured cells of
 the same algorithm, as seconds per seed-evaluation of the measured cell with the nearest
@@ -189,7 +191,14 @@ def run(spec, out: str, time_budget: float, scale: str = "full", *,
                 continue
             est = estimate(cell, ledger["cells"], priors, prior_s)
             left = time_budget - (clock() - start)
-            if est > left:
+            # A cell estimated above any window's budget would never run: it runs first in a
+            # window, alone (the estimate is an upper bound; module docstring).
+            alone = est > time_budget and not window["ran"] and left == time_budget
+            if alone:
+                log(f"campaign: {cell.cell_id}'s estimate {est:.0f} s exceeds the whole budget: "
+                    "it runs alone in this window")
+                window["alone"] = cell.cell_id
+            elif est > left:
                 window["deferred"][cell.cell_id] = (f"estimate {est:.0f} s > {left:.0f} s left")
                 log(f"campaign: defer {cell.cell_id} (estimate {est:.0f} s, {left:.0f} s left)")
                 continue
