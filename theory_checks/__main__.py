@@ -85,18 +85,18 @@ def _markdown(summary: dict, tables: dict) -> str:
              f"{env['commit']}. Load average at start {summary['load_average_start']}.", "",
              "| check | verdict | rows passed | wall s | compile s (programs) | estimate s |",
              "|---|---|---:|---:|---:|---:|"]
+    def num(c, key, fmt):
+        return "-" if c.get(key) is None else format(c[key], fmt)
+
     for name, c in summary["checks"].items():
-        est = c.get("estimate_s")
-        est = "-" if est is None else f"{est:.0f}"
-        if "seconds" in c:
-            lines.append(f"| {name} | {c['verdict']} | {c['rows_passed']}/{c['rows']} | "
-                         f"{c['seconds']:.1f} | {c['compile_s']:.1f} ({c['compiles']}) | {est} |")
-        else:
-            lines.append(f"| {name} | {c['verdict']} | - | - | - | {est} |")
+        rows = f"{c['rows_passed']}/{c['rows']}" if "rows" in c else "-"
+        lines.append(f"| {name} | {c.get('verdict', 'not run yet')} | {rows} | "
+                     f"{num(c, 'seconds', '.1f')} | {num(c, 'compile_s', '.1f')} "
+                     f"({c.get('compiles', '-')}) | {num(c, 'estimate_s', '.0f')} |")
     lines.append("")
     for name, c in summary["checks"].items():
-        if c["verdict"] in ("SKIPPED", "ERROR"):
-            lines += [f"## {name}: {c['verdict']}", "", c["reason"], ""]
+        if c.get("verdict") in ("SKIPPED", "ERROR", "TIMEOUT"):
+            lines += [f"## {name}: {c['verdict']}", "", "```", c.get("reason", ""), "```", ""]
         elif name in tables:
             lines += [f"## {name}: {c['verdict']}", "", "```", tables[name], "```", ""]
     return "\n".join(lines)
