@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import jax
 import pytest
@@ -104,13 +105,17 @@ def test_power_grows_with_the_sample_count():
     assert 0 < floors[0] < floors[1] < 0.9 and all(map(math.isfinite, floors))
 
 
-def test_gpu_dry_run_fits_the_call(capsys):
+def test_gpu_dry_run_fits_the_call(capsys, monkeypatch):
     """``python -m theory_checks all --scale gpu --dry-run`` (8 processes by default) prints
     every job's sizes, memory, time estimate and power, and a total that fits the 8-minute call;
-    in one process it does not fit (exit 1): the parallel plan is what makes it fit. Mutation
-    caught: a gpu scale grown back to its former sizes (e.g. gd_ensemble's 2048 members of
-    width 16384 at depth 2: estimated at hours) fails the fit."""
+    in one process it does not fit (exit 1): the parallel plan is what makes it fit. The command
+    turns JAX's GPU memory preallocation off (else the parent would hold 75% of the device its 8
+    children share). Mutations caught: a gpu scale grown back to its former sizes (e.g.
+    gd_ensemble's 2048 members of width 16384 at depth 2: estimated at hours) fails the fit; the
+    preallocation line removed."""
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
     assert main(["all", "--scale", "gpu", "--dry-run"]) == 0
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     out = capsys.readouterr().out
     jobs = jobs_for(theory_checks.CHECKS, "gpu", timing.GPU_JOBS)
     assert len(jobs) == len(theory_checks.CHECKS) - 1 + len(

@@ -259,6 +259,10 @@ def _parallel(args, names, argv) -> int:
 
 def main(argv=None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # No preallocation of GPU memory (JAX's default takes 75% of it when the backend starts):
+    # under --jobs this process and its children share one device, each child within its share
+    # of the memory budget.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax
 
     jax.config.update("jax_enable_x64", True)
