@@ -162,3 +162,20 @@ def test_jobs_run_shards_in_processes_and_gather_the_report(tmp_path, monkeypatc
     assert code == 1
     assert {c["verdict"] for c in summary["checks"].values()} <= {"TIMEOUT", "SKIPPED"}
     assert "TIMEOUT" in (killed / "report.md").read_text()
+
+
+def test_regret_shards_partition_the_algorithms():
+    """regret_scaling's gpu SHARDS: one per algorithm, the random-search control in the first
+    only; a run without NTK-GP-UCB has no information-gain rows (Srinivas et al.'s
+    sqrt(T gamma_T) bound is GP-UCB's, not the other algorithms'), here random search alone at
+    smoke horizons. Mutation caught: the gain rows taken from another algorithm's runs when
+    NTK-GP-UCB is absent (the former fallback: here it raised, having none)."""
+    regret = theory_checks.get("regret_scaling")
+    shards = regret.SHARDS["gpu"]
+    assert [a for o in shards for a in o["algorithms"]] == list(regret.ALGORITHMS)
+    assert [o["controls"] for o in shards] == [True] + [False] * (len(shards) - 1)
+    assert regret._names(dict(regret.SCALES["gpu"], **shards[1])) == [shards[1]["algorithms"][0]]
+    rep = theory_checks.run_check("regret_scaling", jax.random.PRNGKey(0), "smoke",
+                                  algorithms=[])
+    assert rep.passed and [r.quantity.split(" ")[0] for r in rep.rows] == ["random_search"]
+    assert "no information-gain rows" in rep.notes
