@@ -17,7 +17,7 @@ import pytest
 
 import theory_checks
 from theory_checks import timing
-from theory_checks.__main__ import jobs_for, main
+from theory_checks.__main__ import _child_argv, jobs_for, main
 
 jax.config.update("jax_enable_x64", True)
 
@@ -179,3 +179,19 @@ def test_regret_shards_partition_the_algorithms():
                                   algorithms=[])
     assert rep.passed and [r.quantity.split(" ")[0] for r in rep.rows] == ["random_search"]
     assert "no information-gain rows" in rep.notes
+
+
+def test_a_child_runs_its_check_itself():
+    """Each child of ``--jobs`` runs with ``--jobs 1`` (at gpu scale the default is 8: without it
+    a child would start its own children, each with 1/64 of the memory budget, and
+    regret_scaling's shards would split again), with the shard's settings as ``--set``.
+    Mutation caught: ``--jobs 1`` left out of the child's command line."""
+    import argparse
+
+    args = argparse.Namespace(scale="gpu", seed=3, fault="ntk_scale:1.1", chunk=None)
+    argv = _child_argv(args, "regret_scaling", "OUT/regret_scaling.1",
+                       {"algorithms": ["ntk_gp_ts"], "controls": False})
+    assert argv[:2] == ["regret_scaling", "--scale"] and argv[argv.index("--jobs") + 1] == "1"
+    sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
+    assert sets == ['algorithms=["ntk_gp_ts"]', "controls=false"]
+    assert argv[argv.index("--fault") + 1] == "ntk_scale:1.1" and "--chunk" not in argv

@@ -136,7 +136,8 @@ def _settings(name: str, scale: str, overrides: dict) -> dict:
 
 
 def _child_argv(args, name: str, out: str, overrides: dict) -> list:
-    argv = [name, "--scale", args.scale, "--out", out, "--seed", str(args.seed)]
+    # --jobs 1: the child runs its check itself (at gpu scale the default would fork again)
+    argv = [name, "--scale", args.scale, "--out", out, "--seed", str(args.seed), "--jobs", "1"]
     for k, v in overrides.items():
         argv += ["--set", f"{k}={json.dumps(v)}"]
     if args.fault is not None:
