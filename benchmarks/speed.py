@@ -78,11 +78,6 @@ Commands (from the repository root)::
     python benchmarks/speed.py --blas-threads 1 --algos gp --parts step   # see "BLAS threads"
     python benchmarks/speed.py --parts cache --algos ntk_gp,neural_bo --budget 30 --seeds 4
 
-4. **gp's refit beside BoTorch's fit.** ``python benchmarks/speed.py gp-fit [--baseline REV]``:
-   ``benchmarks/gp_fit.py`` (its docstring): the warm-started refit of ``gp`` at n = 10 to 100 in
-   d = 5 and 10 against BoTorch's ``fit_gpytorch_mll`` on the same data (a BoTorch venv, run in a
-   subprocess; absent, ntkbo alone), with the log marginal likelihood each reached.
-
 Timings depend on the machine and on its load; the header prints the load average at start.
 """
 
@@ -625,10 +620,6 @@ def seeds_table(results: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["gp-fit"]:  # gp's refit beside BoTorch's fit (benchmarks/gp_fit.py)
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import gp_fit
-        return gp_fit.main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.worker is not None:
         worker(json.loads(args.worker))
