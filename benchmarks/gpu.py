@@ -35,9 +35,10 @@ The parts, in order (``--parts`` picks some):
    median of a few calls), and ``botorch``: BoTorch's SingleTaskGP fit + LogEI ``optimize_acqf`` on
    the same points on the same device (its own process; skipped with the reason when torch or
    botorch do not import), with the ratio in the report.
-5. ``theory``: what ``python -m theory_checks --help`` offers, and the checks that fit the time
-   left at ``--scale gpu`` (``smoke`` at tiny scale), each in a subprocess with a timeout, cheapest
-   (by the memory estimates of theory_checks/README.md) first: exit code, verdict, report path.
+5. ``theory``: what ``python -m theory_checks --help`` offers, then one ``python -m
+   theory_checks NAMES --scale gpu --time-budget S`` (``smoke`` at tiny scale) with the time left:
+   at gpu scale 8 processes, longest estimate first (``docs/theory.md``); its ``summary.json``
+   gives each check's verdict, time and report path.
 
 Scales (``SCALES``; ``--algos``, ``--step-algos``, ``--budgets``, ``--seeds``, ``--grid``,
 ``--theory`` override): ``gpu``: ntk_gp, gp, neural_bo (their defaults); budgets 100 and 300; seeds
@@ -124,7 +125,7 @@ GP_TARGET = 1e-3  # largest float32 mean error allowed, in units of the standard
 
 PYTEST_FILES = ("tests/test_linalg.py", "tests/test_gp.py", "tests/test_acquisition.py",
                 "tests/test_loop.py", "tests/test_kernels_native.py", "tests/test_neural_bo.py")
-#: The theory checks, cheapest first at gpu scale (peak memory estimates, theory_checks/README.md).
+#: The theory checks the theory part runs (one command; it orders them by its time estimates).
 THEORY_ORDER = ("neuralbo_identities", "pinn_information_gain", "nngp_convergence",
                 "ntk_convergence", "neural_cbo_coverage", "pinn_gp_sample", "gd_ensemble",
                 "sto_posterior", "regret_scaling")
@@ -904,39 +905,42 @@ def part_theory(p: Part) -> None:
         p.data["dry_run"] = {"rc": r["rc"], "log": os.path.relpath(log, p.out),
                              "output": tail(log, 60)}
     p.save()
-    for i, name in enumerate(order):
-        left = p.left()
-        row = {"check": name, "scale": p.cfg["theory_scale"]}
-        if left < 10:
-            p.add(dict(row, status="skipped", message=f"no time left ({left:.0f} s)"))
-            continue
-        # The first checks may not take everything: a later, cheaper one still gets a chance.
-        timeout = left if i == len(order) - 1 else max(min(left, 60.0), 0.6 * left)
-        out_dir = os.path.join(p.out, "theory", name)
-        log = os.path.join(p.out, "logs", f"theory_{name}.log")
-        cmd = [sys.executable, "-m", "theory_checks", name, "--scale", row["scale"],
-               "--out", out_dir]
-        p.log(f"{name} --scale {row['scale']} (timeout {timeout:.0f} s) ...")
-        r = run_logged(cmd, timeout, log, env=child_env())
-        report = os.path.join(out_dir, f"{name}.json")
-        row.update(command="python " + " ".join(cmd[1:]).replace(p.out, "$OUT"), rc=r["rc"],
-                   wall_s=r["wall"], log=os.path.relpath(log, p.out),
-                   report=os.path.relpath(report, p.out) if os.path.isfile(report) else None)
-        if r["timed_out"]:
-            row.update(status="timeout", verdict="no verdict (timeout)",
-                       message=f"killed after {r['wall']:.0f} s")
-        elif r["rc"] == 0:
-            row.update(status="ok", verdict="PASS")
-        elif r["rc"] == 1 and os.path.isfile(report):
-            row.update(status="ok", verdict="FAIL", message="a claim failed (exit 1)")
-        else:
-            error = last_error(log)
-            oom = "RESOURCE_EXHAUSTED" in error or "out of memory" in error.lower()
-            row.update(status="oom" if oom else "failed",
-                       verdict=f"no verdict ({'out of memory' if oom else 'error'})",
-                       message=f"exit code {r['rc']}: {error}")
-        p.log(f"{name}: {row.get('verdict')} ({row['status']}, {r['wall']:.0f} s)")
-        p.add(row)
+    # One command for every selected check (theory_checks.__main__: at gpu scale 8 processes,
+    # longest estimate first, regret_scaling as one process per algorithm; a check still
+    # running at --time-budget is killed, TIMEOUT); its summary.json gives the rows.
+    left = p.left()
+    if left < 10 or not order:
+        for name in order:
+            p.add({"check": name, "scale": p.cfg["theory_scale"], "status": "skipped",
+                   "message": f"no time left ({left:.0f} s)"})
+        return
+    out_dir = os.path.join(p.out, "theory")
+    log = os.path.join(p.out, "logs", "theory.log")
+    cmd = [sys.executable, "-m", "theory_checks", *order, "--scale", p.cfg["theory_scale"],
+           "--time-budget", f"{max(left - 15.0, 5.0):.0f}", "--out", out_dir]
+    p.log(f"{' '.join(cmd[3:])} ...")
+    r = run_logged(cmd, left, log, env=child_env())
+    p.data.update(command="python " + " ".join(cmd[1:]).replace(p.out, "$OUT"), rc=r["rc"],
+                  log=os.path.relpath(log, p.out))
+    try:
+        with open(os.path.join(out_dir, "summary.json")) as f:
+            checks = json.load(f)["checks"]
+    except (OSError, ValueError, KeyError):
+        checks = {}
+    for job in order if not checks else checks:
+        c = checks.get(job, {})
+        verdict = c.get("verdict", "no verdict (the command ended first)")
+        status = {"PASS": "ok", "FAIL": "ok", "TIMEOUT": "timeout", "SKIPPED": "skipped"}.get(
+            verdict, "failed")
+        report = os.path.join(out_dir, job, f"{job.split('.')[0]}.json")
+        if not os.path.isfile(report):
+            report = os.path.join(out_dir, f"{job}.json")
+        p.add({"check": job, "scale": p.cfg["theory_scale"], "verdict": verdict,
+               "status": status, "rc": r["rc"], "wall_s": c.get("seconds"),
+               "estimate_s": c.get("estimate_s"),
+               "message": (c.get("reason") or "")[:300] if status != "ok" else "",
+               "report": os.path.relpath(report, p.out) if os.path.isfile(report) else None})
+    p.log(f"theory: exit {r['rc']} in {r['wall']:.0f} s")
 
 
 PART_FUNCTIONS = {"environment": part_environment, "correctness": part_correctness,
@@ -1308,7 +1312,8 @@ def _botorch(lines, d) -> None:
 
 def _theory(lines, d) -> None:
     lines += ["", f"Available: {', '.join(d.get('available', []))}. Scale "
-              f"`{d.get('scale', '')}`; run cheapest first, each with a timeout."]
+              f"`{d.get('scale', '')}`; one command with --time-budget (theory_checks: at gpu "
+              "scale 8 processes, longest first)."]
     if d.get("dry_run"):
         lines.append(f"Memory estimates (`--dry-run`, exit {d['dry_run']['rc']}): "
                      f"`{d['dry_run']['log']}`.")

@@ -1062,6 +1062,39 @@ def _bench(args) -> int:
     return 0
 
 
+def _campaign(args) -> int:
+    """``ntkbo campaign SPEC --time-budget S --out DIR``: the cells of a study that fit the
+    window, by priority (``ntkbo.experiments.campaign``)."""
+    if not os.path.isfile(args.spec):
+        print(f"ntkbo campaign: error: SPEC must be an experiment spec file (TOML), got "
+              f"{args.spec!r}, which is not a file", file=sys.stderr)
+        return 2
+    import jax
+
+    from ntkbo.experiments import campaign
+
+    jax.config.update("jax_enable_x64", args.dtype == "float64")
+    try:
+        priors = {}
+        for item in args.prior:
+            label, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"--prior: expected LABEL=SECONDS, got {item!r}")
+            priors[label] = float(value)
+        block = "auto" if args.block is None else (None if args.block == 0 else args.block)
+        window = campaign.run(args.spec, args.out, args.time_budget, args.scale,
+                              priority=None if args.priority is None else
+                              [v for v in args.priority.split(",") if v],
+                              priors=priors, keep_cells=not args.drop_cells, block=block,
+                              command="ntkbo " + " ".join(sys.argv[1:]))
+    except (ValueError, TypeError, OSError, files.FolderLocked) as err:
+        print(f"ntkbo campaign: error: {err}", file=sys.stderr)
+        return 2
+    print(f"{len(window['ran'])} cells run in {window['seconds']:.0f} s, "
+          f"{len(window['left'])} left; ledger {os.path.join(args.out, campaign.LEDGER)}")
+    return 0
+
+
 class _PlainFormatter(argparse.HelpFormatter):
     """Help and descriptions as plain text: the reST markup of the docstrings they quote removed
     (``plain``)."""
@@ -1229,6 +1262,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dtype(b, "bench")
     b.add_argument("--float32", action="store_true", help="the same as --dtype float32")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    cp = add("campaign", "run a study spec across time-limited windows: the pending cells "
+             "that fit --time-budget, in order of priority; run it again (or in a folder holding "
+             "the last window's spec.json, summary.npz and campaign.json) to continue "
+             "(ntkbo.experiments.campaign)")
+    cp.add_argument("spec", metavar="SPEC", help="the spec file (ntkbo.experiments.spec)")
+    cp.add_argument("--time-budget", type=float, required=True, metavar="S",
+                    help="seconds this window may spend on cells")
+    cp.add_argument("--out", required=True, help="the study folder (continued if it exists)")
+    cp.add_argument("--scale", default="full", help="smoke, cpu, full or a scale the spec "
+                    "defines")
+    cp.add_argument("--priority", default=None, metavar="LABEL,...",
+                    help="algorithm labels to run first (default: the spec's reference and its "
+                    "random-search rows)")
+    cp.add_argument("--prior", nargs="*", default=[], metavar="LABEL=S",
+                    help="seconds assumed for a cell of an algorithm not yet measured (default "
+                    "120)")
+    cp.add_argument("--drop-cells", action="store_true",
+                    help="delete each cell file once summary.npz holds it (the compact record)")
+    cp.add_argument("--block", type=int, default=None, metavar="B",
+                    help="seeds vmapped at once per device (0: all; default as bench)")
+    cp.add_argument("--dtype", choices=("float32", "float64"), default="float64",
+                    help="floating-point precision (default float64, as bench)")
     rp = add("report", "report.md and plots from a study's stored cells "
                         "(never re-runs anything)")
     rp.add_argument("dir", metavar="DIR", help="the experiment folder (DIR/cells/*.npz)")
@@ -1393,20 +1448,20 @@ def _kept_line(args, before: dict, command: str) -> str:
 
 def _main(parser, args, argv) -> int:
     """``main`` after parsing the arguments."""
-    if args.command in ("run", "demo", "bench", "coco"):
+    if args.command in ("run", "demo", "bench", "coco", "campaign"):
         from ntkbo.lapack_threads import configure_blas_threads
 
         # a command is a program: it sets the LAPACK threads as the environment says (one by
         # default: ntkbo.lapack_threads), which importing ntkbo leaves to the program
         configure_blas_threads()
     folder = None
-    if args.command in ("run", "demo", "bench", "coco") and not args.no_cache:
+    if args.command in ("run", "demo", "bench", "coco", "campaign") and not args.no_cache:
         from ntkbo import cache
 
         # A second identical command loads its compiled programs (JAX's persistent cache) and,
         # for ``run``, its traced ones (``ntkbo.programs``) instead of tracing and compiling.
         folder = cache.enable()
-    if args.command in ("run", "demo", "bench", "coco"):
+    if args.command in ("run", "demo", "bench", "coco", "campaign"):
         from ntkbo import compiling
 
         compiling.quiet()  # the progress bars say when a program compiles
@@ -1414,6 +1469,8 @@ def _main(parser, args, argv) -> int:
         return _coco(args)
     if args.command == "bench":
         return _bench(args)
+    if args.command == "campaign":
+        return _campaign(args)
     if args.command == "report":
         return _report(args.dir, args.reference, not args.no_plot)
     if args.command == "summary":

@@ -27,13 +27,16 @@ check's estimate without running.
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-#: Device memory the ``gpu`` scale must fit (bytes): one 64 GB accelerator.
-BUDGET = 64 * 2**30
+#: Device memory the ``gpu`` scale must fit (bytes): one 64 GB accelerator, or the share
+#: ``$THEORY_CHECKS_MEMORY_GIB`` (GiB) that ``python -m theory_checks --jobs N`` gives each of its
+#: ``N`` check processes sharing one device.
+BUDGET = int(float(os.environ.get("THEORY_CHECKS_MEMORY_GIB", "64")) * 2**30)
 #: Fraction of ``BUDGET`` a stage's estimate may use when its chunk is derived: the rest is left to
 #: what the estimate does not count (XLA's workspace, cuBLAS/cuSOLVER scratch, fragmentation).
 FILL = 0.75
@@ -140,8 +143,10 @@ def gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
-def describe(name: str, stages, budget: int = BUDGET) -> str:
-    """One line per stage and the check's peak against ``budget``, for the command line."""
+def describe(name: str, stages, budget: int | None = None) -> str:
+    """One line per stage and the check's peak against ``budget`` (default :data:`BUDGET`), for
+    the command line."""
+    budget = BUDGET if budget is None else budget
     peak = max(st.peak for st in stages)
     lines = [f"memory estimate {name}: peak {gib(peak)} of {gib(budget)} "
              f"({'fits' if peak <= budget else 'DOES NOT FIT'})"]

@@ -81,7 +81,9 @@ _BASE = dict(d=2, depth=1, b_std=0.5, lam=1.0, delta=0.1, centres=8, norm=1.0, f
 SCALES = {
     "smoke": dict(_BASE, width=32, budget=8, seeds=4, train_steps=50, chunk=None),
     "cpu": dict(_BASE, width=256, budget=30, seeds=24, train_steps=300, chunk=6),
-    "gpu": dict(_BASE, width=2048, budget=100, seeds=256, train_steps=300, chunk=None),
+    # Sized to its share of one 8-minute GPU call (theory_checks.timing, docs/decisions.md
+    # 2026-11-29); the former gpu sizes are estimated there at hours.
+    "gpu": dict(_BASE, width=256, budget=30, seeds=128, train_steps=300, chunk=None),
 }
 DETECTS = {"smoke": ("cbo_sigma_scale:0.05",), "cpu": ("cbo_sigma_scale:0.05",),
            "gpu": ("cbo_sigma_scale:0.05",)}

@@ -83,7 +83,9 @@ _BASE = dict(d=2, depth=1, W_std=1.0, b_std=0.1, lam=0.01, noise=0.05, norm=1.0,
 SCALES = {
     "smoke": dict(_BASE, width=32, budget=16, seeds=2, train_steps=10),
     "cpu": dict(_BASE, width=128, budget=48, seeds=4, train_steps=50),
-    "gpu": dict(_BASE, width=1024, budget=256, seeds=16, train_steps=200),
+    # Sized to its share of one 8-minute GPU call (theory_checks.timing, docs/decisions.md
+    # 2026-11-29); the former gpu sizes are estimated there at hours.
+    "gpu": dict(_BASE, width=256, budget=96, seeds=16, train_steps=50),
 }
 
 

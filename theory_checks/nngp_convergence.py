@@ -73,7 +73,9 @@ _BASE = dict(configs=[["relu", 1], ["erf", 2]], d=3, n=6, W_std=1.5, b_std=0.5)
 SCALES = {
     "smoke": dict(_BASE, widths=[8, 128], networks=[2048, 1024], chunk=1024),
     "cpu": dict(_BASE, widths=[8, 32, 128, 512], networks=[16384, 8192], chunk=256),
-    "gpu": dict(_BASE, widths=[4, 64, 1024, 16384], networks=[131072, 65536], chunk=None),
+    # Sized to its share of one 8-minute GPU call (theory_checks.timing, docs/decisions.md
+    # 2026-11-29); the former gpu sizes are estimated there at hours.
+    "gpu": dict(_BASE, widths=[8, 64, 256, 1024], networks=[65536, 32768], chunk=None),
 }
 
 

@@ -85,10 +85,10 @@ SCALES = {
     "smoke": dict(_BASE, configs=[["relu", 1], ["erf", 2]], widths=[64, 256, 1024], seeds=4,
                   mean_seeds=[64, 4], train_steps=20),
     "cpu": dict(_BASE, widths=[64, 128, 256, 512, 1024, 2048], seeds=8, mean_seeds=[64, 8]),
-    # Widths up to 16384: a depth-2 network of width 65536 has 4.3e9 parameters, 34 GB in float64,
-    # and its empirical NTK needs n = 6 gradients of that size (``memory``).
-    "gpu": dict(_BASE, widths=[256, 1024, 4096, 16384], seeds=32, mean_seeds=[256, 32],
-                train_steps=200),
+    # Sized to its share of one 8-minute GPU call (theory_checks.timing, docs/decisions.md
+    # 2026-11-29); the former gpu sizes are estimated there at hours.
+    "gpu": dict(_BASE, widths=[128, 512, 2048, 4096], seeds=16, mean_seeds=[256, 16],
+                train_steps=100),
 }
 
 

@@ -110,9 +110,10 @@ SCALES = {
                   members=64, smb_width=512, smb_members=64, lm_steps=4),
     "cpu": dict(_BASE, linear_widths=[8, 64, 512], linear_members=3000,
                 widths=[64, 256, 1024, 4096], members=256, smb_width=2048, smb_members=384),
-    "gpu": dict(_BASE, depth=2, linear_widths=[8, 64, 512, 4096], linear_members=20000,
-                widths=[256, 1024, 4096, 16384], members=2048, smb_width=16384,
-                smb_members=4096),
+    # Sized to its share of one 8-minute GPU call (theory_checks.timing, docs/decisions.md
+    # 2026-11-29); the former gpu sizes are estimated there at hours.
+    "gpu": dict(_BASE, linear_widths=[8, 64, 512], linear_members=12000,
+                widths=[64, 256, 1024, 4096], members=1024, smb_width=4096, smb_members=1536),
 }
 
 
