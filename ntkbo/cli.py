@@ -284,11 +284,11 @@ def option_meanings(name: str) -> dict:
     An option found nowhere is absent (``ntkbo list --options`` prints "(undocumented)")."""
     import inspect
 
-    from ntkbo.algorithms import _FACTORIES
+    import ntkbo.algorithms
 
-    if name not in _FACTORIES:
+    if name not in ntkbo.algorithms.names():
         return {}
-    inner = getattr(_FACTORIES[name], "__wrapped__", _FACTORIES[name])  # under ``recorded``
+    inner = ntkbo.algorithms.factory(name)
     fn = getattr(inner, "func", inner)  # the function behind a partial (gp_ucb: gp)
     out: dict = {}
     seen = set()
@@ -652,10 +652,8 @@ def _list() -> None:
     w = max(map(len, problems))
     print("problems (name, dimension):")
     for name in problems:
-        entry = registry._ENTRIES.get(name)  # the registry's own account of its dimensions
-        dims = (str(tasks.task(name).dim) if entry is None
-                else f"d >= {entry.min_dim} (any)" if entry.dims is None
-                else ", ".join(map(str, entry.dims)))
+        dims = registry.dims(name)  # the registry's own account of its dimensions
+        dims = str(tasks.task(name).dim) if dims is None else dims
         print(f"  {name:<{w}}  {dims}")
 
 
@@ -687,10 +685,9 @@ ACTIVE_ONLY_WITH = {
 def _factory_name(name: str) -> str:
     """The name of the factory function behind registered algorithm ``name`` (``gp`` for
     ``gp_ucb``, a partial of it)."""
-    from ntkbo.algorithms import _FACTORIES
+    import ntkbo.algorithms
 
-    f = _FACTORIES[name]
-    f = getattr(f, "__wrapped__", f)
+    f = ntkbo.algorithms.factory(name)
     return getattr(getattr(f, "func", f), "__name__", name)
 
 
@@ -779,16 +776,15 @@ def option_rows(name: str) -> list[tuple[str, str, str, str]]:
     import inspect
 
     import ntkbo
-    from ntkbo.algorithms import _FACTORIES
     from ntkbo.parts import PARTS
 
     defaults = ntkbo.algorithms.defaults(name)
     inert = inert_options(name, defaults)
     # the factory's order; a required option (PINN-BO's pde, which the problem supplies) shown
-    params = inspect.signature(_FACTORIES[name]).parameters
+    inner = ntkbo.algorithms.factory(name)
+    params = inspect.signature(inner).parameters
     order = [k for k in params if k in defaults or params[k].default is inspect.Parameter.empty]
     meanings = option_meanings(name)
-    inner = getattr(_FACTORIES[name], "__wrapped__", _FACTORIES[name])
     entries, _ = _args_entries(inspect.getdoc(getattr(inner, "func", inner)) or "")
     rows = []
     for opt in order + [k for k in defaults if k not in order]:
@@ -907,10 +903,9 @@ def _preset_notes(name: str) -> dict:
     above the ``PRESETS`` (or ``PRESETS_BY_NAME``) table of the module behind ``name``."""
     import inspect
 
-    from ntkbo.algorithms import _FACTORIES
+    import ntkbo.algorithms
 
-    f = _FACTORIES[name]
-    f = getattr(f, "__wrapped__", f)
+    f = ntkbo.algorithms.factory(name)
     module = sys.modules.get(getattr(getattr(f, "func", f), "__module__", ""))
     try:
         lines = inspect.getsource(module).splitlines() if module else []

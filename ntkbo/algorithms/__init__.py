@@ -41,7 +41,7 @@ import copy
 import functools
 import inspect
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import jax
 
@@ -481,6 +481,16 @@ def names() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def factory(name: str) -> Callable:
+    """The function behind registered algorithm ``name``, unwrapped from the registry's
+    recording (``gp`` itself, or the ``functools.partial`` of it that ``gp_ucb`` is);
+    ``ValueError`` naming ``name`` if it is not registered."""
+    if name not in _FACTORIES:
+        raise ValueError(f"unknown algorithm {name!r}; choose one of: {', '.join(names())}")
+    f = _FACTORIES[name]
+    return getattr(f, "__wrapped__", f)
+
+
 def get(name: str, **options) -> Algorithm:
     """The algorithm ``name`` built with ``options`` (its factory's keyword arguments)."""
     if name not in _FACTORIES:
@@ -494,7 +504,8 @@ __all__ = [
     "NeuralLinearSuggestInfo", "NeuralLinearThompsonInfo", "NeuralTSSuggestInfo",
     "NeuralUCBSuggestInfo", "NoInfo", "PinnBOSuggestInfo", "PinnGPSuggestInfo",
     "StoBntsSuggestInfo", "TrainInfo",
-    "base_name", "checked_update", "defaults", "design", "design_sampler", "for_problem",
+    "base_name", "checked_update", "defaults", "design", "design_sampler", "factory",
+    "for_problem",
     "from_text", "get", "go_ucb", "gp", "models_constraints", "names", "neural_bo",
     "neural_cbo", "neural_greedy", "neural_linear", "neural_ts", "neural_ucb", "ntk_gp", "pinn_bo",
     "pinn_ntk_gp", "preset_differences", "presets", "problem_options", "random_search",

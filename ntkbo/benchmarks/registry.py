@@ -376,6 +376,13 @@ def names() -> list[str]:
     return sorted([*_ENTRIES, *_TASK_NAMES])
 
 
+def dims(name: str) -> str | None:
+    """The dimensions registered problem ``name`` accepts, as text ("2", "any integer >= 2");
+    ``None`` for a task (``ntkbo.benchmarks.tasks``), whose dimension is its own."""
+    entry = _ENTRIES.get(name)
+    return None if entry is None else _dims_text(entry)
+
+
 def _dims_text(entry: _Entry) -> str:
     if entry.dims is not None:
         return ", ".join(str(d) for d in entry.dims)

@@ -9,7 +9,7 @@ runner writes it (``runner.run_cell``, ``store.write_cell``, ``summary.write_sum
 ``DIR`` is an ordinary study folder that ``ntkbo report`` reads.
 
 **Across windows.** A call continues where the last one stopped: a cell is done when ``DIR``
-holds its cell file or an entry of ``DIR/summary.npz`` with the same digest. The compact record
+holds its cell file or an entry of ``DIR/summary.npz`` with the same ``digest``. The compact record
 to bring back from a borrowed machine and commit is ``DIR/summary.npz`` (per seed the best-so-far
 curve, keys and wall time: ``ntkbo.experiments.summary``), ``DIR/spec.json`` and
 ``DIR/campaign.json`` (this module's ledger: each window's budget, what ran, what was deferred
@@ -119,7 +119,7 @@ def _write_ledger(out: str, ledger: dict) -> None:
 
 
 def done_cells(out: str, cells: Sequence[Cell]) -> set:
-    """The ids of ``cells`` that ``out`` holds: a cell file, or a summary entry whose digest is
+    """The ids of ``cells`` that ``out`` holds: a cell file, or a summary entry whose ``digest`` is
     the cell's."""
     digest = {c.cell_id: c.digest for c in cells}
     have = {e.cell_id for e in summary.read_summary(out)

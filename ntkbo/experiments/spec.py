@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import inspect
 import json
 import math
 import re
@@ -519,12 +520,12 @@ def _feed(h, v, seen: dict, depth: int) -> None:
                     if own or not callable(g) and not isinstance(g, types.ModuleType):
                         tag("global", name)
                         _feed(h, g, seen, depth + 1)
-        for cell in v.__closure__ or ():
-            try:
-                content = cell.cell_contents
-            except ValueError:  # an empty cell
-                tag("empty")
-                continue
+        try:
+            free = inspect.getclosurevars(v).nonlocals  # in the order of co_freevars
+        except ValueError:  # a closure cell not yet filled
+            tag("empty")
+            free = {}
+        for content in free.values():
             _feed(h, content, seen, depth + 1)
     elif isinstance(v, functools.partial):
         tag("partial")
