@@ -664,21 +664,44 @@ def _list() -> None:
 #: registered partial's own, e.g. ``gp_ucb``'s ``acquisition="ucb"``) fail a condition;
 #: ``tests/test_options_help.py`` checks each entry against behaviour (changing the option under
 #: the defaults leaves a run's program unchanged, under activating values it does not).
+#: ``gp``'s and ``ntk_gp``'s acquisitions: a Thompson draw (``"ts"``) takes the minimum of
+#: ``num_ts_candidates`` points and runs no search; constrained EI (``"cei"``,
+#: ``ntkbo.algorithms.constrained_ei``) maximises its own log-acquisition, reading neither
+#: ``log_ei`` nor the posterior's inverse.
+_NOT_TS = ("ucb", "ei", "logei", "pi", "mean", "cei")
 _KERNEL_ACQUISITION = {
     "beta": [("acquisition", ("ucb",))],
     "xi": [("acquisition", ("ei", "logei", "pi", "cei"))],
-    "search.log_ei": [("acquisition", ("ei", "cei"))],
+    "search.log_ei": [("acquisition", ("ei",))],
     "search.num_ts_candidates": [("acquisition", ("ts",))],
+    **{f"search.{f}": [("acquisition", _NOT_TS)]
+       for f in ("num_candidates", "num_restarts", "num_steps")},
+    "search.posterior_inverse": [("acquisition", ("ucb", "ei", "logei", "pi", "ts", "mean"))],
 }
 _FIT_ON = [("fit.enabled", (True,))]
 ACTIVE_ONLY_WITH = {
-    "neural_bo": {f"search.{f}": [("thompson", ("pathwise",))]
-                  for f in ("num_restarts", "num_steps", "method")},
+    "neural_bo": {**{f"search.{f}": [("thompson", ("pathwise",))]
+                     for f in ("num_restarts", "num_steps", "method")},
+                  # GD's optax state is empty: nothing to keep
+                  "training.keep_optimizer_state": [("training.optimizer", ("adam",))]},
     "gp": {**_KERNEL_ACQUISITION, "fit.learning_rate": [("fit.method", ("adam",))]},
     "ntk_gp": {**_KERNEL_ACQUISITION,
                **{f"fit.{f}": _FIT_ON for f in ("method", "num_steps", "refit_until",
                                                 "refit_ratio")},
                "fit.learning_rate": _FIT_ON + [("fit.method", ("adam",))]},
+    "go_ucb": {"F": [("beta", ("paper",))], "beta_scale": [("beta", ("theory",))],
+               "search.num_steps": [("optimistic", ("linearized",))],
+               **{f"search.{f}": [("optimistic", ("joint",))]
+                  for f in ("joint_steps", "joint_learning_rate")}},
+    # Levenberg-Marquardt takes no step size (``ntkbo.nets.train_member``)
+    "neural_greedy": {"training.learning_rate": [("training.optimizer", ("gd", "adam"))]},
+    # the step size and the loss's scaling are GD's alone (``ntkbo.nets.train_member``)
+    "sto_bnts": {f"training.{f}": [("training.optimizer", ("gd",))]
+                 for f in ("learning_rate", "loss_reduction")},
+    # the constants of nu="thesis"; a Thompson draw takes the best candidate, no refinement
+    "pinn_ntk_gp": {**{f: [("nu", ("thesis",))] for f in ("B", "R1", "R2", "delta")},
+                    **{f"search.{f}": [("acquisition", ("lcb", "mean"))]
+                       for f in ("num_steps", "method")}},
 }
 
 

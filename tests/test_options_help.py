@@ -29,15 +29,16 @@ def test_every_option_of_every_algorithm_is_explained():
 def test_values_a_newcomer_asked_about_are_explained(capsys):
     """The values the first reader could not read: NeuralBO's ``W_std="paper"``,
     ``uncertainty="diag"`` and ``input_map``'s map, each explained on its line; the ``search.*``
-    options a pathwise draw reads marked inert under the default ``thompson="independent"``, the
-    others not."""
+    options a pathwise draw reads marked inert under the default ``thompson="independent"``, and
+    Adam's kept state under the default GD, the others not."""
     assert cli.main(["list", "--options", "neural_bo"]) == 0
     lines = {ln.split(" = ")[0]: ln for ln in capsys.readouterr().out.splitlines()}
     assert "Here: \"paper\": (sqrt(d_in), 1, ..., 1)" in lines["network.W_std"]
     assert '"diag" (only U\'s diagonal kept' in lines["uncertainty"]
     assert "(the unit-cube coordinates themselves)" in lines["input_map"]
     marked = {k for k, ln in lines.items() if "[inert under these defaults" in ln}
-    assert marked == {"search.num_restarts", "search.num_steps", "search.method"}
+    assert marked == {"search.num_restarts", "search.num_steps", "search.method",
+                      "training.keep_optimizer_state"}
     assert "read only with thompson='pathwise'" in lines["search.method"]
 
 
@@ -79,24 +80,41 @@ def test_the_algorithm_pages_carry_the_generated_tables():
 OTHER = {"search.num_restarts": 1, "search.num_steps": 2, "search.method": "adam", "beta": 0.25,
          "search.num_ts_candidates": 24, "fit.learning_rate": 0.5, "xi": 0.5,
          "search.log_ei": False, "fit.method": "adam", "fit.num_steps": 3,
-         "fit.refit_until": 2, "fit.refit_ratio": 2.0}
+         "fit.refit_until": 2, "fit.refit_ratio": 2.0, "search.num_candidates": 24,
+         # the default (None, by backend) is False on CPU, True elsewhere
+         "search.posterior_inverse": jax.default_backend() == "cpu",
+         "training.keep_optimizer_state": True, "F": 0.5, "beta_scale": 0.5,
+         "search.joint_steps": 3, "search.joint_learning_rate": 0.5,
+         "training.learning_rate": 0.5, "training.loss_reduction": "mean",
+         "B": 0.5, "R1": 0.5, "R2": 0.5, "delta": 0.5}
+#: A factory's own different value where ``OTHER``'s is not valid there: PINN-NTK-GP's Thompson
+#: draw takes no refinement but ``"none"`` (``None`` resolves to it).
+OTHER_BY_FACTORY = {("pinn_ntk_gp", "search.method"): "none"}
 #: Options an activating setting needs beside it (``fit.ard="auto"`` needs L-BFGS fits).
 ALONGSIDE = {("fit.method", "adam"): {"fit.ard": True}}
 #: Options a tiny run needs for an option to matter at all: the refit schedule's ratio applies
 #: beyond ``refit_until`` (100 by default, far above a 5-evaluation run).
 WITHIN_BUDGET = {"fit.refit_ratio": {"fit.refit_until": 2}}
+#: The problem of a factory's tiny run where Branin will not do (PINN-NTK-GP needs a PDE).
+PROBLEM = {"pinn_ntk_gp": "dropwave_pde"}
+
+
+def _other(name: str, option: str):
+    return OTHER_BY_FACTORY.get((cli._factory_name(name), option), OTHER[option])
 
 
 def _program(name: str, **changes):
-    """The traced program of a whole tiny run (Branin, 5 evaluations, 3 initial;
+    """The traced program of a whole tiny run (Branin or ``PROBLEM``'s, 5 evaluations, 3 initial;
     ``jax.make_jaxpr`` of ``ntkbo.minimize``) of algorithm ``name`` with ``changes`` (dotted
     names for parts' fields): the jaxpr's text and its constants. Equal programs run on equal
     inputs give bit-identical results; tracing costs seconds where compiling would cost tens."""
     options: dict = {}
     for k, v in changes.items():
         set_option(options, k, v)
+    problem = ntkbo.benchmarks.get(PROBLEM.get(cli._factory_name(name), "branin"))
+    if cli._factory_name(name).startswith("pinn"):
+        options["pde"] = problem.pde
     algo = ntkbo.algorithms.get(name, **options)
-    problem = ntkbo.benchmarks.get("branin")
     closed = jax.make_jaxpr(lambda k: ntkbo.minimize(algo, problem, 5, k, n_init=3))(
         jax.random.PRNGKey(3))
     return str(closed.jaxpr), [np.asarray(c) for c in closed.consts]
@@ -120,13 +138,15 @@ def test_options_marked_inert_do_nothing_and_count_once_activated(name):
     ``fit.enabled=True``, ...) each option is no longer marked, and changing it alone changes the
     program. Mutations caught (checked): ``xi`` marked inert for ``gp`` under every
     acquisition (changing it changes the EI program); NeuralBO's rule's value ``"independent"``
-    (nothing is then marked under the defaults)."""
+    (the search options are then read under the defaults, where changing them changes nothing);
+    ``go_ucb``'s ``F`` read with ``beta="theory"`` (the default, under which ``F`` changes
+    nothing)."""
     rules = cli.ACTIVE_ONLY_WITH[name]
     defaults = ntkbo.algorithms.defaults(name)
     inert = cli.inert_options(name)
     assert inert and set(inert) <= set(rules)
     base = _program(name)
-    assert _same(_program(name, **{o: OTHER[o] for o in inert}), base)
+    assert _same(_program(name, **{o: _other(name, o) for o in inert}), base)
     refs: dict = {(): base}
     for option, conditions in rules.items():
         active: dict = {}
@@ -143,5 +163,37 @@ def test_options_marked_inert_do_nothing_and_count_once_activated(name):
         key = tuple(sorted(active.items()))
         if key not in refs:
             refs[key] = _program(name, **active)
-        assert not _same(_program(name, **active, **{option: OTHER[option]}), refs[key]), (
+        assert not _same(_program(name, **active, **{option: _other(name, option)}),
+                          refs[key]), (
             name, active, option)
+
+
+def _partials_to_check() -> list[str]:
+    """Registered partials (``gp_ts``, ``go_ucb_joint``, ...) that between them mark inert every
+    option that some partial of a factory marks and the factory's own defaults do not (those the
+    test above never changes under the defaults that mark them): a greedy cover, few traces."""
+    names = ntkbo.algorithms.names()
+    out = []
+    for factory in sorted(cli.ACTIVE_ONLY_WITH):
+        covered = set(cli.inert_options(factory))
+        extra = {n: set(cli.inert_options(n)) for n in names
+                 if n != factory and cli._factory_name(n) == factory}
+        while True:
+            best = max(sorted(extra), key=lambda n: len(extra[n] - covered), default=None)
+            if best is None or not extra[best] - covered:
+                break
+            out.append(best)
+            covered |= extra.pop(best)
+    return out
+
+
+@pytest.mark.parametrize("name", _partials_to_check())
+def test_options_a_partial_marks_inert_do_nothing_under_its_defaults(name):
+    """Under a registered partial's defaults (``gp_ts``'s ``acquisition="ts"``,
+    ``go_ucb_joint``'s ``optimistic="joint"``, ``gp_cei``'s constrained EI), changing every
+    option it marks inert at once leaves the whole run's program identical. Mutation caught
+    (checked): ``search.posterior_inverse``'s rule without ``"ts"`` among its acquisitions
+    (``gp_ts`` then marks it, and a Thompson draw reads it)."""
+    inert = cli.inert_options(name)
+    assert inert
+    assert _same(_program(name, **{o: _other(name, o) for o in inert}), _program(name))
