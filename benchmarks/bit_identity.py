@@ -25,13 +25,8 @@ renamed, stacked or reshaped fields, a diagnostic moved from the state to an ``i
 leaf must be found with the same bits in the new record (``MOVES`` lists the renames of info
 leaves, ``FIELD_MOVES`` the state fields moved into a type per form), and the
 table lists the leaves without a counterpart (``-``: only in the base, ``+``: only in the new)
-and those matched under another name or shape (``~``).
-
-    nice -n 5 python benchmarks/bit_identity.py record --out benchmarks/results/bit_identity/new.npz
-    python benchmarks/bit_identity.py compare BASE.npz NEW.npz
-    python benchmarks/bit_identity.py compare --retyped BASE.npz NEW.npz  # info types changed
-    python benchmarks/bit_identity.py record --out /tmp/x.npz --algos gp_ei,random_search
-    python benchmarks/bit_identity.py merge --out all.npz part1.npz part2.npz  # parallel parts
+and those matched under another name or shape (``~``). ``merge`` joins records made in
+parallel parts (``record --algos``). The commands: ``benchmarks/README.md``.
 
 Same machine, same jax and jaxlib: bits are compared, and another CPU or library version may
 legitimately change them (``compare`` prints both environments when they differ).

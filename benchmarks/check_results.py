@@ -1,33 +1,19 @@
 """Which committed studies are stale against the current code: a maintenance check, not a test.
 
-For every study folder of ``benchmarks/results`` with a ``spec.json`` (written by
-``ntkbo.experiments.runner``) this resolves the spec again with the current code, in the dtype its
-cells ran in, and compares every cell's digest (the hash of its resolved definition: algorithm
-options with their defaults, problem, budget, keys, dtype) with the digests the folder recorded,
-in ``spec.json`` and in ``summary.npz`` (or the cell files, where present). Three specs are
-resolved per folder where they exist:
-
-- ``recorded``: the spec the folder ran (``spec.json``); stale means a default or a problem the
-  cells relied on has changed since they ran, so re-running the folder's command would give other
-  numbers;
-- ``shipped``: ``benchmarks/specs/NAME.toml`` for the folders ``NAME-cpu`` and ``NAME`` (the
-  papers' studies at their cpu scale, the Status studies at full scale); stale means the spec
-  file no longer describes the committed run;
-- ``protocol``: ``benchmarks/defaults.py``'s ``dev_spec`` / ``panel_spec`` for ``defaults-cpu``,
-  ``defaults-constrained-cpu`` and ``low-budget-cpu``.
-
-It prints one row per folder and spec: ``current``, ``incomplete`` (cells of the spec the folder
-does not hold: still running, or run with ``--only``) or ``stale`` with the first differing cell
-and field, and the folder's cell dtypes against ``ntkbo bench``'s default. Exit status 1 when a
-shipped or protocol spec is stale (the committed report no longer matches what its command
-runs) or a shipped spec's cells ran in another dtype than ``ntkbo bench``'s default (``ntkbo
-bench SPEC --out FOLDER`` would not resume it), else 0. The fix for a stale study: pin the
-setting in the spec, or re-run the study's command (its report's header) and ``ntkbo summary
-FOLDER``::
-
-    python benchmarks/check_results.py                 # every folder
-    python benchmarks/check_results.py status low-budget-cpu
-    python benchmarks/check_results.py --reports       # reports regenerated from summary.npz
+For every folder of ``benchmarks/results`` with a ``spec.json`` (``ntkbo.experiments.runner``'s
+record) each spec that describes it is resolved again with the current code, in the dtype its
+cells ran in, and every cell's digest (its resolved definition: options with their defaults,
+problem, budget, keys, dtype) is compared with the folder's (``spec.json``, ``summary.npz``, cell
+files where present). The specs: ``recorded`` (the folder's own: stale means re-running its command
+would give other numbers), ``shipped`` (``benchmarks/specs/NAME.toml`` for ``NAME-cpu`` and
+``NAME``) and ``protocol`` (``defaults.py``'s ``dev_spec`` / ``panel_spec`` for ``defaults-cpu``,
+``defaults-constrained-cpu``, ``low-budget-cpu``). One row per folder and spec: ``current``,
+``incomplete`` or ``stale`` with the first differing cell and field, and the cell dtypes. Exit
+status 1 when a shipped or protocol spec is stale, or a shipped spec's cells ran in another dtype
+than ``ntkbo bench``'s default (it would not resume them). The fix: pin the setting in the spec, or
+re-run the study's command (its report's header) and ``ntkbo summary FOLDER``. ``--reports``
+instead regenerates each folder's reports from ``summary.npz`` alone and compares them with the
+committed ones. Commands: ``benchmarks/README.md``.
 """
 
 from __future__ import annotations

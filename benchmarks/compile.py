@@ -32,16 +32,10 @@ Every case runs in a fresh process (nothing compiled before it), on ``--problem`
   scrambled Sobol), run by ``--botorch-python`` (default: this interpreter), skipped with a
   message where it cannot import botorch.
 
-Prints a Markdown table and, with ``--json``, writes every result::
-
-    python benchmarks/compile.py                                   # gp_ei, ntk_gp, neural_bo
-    python benchmarks/compile.py --algos all --cases first --budgets 30
-    python benchmarks/compile.py --botorch-python /path/to/venv/bin/python --json compile.json
-    python benchmarks/compile.py --quick                           # CI: random_search, budget 8
-
-Compile seconds are wall seconds of the compiling thread; XLA compiles on several threads, so a
-process's CPU time can exceed its wall time. On a loaded machine every number grows: compare rows
-measured in one run.
+Prints a Markdown table and, with ``--json``, writes every result (commands:
+``benchmarks/README.md``; ``--quick`` is CI's run: random_search, budget 8). Compile seconds are
+wall seconds of the compiling thread; XLA compiles on several threads, so a process's CPU time can
+exceed its wall time. On a loaded machine every number grows: compare rows measured in one run.
 """
 
 from __future__ import annotations

@@ -17,18 +17,10 @@ For each algorithm the table gives
   one-sided Welch test significant after Benjamini-Hochberg over all (algorithm, problem) pairs
   at level 0.05; **worse**: the converse test.
 
-Usage::
-
-    python benchmarks/defaults.py --scale cpu --out benchmarks/results/defaults-cpu
-    python benchmarks/defaults.py --scale cpu --out DIR --only neural_bo,random_search  # a part
-    python benchmarks/defaults.py --report-only --out DIR    # the table from the stored cells
-    python benchmarks/defaults.py --report-only --out DIR --paired neural_bo:ntk_gp_ts
-
-Tuning (the only place a default may be chosen): the same protocol on ``TUNING_KEYS``
-(``PRNGKey(0 + i)``) with named variants, each ``LABEL=NAME`` or ``LABEL=NAME:JSON-OPTIONS``::
-
-    python benchmarks/defaults.py --keys tuning --seeds 8 --out DIR \
-        --variant neural_bo --variant 'nb_warm=neural_bo:{"training": {"warm_start": true}}'
+The commands (``--only`` runs a part, ``--report-only`` tables the stored cells,
+``--paired A:B`` adds a paired test): ``benchmarks/README.md``. Tuning (the only place a default
+may be chosen): the same protocol on ``TUNING_KEYS`` (``--keys tuning``, ``PRNGKey(0 + i)``) with
+named variants, each ``--variant LABEL=NAME`` or ``LABEL=NAME:JSON-OPTIONS``.
 
 Scales: ``full`` 100 evaluations per run; ``cpu`` 60; ``smoke`` 8 evaluations of which 4 initial,
 3 seeds (the tests). The ``algorithms`` are every registered name that runs on a plain problem (no
@@ -39,18 +31,13 @@ Low-budget panel (``--panel low_budget``): where users start. The dev suite's pr
 the library's default initial design (``n_init`` unset: ``ntkbo.loop.default_n_init``), 16 keys
 ``PRNGKey(200000 + i)`` (``PANEL_KEYS``: no tuning and no other table used them). At each budget
 an algorithm passes a problem when its mean best value is below random search's, one-sided Welch,
-BH over all (algorithm, problem) pairs of that budget at 0.05; the table lists every failure::
-
-    python benchmarks/defaults.py --panel low_budget --out benchmarks/results/low-budget-cpu
+BH over all (algorithm, problem) pairs of that budget at 0.05; the table lists every failure.
 
 Constrained algorithms (``--suite dev_constrained``): the same protocol on
 ``suite("dev_constrained")`` (Neural-CBO's four synthetic problems, moved off the centre) with the
 algorithms that model black-box constraints (Neural-CBO, constrained EI) and random search. The value is the
 Neural-CBO thesis's metric, the best ``[f - f*]^+ + sum_k [c_k]^+`` over the run (0: a feasible
-optimum), normalised by its median over the box's Sobol points as above::
-
-    python benchmarks/defaults.py --suite dev_constrained --scale cpu \
-        --out benchmarks/results/defaults-constrained-cpu
+optimum), normalised by its median over the box's Sobol points as above.
 """
 
 from __future__ import annotations
@@ -112,11 +99,6 @@ PANEL_KEYS = range(200000, 201000)
 #: The low-budget panel: the dev members with d <= PANEL_MAX_DIM, read at PANEL_BUDGETS.
 PANEL_MAX_DIM = 6
 PANEL_BUDGETS = (20, 30, 40)
-#: Initial-design sizes the panel can run instead of the library's default (``--n-init``), as a
-#: function of the dimension ``d``: the candidates of the study that chose
-#: ``ntkbo.loop.design_size`` (docs/decisions.md).
-N_INIT_RULES = {"d+1": lambda d: d + 1, "2d": lambda d: 2 * d,
-                "max(5,d+1)": lambda d: max(5, d + 1)}
 #: The panel's diagnostic of a stalled model (``ntkbo.experiments.summary``, which stores it per
 #: seed, so that the panel needs no raw ``x``): a step "revisits" when its point lies within
 #: ``REVISIT`` of the box's width, in every coordinate, of an earlier evaluation.
@@ -177,22 +159,17 @@ def dev_spec(algorithms=None, members=None, name: str | None = None, keys: str =
                   seed_offset=KEY_RANGES[keys].start, reference=REFERENCE, scales=scales)
 
 
-def panel_spec(algorithms=None, seeds: int = 16, name: str = "low_budget", keys: str = "panel",
-               n_init: str | None = None) -> S.Spec:
+def panel_spec(algorithms=None, seeds: int = 16, name: str = "low_budget",
+               keys: str = "panel") -> S.Spec:
     """The low-budget panel as a ``Spec`` (module docstring): ``algorithms`` (default
     ``default_algorithms()``) on the dev members with ``d <= PANEL_MAX_DIM``, budget
     ``max(PANEL_BUDGETS)``, ``seeds`` keys from ``PANEL_KEYS`` (``keys="panel"``) or
-    ``KEY_RANGES[keys]``; its one scale, ``"panel"``. ``n_init``: ``None`` for the library's
-    default initial design (``n_init`` unset), or a key of ``N_INIT_RULES`` (the size as a function
-    of ``d``, set per problem)."""
+    ``KEY_RANGES[keys]``; its one scale, ``"panel"``; the library's default initial design."""
     algorithms = default_algorithms() if algorithms is None else list(algorithms)
     if keys != "panel" and keys not in KEY_RANGES:
         raise ValueError(f"keys must be 'panel' or one of {sorted(KEY_RANGES)}, got {keys!r}")
-    if n_init is not None and n_init not in N_INIT_RULES:
-        raise ValueError(f"n_init must be None or one of {sorted(N_INIT_RULES)}, got {n_init!r}")
     dev = suites.suite("dev")
-    problems = tuple(S.ProblemSpec(name=f"dev/{m}", label=m,
-                                   n_init=None if n_init is None else N_INIT_RULES[n_init](p.dim))
+    problems = tuple(S.ProblemSpec(name=f"dev/{m}", label=m)
                      for m, p in dev.items() if p.dim <= PANEL_MAX_DIM)
     algos = tuple(a if isinstance(a, S.AlgorithmSpec) else S.AlgorithmSpec(name=a)
                   for a in algorithms)
@@ -533,9 +510,6 @@ def main(argv=None) -> int:
     parser.add_argument("--panel", default=None, choices=["low_budget"],
                         help="the low-budget panel (d <= 6, budgets 20/30/40, the default "
                              "initial design, PANEL_KEYS) instead of the protocol")
-    parser.add_argument("--n-init", default=None, choices=sorted(N_INIT_RULES),
-                        help="panel only: this initial-design size per problem instead of the "
-                             "library's default")
     parser.add_argument("--paired", action="append", default=None, metavar="A:B",
                         help="also compare A with B paired by problem (repeatable; written "
                              "under the table)")
@@ -559,26 +533,19 @@ def main(argv=None) -> int:
                          f"choose from {sorted(suites.suite(args.suite))}")
     if args.panel:
         keys = "panel" if args.keys == "reporting" else args.keys
-        spec = panel_spec(algorithms, seeds=args.seeds, keys=keys, n_init=args.n_init)
-        if not args.report_only:
-            only = None if args.only is None else [a for a in args.only.split(",") if a]
-            ntkbo.experiments.run(spec, args.out, "panel", progress=True, only=only,
-                                  command=" ".join([os.path.basename(sys.argv[0])]
-                                                   + sys.argv[1:]))
-        text = render_panel(panel_table(args.out))
-        with open(os.path.join(args.out, "panel.md"), "w") as fh:
-            fh.write(text)
-        print(text)
-        return 0
-    spec = dev_spec(algorithms, members=members, keys=args.keys, seeds=args.seeds,
-                    suite=args.suite)
+        spec, scale = panel_spec(algorithms, seeds=args.seeds, keys=keys), "panel"
+    else:
+        spec, scale = dev_spec(algorithms, members=members, keys=args.keys, seeds=args.seeds,
+                               suite=args.suite), args.scale
     if not args.report_only:
         only = None if args.only is None else [a for a in args.only.split(",") if a]
-        ntkbo.experiments.run(spec, args.out, args.scale, progress=True, only=only,
+        ntkbo.experiments.run(spec, args.out, scale, progress=True, only=only,
                               command=" ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]))
-    t = table(args.out)
-    text = render(t)
-    if args.paired:
+    if args.panel:
+        text = render_panel(panel_table(args.out))
+    else:
+        text = render(t := table(args.out))
+    if args.paired and not args.panel:
         try:
             pairs = [tuple(item.split(":")) for item in args.paired]
             if any(len(pair) != 2 for pair in pairs):
@@ -586,7 +553,7 @@ def main(argv=None) -> int:
             text += "\n" + render_paired([paired(t, a, b) for a, b in pairs])
         except ValueError as err:
             parser.error(str(err))
-    with open(os.path.join(args.out, "defaults.md"), "w") as fh:
+    with open(os.path.join(args.out, "panel.md" if args.panel else "defaults.md"), "w") as fh:
         fh.write(text)
     print(text)
     return 0

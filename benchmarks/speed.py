@@ -43,45 +43,12 @@ cell the number of repetitions is reduced if ``--reps`` would not fit in the tim
 of an algorithm times out, or its measured step exceeds ``--skip-above``, its larger ``n`` are
 skipped ("skipped (...)") instead of being run: the cost only grows with ``n``.
 
-Algorithms are built with ``ntkbo.algorithms.get(name, **options)``. A name the registry does not
-know yet (``neural_bo`` before it is registered) falls back to the factory ``name`` in the module
-``ntkbo.algorithms.<name>``, with a note under the table. Options: ``--set name:key=value``
-(repeatable; values are Python literals, else strings), e.g. ``--set neural_bo:network.width=500``.
-
-BLAS threads: jax's CPU LAPACK calls (Cholesky, triangular solves) go to the OpenBLAS that scipy
-bundles, which starts its own threads next to XLA's. On a small or busy machine the two thread pools
-fight: measured here on 2 loaded cores, a float32 256 x 256 Cholesky took 238 ms with OpenBLAS's
-default threads and 0.8 ms with ``OPENBLAS_NUM_THREADS=1``. ``--blas-threads 1`` sets that in the
-measuring processes; the header says which setting a table was made with.
-
-Commands (from the repository root)::
-
-    # smoke run, a few minutes on 2 CPU cores: n in {50, 100}, 4 seeds of budget 15
-    python benchmarks/speed.py --quick --algos gp,ntk_gp
-
-    # the full default run (neural_bo, ntk_gp, gp; n up to 4000; 16 seeds of budget 30)
-    python benchmarks/speed.py --json speed.json
-
-    # NeuralBO in its authors' configuration: Ackley-2D, float64, width 200, one
-    # hidden layer, 50,000 candidates, features retrained each round, 100 Adam steps
-    python benchmarks/speed.py --algos neural_bo --parts step --x64 --problem ackley --dim 2 \
-        --grid 20,50,100 --set neural_bo:network.width=200 --set neural_bo:search.num_candidates=50000 \
-        --set neural_bo:features=dynamic --set neural_bo:optimizer=adam \
-        --set neural_bo:training.num_steps=100 --set neural_bo:training.learning_rate=0.001
-
-    # variations
-    python benchmarks/speed.py --algos neural_bo --set neural_bo:network.width=1000 --max-n 500
-    python benchmarks/speed.py --parts seeds --seeds 32 --budget 50 --x64
-    python benchmarks/speed.py --parts seeds --seeds 64 --budget 30,300 --blas-threads 1
-    python benchmarks/speed.py --parts seeds-step --seeds 64 --grid 300,2000 --algos ntk_gp,neural_bo
-    python benchmarks/speed.py --grid 100,300 --reps 5 --timeout-per-cell 120 --skip-above 20
-    python benchmarks/speed.py --blas-threads 1 --algos gp --parts step   # see "BLAS threads"
-    python benchmarks/speed.py --parts cache --algos ntk_gp,neural_bo --budget 30 --seeds 4
-
-4. **gp's refit beside BoTorch's fit.** ``python benchmarks/speed.py gp-fit [--baseline REV]``:
-   ``benchmarks/gp_fit.py`` (its docstring): the warm-started refit of ``gp`` at n = 10 to 100 in
-   d = 5 and 10 against BoTorch's ``fit_gpytorch_mll`` on the same data (a BoTorch venv, run in a
-   subprocess; absent, ntkbo alone), with the log marginal likelihood each reached.
+Algorithms are built with ``ntkbo.algorithms.get(name, **options)``; ``--set name:key=value``
+(repeatable; values are Python literals, else strings) sets an option, e.g. ``--set
+neural_bo:network.width=500``. ``--blas-threads N`` sets ``OPENBLAS_NUM_THREADS`` (and MKL's,
+OpenMP's) in the measuring processes: jax's CPU LAPACK calls go to scipy's OpenBLAS, whose threads
+compete with XLA's (``benchmarks/README.md``); the header says which setting a table was made
+with. The commands: ``benchmarks/README.md``.
 
 Timings depend on the machine and on its load; the header prints the load average at start.
 """
@@ -100,8 +67,7 @@ import subprocess
 import sys
 import time
 
-# Import the checkout this script belongs to (also when the package is not installed, or when an
-# editable install made before ntkbo/__init__.py existed resolves ``ntkbo`` as a namespace package).
+# Import the checkout this script belongs to, also when the package is not installed.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
@@ -156,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="options", action="append", default=[], metavar="ALGO:KEY=VALUE",
                    help="an option of one algorithm's factory (repeatable)")
     p.add_argument("--parts", default="step,seeds",
-                   help="which measurements: step, seeds, cache (comma-separated)")
+                   help="which measurements: step, seeds, seeds-step, cache (comma-separated)")
     p.add_argument("--grid", default=None,
                    help="comma-separated n for the step timing (default: "
                         + ",".join(map(str, DEFAULT_GRID)) + ")")
@@ -209,39 +175,6 @@ def _setup_jax(x64: bool):
     return jax
 
 
-def available(name: str) -> bool:
-    """Whether ``make_algorithm`` can find ``name`` (without building it)."""
-    import importlib.util
-
-    import ntkbo
-
-    if name in ntkbo.algorithms.names():
-        return True
-    try:
-        return importlib.util.find_spec(f"ntkbo.algorithms.{name}") is not None
-    except ImportError:
-        return False
-
-
-def make_algorithm(name: str, options: dict):
-    """``(algo, note)``: from the registry, else from ``ntkbo.algorithms.<name>.<name>``."""
-    import importlib
-
-    import ntkbo
-
-    if name in ntkbo.algorithms.names():
-        return ntkbo.algorithms.get(name, **options), None
-    try:
-        module = importlib.import_module(f"ntkbo.algorithms.{name}")
-        factory = getattr(module, name)
-    except (ImportError, AttributeError):
-        ntkbo.algorithms.get(name, **options)  # raises the registry's "unknown algorithm" error
-        raise
-    note = (f"`{name}` is not registered in `ntkbo.algorithms.get`; "
-            f"built from `ntkbo.algorithms.{name}.{name}`")
-    return factory(**options), note
-
-
 def _compile(fn, *args):
     """``(compiled, seconds)``: ahead-of-time compilation of ``jax.jit(fn)`` for ``args``."""
     import jax
@@ -262,10 +195,9 @@ def _time(call, reps: int) -> list[float]:
     return out
 
 
-def _reps_that_fit(reps: int, each: float, deadline: float, calls_per_rep: int = 1) -> int:
+def _reps_that_fit(reps: int, each: float, deadline: float) -> int:
     """At most ``reps``, at least 1, so that the remaining calls end well before ``deadline``."""
-    left = 0.8 * (deadline - time.monotonic())
-    return max(1, min(reps, int(left / max(each * calls_per_rep, 1e-9))))
+    return max(1, min(reps, int(0.8 * (deadline - time.monotonic()) / max(each, 1e-9))))
 
 
 def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed, x64):
@@ -275,7 +207,7 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
     from ntkbo import qmc
 
     problem = ntkbo.benchmarks.get(problem_name, dim=dim)
-    algo, note = make_algorithm(algo_name, options)
+    algo = ntkbo.algorithms.get(algo_name, **options)
     capacity = D.next_capacity(n + 1)
     k_init, k_x, k_suggest = jax.random.split(jax.random.PRNGKey(seed), 3)
     x = qmc.sobol(k_x, n, problem.bounds)
@@ -309,7 +241,7 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
         state, is_leaf=lambda node: isinstance(node, D.Data)) if isinstance(leaf, D.Data)]
     assert all(c == n for c in count), (count, n)
     return {
-        "algo": algo_name, "n": n, "capacity": capacity, "note": note, "reps": r,
+        "algo": algo_name, "n": n, "capacity": capacity, "reps": r,
         "compile_suggest": t_compile_suggest, "compile_update": t_compile_update,
         "first_fit": t_fit, "fit": t_fit_all, "suggest": statistics.median(suggest_times),
         "update": statistics.median(update_times), "suggest_times": suggest_times,
@@ -320,14 +252,9 @@ def measure_step(algo_name, options, problem_name, dim, n, reps, deadline, seed,
 def _loop_against_vmap(sequential, vectorised, reps: int, deadline: float,
                        warmup: bool = True) -> dict:
     """Times ``sequential()`` (a Python loop over seeds) against ``vectorised()`` (their vmapped
-    program), both compiled already: one warm-up call each, then the median of the repetitions
-    that fit before ``deadline``, with this process's CPU seconds per repetition (all threads:
-    equal CPU time with unequal wall time means one side kept the cores busier, not that it did
-    less work).
-
-    ``warmup=False`` (``--no-warmup``) times ``reps`` calls without the warm-up, for runs of
-    minutes, where a warm-up doubles the cell and what it removes (the first call's allocations;
-    the compile is already excluded) is a negligible part of the time."""
+    program), both compiled already: one warm-up call each (unless ``warmup=False``), then the
+    median of the repetitions that fit before ``deadline``, with this process's CPU seconds per
+    repetition (all threads)."""
     import jax
 
     if warmup:
@@ -358,26 +285,27 @@ def measure_seeds(algo_name, options, problem_name, dim, budget, seeds, reps, de
 
     kwargs = {} if dim is None else {"dim": dim}
     problem = ntkbo.benchmarks.get(problem_name, **kwargs)
-    algo, note = make_algorithm(algo_name, options)
+    algo = ntkbo.algorithms.get(algo_name, **options)
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
 
-    # The problem is an argument, not a closure: inside jit, ``minimize``'s argument check on
-    # concrete closed-over bounds fails (TracerBoolConversionError in ntkbo.loop.validate).
-    def run(k, prob):
-        return ntkbo.minimize(algo, prob, budget, k)
+    def run(k, _):  # the problem closed over: a traced one cannot say whether it is noisy
+        return ntkbo.minimize(algo, problem, budget, k)
 
-    one, t_compile_seq = _compile(run, keys[0], problem)
-    many, t_compile_vmap = _compile(jax.vmap(run, in_axes=(0, None)), keys, problem)
+    timing = _seeds_timing(run, keys, None, [None] * seeds, (0, None), reps, deadline, warmup)
+    return {"algo": algo_name, "problem": problem.name, "dim": int(problem.dim),
+            "budget": budget, "seeds": seeds, **timing}
 
-    def sequential():
-        return [one(k, problem) for k in keys]
 
-    timing = _loop_against_vmap(sequential, lambda: many(keys, problem), reps, deadline, warmup)
-    return {
-        "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "budget": budget,
-        "seeds": seeds, "note": note, "compile_sequential": t_compile_seq,
-        "compile_vmap": t_compile_vmap, **timing,
-    }
+def _seeds_timing(fn, keys, batched, singles, in_axes, reps, deadline, warmup) -> dict:
+    """``fn(key, a)`` jitted per seed (``singles[i]``) in a loop against ``jax.vmap(fn,
+    in_axes)(keys, batched)``: the compile times and ``_loop_against_vmap``'s timing."""
+    import jax
+
+    one, t_compile_seq = _compile(fn, keys[0], singles[0])
+    many, t_compile_vmap = _compile(jax.vmap(fn, in_axes=in_axes), keys, batched)
+    timing = _loop_against_vmap(lambda: [one(k, a) for k, a in zip(keys, singles)],
+                                lambda: many(keys, batched), reps, deadline, warmup)
+    return dict(timing, compile_sequential=t_compile_seq, compile_vmap=t_compile_vmap)
 
 
 def measure_seeds_step(algo_name, options, problem_name, dim, n, seeds, reps, deadline, seed,
@@ -391,7 +319,7 @@ def measure_seeds_step(algo_name, options, problem_name, dim, n, seeds, reps, de
     from ntkbo import qmc
 
     problem = ntkbo.benchmarks.get(problem_name, dim=dim)
-    algo, note = make_algorithm(algo_name, options)
+    algo = ntkbo.algorithms.get(algo_name, **options)
     capacity = D.next_capacity(n + 1)
     keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
 
@@ -406,19 +334,10 @@ def measure_seeds_step(algo_name, options, problem_name, dim, n, seeds, reps, de
         return algo.update(state, x, jax.vmap(problem.fn)(x))[0]
 
     states = jax.block_until_ready(jax.jit(jax.vmap(start))(keys))
-    one, t_compile_seq = _compile(round_, keys[0], jax.tree_util.tree_map(lambda a: a[0], states))
-    many, t_compile_vmap = _compile(jax.vmap(round_), keys, states)
     singles = [jax.tree_util.tree_map(lambda a, i=i: a[i], states) for i in range(seeds)]
-
-    def sequential():
-        return [one(k, s) for k, s in zip(keys, singles)]
-
-    timing = _loop_against_vmap(sequential, lambda: many(keys, states), reps, deadline, warmup)
-    return {
-        "algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "n": n,
-        "budget": f"one round at n = {n}", "seeds": seeds, "note": note,
-        "compile_sequential": t_compile_seq, "compile_vmap": t_compile_vmap, **timing,
-    }
+    timing = _seeds_timing(round_, keys, states, singles, 0, reps, deadline, warmup)
+    return {"algo": algo_name, "problem": problem.name, "dim": int(problem.dim), "n": n,
+            "budget": f"one round at n = {n}", "seeds": seeds, **timing}
 
 
 #: JAX's monitoring events whose durations make up the time spent compiling a program.
@@ -427,22 +346,16 @@ COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                   "/jax/core/compile/backend_compile_duration")
 
 
-def measure_cli(algo_name, options, problem_name, budget, seeds, cache_dir, out, deadline,
-                x64=False, seed=0, reps=1):
+def measure_cli(algo_name, options, problem_name, budget, seeds, cache_dir, out, x64=False, **_):
     """One ``ntkbo run`` in this (fresh) process with the persistent cache in ``cache_dir``: its
     wall time and the seconds spent in ``COMPILE_EVENTS``."""
-    del deadline, seed, reps
     os.environ["NTKBO_CACHE_DIR"] = cache_dir
     _setup_jax(x64)
     import jax.monitoring
 
     spent = {e: 0.0 for e in COMPILE_EVENTS}
-
-    def listen(event, duration, **kwargs):
-        if event in spent:
-            spent[event] += duration
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda e, s, **_: spent.__setitem__(e, spent[e] + s) if e in spent else None)
     from ntkbo import cli
 
     # ``run``'s own default precision is float64 (ntkbo.cli.DEFAULT_DTYPE): pass the cell's
@@ -478,13 +391,6 @@ def worker(spec: dict) -> None:
 
 
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
-
-
-def worker_env(blas_threads: int | None) -> dict:
-    env = dict(os.environ)
-    if blas_threads is not None:
-        env.update({v: str(blas_threads) for v in BLAS_THREAD_VARIABLES})
-    return env
 
 
 def run_cell(spec: dict, timeout: float, env: dict | None = None) -> dict:
@@ -593,7 +499,7 @@ def step_table(results: list[dict], algos: list[str], grid: list[int]) -> list[s
             if r is None:
                 cells.append("-")
             elif "skipped" in r:
-                cells.append("n/a" if r["skipped"] == "not available" else "skipped")
+                cells.append("skipped")
             elif "error" in r:
                 cells.append("timeout" if r["error"].startswith("timeout") else "failed")
             else:
@@ -625,10 +531,6 @@ def seeds_table(results: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["gp-fit"]:  # gp's refit beside BoTorch's fit (benchmarks/gp_fit.py)
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import gp_fit
-        return gp_fit.main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.worker is not None:
         worker(json.loads(args.worker))
@@ -649,7 +551,11 @@ def main(argv=None) -> int:
         raise SystemExit("every n of the grid must be >= 1")
     grid = sorted(set(grid))
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
-    missing = [a for a in algos if not available(a)]
+    import ntkbo
+
+    unknown = [a for a in algos if a not in ntkbo.algorithms.names()]
+    if unknown:
+        raise SystemExit(f"--algos: {unknown} not in ntkbo.algorithms.names()")
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
     if not parts <= {"step", "seeds", "seeds-step", "cache"}:
         raise SystemExit(f"--parts takes step, seeds, seeds-step and/or cache, got {args.parts!r}")
@@ -658,78 +564,60 @@ def main(argv=None) -> int:
         if name not in algos:
             raise SystemExit(f"--set names {name!r}, which is not in --algos {algos}")
 
-    jax = _setup_jax(args.x64)
-    del jax
+    _setup_jax(args.x64)
     machine = machine_info(args.x64)
-    env = worker_env(args.blas_threads)
+    env = dict(os.environ)
+    if args.blas_threads is not None:
+        env.update({v: str(args.blas_threads) for v in BLAS_THREAD_VARIABLES})
     machine["blas_threads"] = {v: env.get(v) for v in BLAS_THREAD_VARIABLES}
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
 
+    def cell(spec: dict, **row) -> dict:
+        r = dict(run_cell(dict(spec, options=options.get(spec["algo_name"], {}), x64=args.x64),
+                          args.timeout_per_cell, env), **row)
+        if r.get("error") == "timeout":
+            r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
+        elif "error" in r:
+            log(r.get("stderr", ""))
+        return r
+
     step_results: list[dict] = []
-    if "step" in parts:
-        for a in algos:
-            stop = None
-            for n in grid:
-                cap = _capacity(n)
-                if a in missing:
-                    stop = "not available"
-                if stop:
-                    step_results.append({"algo": a, "n": n, "capacity": cap, "skipped": stop})
-                    continue
-                log(f"[step] {a} n={n} capacity={cap} ...")
-                spec = dict(kind="step", algo_name=a, options=options.get(a, {}),
-                            problem_name=args.problem, dim=args.dim, n=n, reps=args.reps,
-                            seed=args.seed, x64=args.x64)
-                r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a, n=n, capacity=cap)
-                step_results.append(r)
-                if r.get("error") == "timeout":
-                    r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
-                    stop = f"skipped (n = {n} timed out)"
-                elif "error" in r:
-                    log(r.get("stderr", ""))
-                    stop = f"skipped (n = {n} failed)"
-                elif r["suggest"] + r["update"] > args.skip_above:
-                    stop = (f"skipped (step > {args.skip_above:g} s at n = {n}: "
-                            f"{fmt_time(r['suggest'] + r['update'])})")
-                log(f"    {_summary(r)}")
+    for a in algos if "step" in parts else []:
+        stop = None
+        for n in grid:
+            cap = ntkbo.data.next_capacity(n + 1)
+            if stop:
+                step_results.append({"algo": a, "n": n, "capacity": cap, "skipped": stop})
+                continue
+            log(f"[step] {a} n={n} capacity={cap} ...")
+            r = cell(dict(kind="step", algo_name=a, problem_name=args.problem, dim=args.dim, n=n,
+                          reps=args.reps, seed=args.seed), algo=a, n=n, capacity=cap)
+            step_results.append(r)
+            if r.get("error", "").startswith("timeout"):
+                stop = f"skipped (n = {n} timed out)"
+            elif "error" in r:
+                stop = f"skipped (n = {n} failed)"
+            elif r["suggest"] + r["update"] > args.skip_above:
+                stop = (f"skipped (step > {args.skip_above:g} s at n = {n}: "
+                        f"{fmt_time(r['suggest'] + r['update'])})")
+            log(f"    {_summary(r)}")
 
     seed_results: list[dict] = []
-    if "seeds" in parts:
-        for budget, a in ((b, a) for b in budgets for a in algos):
-            if a in missing:
-                seed_results.append({"algo": a, "error": "not available"})
-                continue
-            log(f"[seeds] {a} {args.seeds} seeds x budget {budget} on {args.seeds_problem} ...")
-            spec = dict(kind="seeds", algo_name=a, options=options.get(a, {}),
-                        problem_name=args.seeds_problem, dim=args.seeds_dim, budget=budget,
-                        seeds=args.seeds, reps=args.reps, seed=args.seed, x64=args.x64,
-                        warmup=not args.no_warmup)
-            r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a, budget=budget)
-            if r.get("error") == "timeout":
-                r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
-            elif "error" in r:
-                log(r.get("stderr", ""))
-            seed_results.append(r)
-            log(f"    {_summary(r)}")
-
-    if "seeds-step" in parts:
-        for n, a in ((n, a) for n in grid for a in algos):
-            if a in missing:
-                seed_results.append({"algo": a, "error": "not available"})
-                continue
-            log(f"[seeds-step] {a} {args.seeds} seeds, one round at n = {n} ...")
-            spec = dict(kind="seeds_step", algo_name=a, options=options.get(a, {}),
-                        problem_name=args.problem, dim=args.dim, n=n, seeds=args.seeds,
-                        reps=args.reps, seed=args.seed, x64=args.x64,
-                        warmup=not args.no_warmup)
-            r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a,
-                     budget=f"one round at n = {n}")
-            if r.get("error") == "timeout":
-                r["error"] = f"timeout (> {args.timeout_per_cell:g} s)"
-            elif "error" in r:
-                log(r.get("stderr", ""))
-            seed_results.append(r)
-            log(f"    {_summary(r)}")
+    warmup = not args.no_warmup
+    for budget, a in ((b, a) for b in budgets for a in algos) if "seeds" in parts else []:
+        log(f"[seeds] {a} {args.seeds} seeds x budget {budget} on {args.seeds_problem} ...")
+        seed_results.append(cell(dict(
+            kind="seeds", algo_name=a, problem_name=args.seeds_problem, dim=args.seeds_dim,
+            budget=budget, seeds=args.seeds, reps=args.reps, seed=args.seed, warmup=warmup),
+            algo=a, budget=budget))
+        log(f"    {_summary(seed_results[-1])}")
+    for n, a in ((n, a) for n in grid for a in algos) if "seeds-step" in parts else []:
+        log(f"[seeds-step] {a} {args.seeds} seeds, one round at n = {n} ...")
+        seed_results.append(cell(dict(
+            kind="seeds_step", algo_name=a, problem_name=args.problem, dim=args.dim, n=n,
+            seeds=args.seeds, reps=args.reps, seed=args.seed, warmup=warmup),
+            algo=a, budget=f"one round at n = {n}"))
+        log(f"    {_summary(seed_results[-1])}")
 
     cache_results: list[dict] = []
     if "cache" in parts:
@@ -739,15 +627,12 @@ def main(argv=None) -> int:
             with tempfile.TemporaryDirectory(prefix="ntkbo-speed-cache-") as tmp:
                 for which in ("first", "second"):
                     log(f"[cache] {a} budget {budget}, {args.seeds} seeds: {which} run ...")
-                    spec = dict(kind="cache", algo_name=a, options=options.get(a, {}),
-                                problem_name=args.seeds_problem, budget=budget,
-                                seeds=args.seeds, cache_dir=os.path.join(tmp, "cache"),
-                                out=os.path.join(tmp, which), x64=args.x64)
-                    r = dict(run_cell(spec, args.timeout_per_cell, env), algo=a, budget=budget,
+                    r = cell(dict(kind="cache", algo_name=a, problem_name=args.seeds_problem,
+                                  budget=budget, seeds=args.seeds,
+                                  cache_dir=os.path.join(tmp, "cache"),
+                                  out=os.path.join(tmp, which)), algo=a, budget=budget,
                              which=which)
-                    if "error" in r:
-                        log(r.get("stderr", ""))
-                    else:
+                    if "error" not in r:
                         log(f"    run {fmt_time(r['run_wall'])}, compiling "
                             f"{fmt_time(r['compile'])} (process {r['wall']:.1f} s)")
                     cache_results.append(r)
@@ -800,13 +685,6 @@ def main(argv=None) -> int:
                        f"{r['which']} | {fmt_time(r['run_wall'])} | "
                        f"**{fmt_time(r['compile'])}** | {r['wall']:.1f} s | "
                        f"{r['cache_entries']} |")
-    notes = sorted({r["note"] for r in step_results + seed_results if r.get("note")})
-    import ntkbo
-
-    notes += [f"`{a}` is not available in this checkout (`ntkbo.algorithms.names()`: "
-              f"{', '.join(ntkbo.algorithms.names())})." for a in missing]
-    if notes:
-        out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
     print("\n".join(out))
 
     if args.json:
@@ -816,12 +694,6 @@ def main(argv=None) -> int:
                       indent=1)
         log(f"wrote {args.json}")
     return 0
-
-
-def _capacity(n: int) -> int:
-    from ntkbo import data as D
-
-    return D.next_capacity(n + 1)
 
 
 def _load(load) -> str:

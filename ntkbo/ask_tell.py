@@ -820,7 +820,20 @@ def load(path: str | os.PathLike, algo: Algorithm, bounds) -> Study:
     ``ntkbo.space.Space``, if it has one. ``load`` refuses a different algorithm, a different option
     or different bounds with a ``ValueError`` naming each field that differs and both values
     (``gp_ucb`` and ``gp(acquisition="ucb")`` are the same algorithm).
+
+    A study started on a search space (``ntkbo.space.start``) is resumed with
+    ``ntkbo.space.load(path, algo)``, which restores the space; passing the ``Space`` (or no
+    bounds, ``None``) here is refused with a ``ValueError`` that says so. Its unit box
+    (``space.bounds``) is accepted, and the saved space comes back with the study.
     """
+    if isinstance(bounds, Space) or bounds is None:
+        spaced = _saved_space(path, _read_payload(path)) is not None
+        given = "a Space" if isinstance(bounds, Space) else "None"
+        raise ValueError(
+            f"bounds: expected the (2, d) box the study was started on, got {given}"
+            + (f"; {path} is a study on a search space: resume it with "
+               "ntkbo.space.load(path, algo), which restores its space" if spaced or
+               isinstance(bounds, Space) else ""))
     bounds = check_bounds(bounds)
     payload = _read_payload(path)
     fmt = payload.get("format")

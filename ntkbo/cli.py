@@ -2,8 +2,9 @@
 
 ``ntkbo run --algo neural_bo --problem ackley --dim 10 --budget 100 --seeds 4`` runs the seeds in
 blocks (``--block``; ``jax.vmap`` within a block), in chunks so that a progress bar can show the
-best value so far (``best=``: the best noise-free value of all the seeds run so far, so it never
-rises), then writes ``results.json`` (every evaluated point and value, per seed, plus
+best value so far (``best over seeds=``: the best noise-free value of all the seeds run so far,
+so it never rises; the printed summary shows it again, labelled the same, beside the mean over
+seeds of each seed's best), then writes ``results.json`` (every evaluated point and value, per seed, plus
 the summary and what rebuilds the run) and ``best_so_far.png`` (the best noise-free value against
 evaluations, mean and standard error across seeds).
 
@@ -11,6 +12,10 @@ evaluations, mean and standard error across seeds).
 ``algo``, ``problem``, ``budget``, ... and an ``[options]`` table of algorithm options); flags
 given on the command line override the file, ``--set`` overrides single options, and an unknown
 key is an error naming it.
+
+**Stopping.** ``Ctrl-C`` or ``SIGTERM`` on ``run``, ``demo``, ``bench`` or ``coco`` prints one
+line, what was kept and the command that resumes or re-runs it, and exits 130 (143 for
+``SIGTERM``); finished cells and a previous ``results.json`` stay whole (``main``).
 
 **Precision.** ``run`` and ``bench`` both run in float64 unless ``--dtype float32`` says otherwise
 (``DEFAULT_DTYPE``; each ``--help`` states it): every committed study of a shipped spec
@@ -318,12 +323,16 @@ def summarise(f: np.ndarray, optimum: float | None) -> dict:
     """Per-evaluation mean and standard error across seeds of the best noise-free value so far.
 
     ``f`` is ``(seeds, budget)``. The standard error is ``sd / sqrt(seeds)`` (0 for one seed).
+    ``final_best_mean`` and ``final_best_se``: the mean and standard error over seeds of each
+    seed's best value; ``final_best_min``: the best value of all the seeds together (the progress
+    bar's ``best over seeds``).
     """
     best = np.fmin.accumulate(f, axis=1)  # a failed evaluation (NaN) does not reset the curve
     s = best.shape[0]
     se = best.std(axis=0, ddof=1) / np.sqrt(s) if s > 1 else np.zeros(best.shape[1])
     out = {"best_so_far_mean": best.mean(0).tolist(), "best_so_far_se": se.tolist(),
-           "final_best_mean": float(best[:, -1].mean()), "final_best_se": float(se[-1])}
+           "final_best_mean": float(best[:, -1].mean()), "final_best_se": float(se[-1]),
+           "final_best_min": float(np.fmin.reduce(best[:, -1]))}
     if optimum is not None:
         regret = best - optimum
         out["final_regret_mean"] = float(regret[:, -1].mean())
@@ -476,7 +485,7 @@ def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, prob
             bar.update(finished + progress.done * progress.f.shape[0] - bar.n)
             if progress.f.size:  # NaN, a failed evaluation, is skipped
                 best = np.fmin(best, np.fmin.reduce(progress.f, axis=None))
-            bar.set_postfix(best=f"{best:.4g}")
+            bar.set_postfix({BAR_STATISTIC: f"{best:.4g}"})
             last = progress
         if last is None:
             raise RuntimeError(f"loop.minimize_chunks yielded nothing for seeds {b}:{b + block}")
@@ -542,16 +551,42 @@ def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, prob
     return record
 
 
+#: The statistic ``ntkbo run``'s progress bar shows, as its label there: the best noise-free
+#: value of all the seeds run so far (it never rises). The printed summary shows it too, in the
+#: row of the same name, beside the mean over seeds of each seed's best.
+BAR_STATISTIC = "best over seeds"
+
+#: The width of the labels of ``ntkbo run``'s printed summary.
+SUMMARY_WIDTH = 42
+
+
+def summary_rows(rec: dict) -> list[tuple[str, str]]:
+    """The rows (label, value) of ``ntkbo run``'s printed summary of the record ``rec``, each label
+    naming its statistic: the best value of all seeds together (``BAR_STATISTIC``, where the
+    progress bar ended), the mean and standard error over seeds of each seed's best, and with a
+    known optimum that optimum and the mean over seeds of the final simple regret."""
+    s = rec["summary"]
+    n = len(rec["runs"])
+    best = s.get("final_best_min")
+    if best is None:  # a record written before the summary kept it
+        best = min((min(r["f"], default=np.inf) for r in rec["runs"]), default=np.nan)
+    rows = [(f"{BAR_STATISTIC} (as the progress bar)", f"{best:.6g}"),
+            (f"each seed's best, mean +- se over {n} seed{'s' * (n != 1)}",
+             f"{s['final_best_mean']:.6g} +- {s['final_best_se']:.2g}")]
+    if rec["optimum"] is not None:
+        rows += [("known optimum", f"{rec['optimum']:.6g}"),
+                 ("final simple regret, mean over seeds", f"{s['final_regret_mean']:.4g}")]
+    return rows
+
+
 def _print_summary(rec: dict, out: str | None) -> None:
     s = rec["summary"]
     seeds = (f"{rec['seeds']} seeds" if rec.get("seed_index") is None
              else f"seed {rec['seed_index']} of {rec['seeds']}")
     print(f"\n{rec['algorithm']} on {rec['problem']} (d={rec['dim']}), budget {rec['budget']}, "
           f"{seeds}, {rec['wall_time_s']:.1f} s")
-    print(f"  best value found: {s['final_best_mean']:.6g} +- {s['final_best_se']:.2g} (mean +- se)")
-    if rec["optimum"] is not None:
-        print(f"  known optimum:    {rec['optimum']:.6g}   final simple regret "
-              f"{s['final_regret_mean']:.4g}")
+    for label, value in summary_rows(rec):
+        print(f"  {label:<{SUMMARY_WIDTH}}  {value}")
     if rec.get("n_constraints"):
         print(f"  {rec['n_constraints']} constraints: feasible point found in "
               f"{sum(s['found_feasible'])}/{rec['seeds']} seeds; best positive regret plus "
@@ -622,41 +657,312 @@ def _list() -> None:
         print(f"  {name:<{w}}  {dims}")
 
 
-def _list_options(name: str) -> int:
-    """``ntkbo list --options NAME``: ``option = default  meaning`` per option, the meaning the
-    first sentence of the option's entry in the factory's docstring (``option_meanings``), or
-    "(undocumented)"; exit 2 naming ``--options`` for an unknown name."""
+#: Options that an algorithm reads only under other options' values: registry name of the
+#: factory (``ntkbo.algorithms.<factory>``) -> option -> the conditions under which it is read,
+#: each ``(the option it depends on, the values under which it is read)``, all to hold.
+#: ``ntkbo list --options`` marks such an option inert when the algorithm's defaults (a
+#: registered partial's own, e.g. ``gp_ucb``'s ``acquisition="ucb"``) fail a condition;
+#: ``tests/test_options_help.py`` checks each entry against behaviour (changing the option under
+#: the defaults leaves a run's program unchanged, under activating values it does not).
+_KERNEL_ACQUISITION = {
+    "beta": [("acquisition", ("ucb",))],
+    "xi": [("acquisition", ("ei", "logei", "pi", "cei"))],
+    "search.log_ei": [("acquisition", ("ei", "cei"))],
+    "search.num_ts_candidates": [("acquisition", ("ts",))],
+}
+_FIT_ON = [("fit.enabled", (True,))]
+ACTIVE_ONLY_WITH = {
+    "neural_bo": {f"search.{f}": [("thompson", ("pathwise",))]
+                  for f in ("num_restarts", "num_steps", "method")},
+    "gp": {**_KERNEL_ACQUISITION, "fit.learning_rate": [("fit.method", ("adam",))]},
+    "ntk_gp": {**_KERNEL_ACQUISITION,
+               **{f"fit.{f}": _FIT_ON for f in ("method", "num_steps", "refit_until",
+                                                "refit_ratio")},
+               "fit.learning_rate": _FIT_ON + [("fit.method", ("adam",))]},
+}
+
+
+def _factory_name(name: str) -> str:
+    """The name of the factory function behind registered algorithm ``name`` (``gp`` for
+    ``gp_ucb``, a partial of it)."""
+    from ntkbo.algorithms import _FACTORIES
+
+    f = _FACTORIES[name]
+    f = getattr(f, "__wrapped__", f)
+    return getattr(getattr(f, "func", f), "__name__", name)
+
+
+def _lookup(defaults: dict, option: str):
+    """The value of ``option`` (``part.field`` for a part's field) in ``defaults``."""
+    if "." in option:
+        part, field = option.split(".", 1)
+        return (defaults.get(part) or {}).get(field)
+    return defaults.get(option)
+
+
+def inert_options(name: str, defaults: dict | None = None) -> dict:
+    """The options of algorithm ``name`` that do nothing under ``defaults`` (default: its own,
+    ``ntkbo.algorithms.defaults``): option -> why, e.g. ``{"search.num_steps": 'read only with
+    thompson="pathwise"'}`` (``ACTIVE_ONLY_WITH``)."""
+    import ntkbo
+
+    rules = ACTIVE_ONLY_WITH.get(_factory_name(name), {})
+    if not rules:
+        return {}
+    defaults = ntkbo.algorithms.defaults(name) if defaults is None else defaults
+    out = {}
+    for option, conditions in rules.items():
+        if not all(_lookup(defaults, on) in values for on, values in conditions):
+            out[option] = "read only with " + " and ".join(
+                f"{on}={values[0]!r}" if len(values) == 1 else f"{on} in {values!r}"
+                for on, values in conditions)
+    return out
+
+
+def _balanced(text: str) -> str:
+    """The content of the parenthesis that opens ``text``."""
+    end = _parenthesis_end(text)
+    return text[1:end - 1]
+
+
+def _part_notes(entry: str, defaults: dict) -> dict:
+    """What a factory's ``Args:`` entry for a part says of the default value of each field of
+    ``defaults`` (field -> default) beyond the part's own docstring: the text after the field's
+    name outside parentheses (``W_std`` (``"paper"``: ...)`` gives the parenthesis' content,
+    ``optimizer`` ``"gd"`` (default, paper), ...`` the text up to the next field or ``;``),
+    kept only where it starts with that default (``"paper"``, ``None``, ``True``): what the
+    value the algorithm takes means for it."""
+    depth, level = 0, []
+    for ch in entry:
+        depth += (ch == "(") - (ch == ")")
+        level.append(depth)
+    spots = []
+    for f in defaults:
+        m = next((m for m in re.finditer(rf"``{re.escape(f)}``", entry)
+                  if level[m.start()] == 0), None)
+        if m:
+            spots.append((m.start(), m.end(), f))
+    spots.sort()
+    out = {}
+    for i, (_, end, f) in enumerate(spots):
+        stop = spots[i + 1][0] if i + 1 < len(spots) else len(entry)
+        rest = entry[end:stop].strip()
+        if rest.startswith("("):
+            note = _balanced(rest)
+        else:
+            depth, cut = 0, len(rest)
+            for j, ch in enumerate(rest):
+                depth += (ch in "([") - (ch in ")]")
+                if ch == ";" and depth == 0:
+                    cut = j
+                    break
+            note = rest[:cut]
+        note = plain(" ".join(note.split())).strip(" ,;.")
+        note = re.sub(r"(,|;)?\s*(and|or|also|with)$", "", note).strip(" ,;")
+        value = defaults[f]
+        shown = f'"{value}"' if isinstance(value, str) else repr(value)
+        if note.startswith(shown) and note != shown:
+            out[f] = note
+    return out
+
+
+def option_rows(name: str) -> list[tuple[str, str, str, str]]:
+    """``ntkbo list --options NAME``'s rows: ``(option, default, meaning, inert)`` per option of
+    algorithm ``name`` in the factory's order, a part's fields as ``part.field``. ``meaning``: the
+    first sentence of the option's ``Args:`` entry in the factory's docstring (``option_meanings``)
+    or, for a part's field, of the field's entry in the part's docstring (``ntkbo.parts``)
+    followed by what the factory's entry for the part says of it (its values: ``W_std="paper"``);
+    ``"(undocumented)"`` if neither says anything. ``inert``: why the option does nothing under
+    the defaults (``inert_options``), else ``""``. ``ValueError`` naming ``name`` if unknown."""
     import inspect
 
     import ntkbo
-
-    try:
-        defaults = ntkbo.algorithms.defaults(name)
-    except (ValueError, TypeError) as err:
-        print(f"ntkbo list: error: --options: {err}", file=sys.stderr)
-        return 2
     from ntkbo.algorithms import _FACTORIES
     from ntkbo.parts import PARTS
 
+    defaults = ntkbo.algorithms.defaults(name)
+    inert = inert_options(name, defaults)
     # the factory's order; a required option (PINN-BO's pde, which the problem supplies) shown
     params = inspect.signature(_FACTORIES[name]).parameters
     order = [k for k in params if k in defaults or params[k].default is inspect.Parameter.empty]
     meanings = option_meanings(name)
+    inner = getattr(_FACTORIES[name], "__wrapped__", _FACTORIES[name])
+    entries, _ = _args_entries(inspect.getdoc(getattr(inner, "func", inner)) or "")
     rows = []
     for opt in order + [k for k in defaults if k not in order]:
         value = defaults.get(opt, inspect.Parameter.empty)
         if opt in PARTS and isinstance(value, dict):  # a part: one row per field it reads
             fields, _ = _args_entries((inspect.getdoc(PARTS[opt]) or "").replace(
                 "Attributes:", "Args:"))
+            notes = _part_notes(entries.get(opt, ""), value)
             for f, v in value.items():
-                rows.append((f"{opt}.{f} = {v!r}", plain(first_sentence(fields.get(f, "")))
-                             or "(undocumented)"))
+                text = plain(first_sentence(fields.get(f, "")))
+                if f in notes:
+                    text = (text + " " if text else "") + f"Here: {notes[f]}."
+                key = f"{opt}.{f}"
+                rows.append((key, repr(v), text or "(undocumented)", inert.get(key, "")))
             continue
         shown = "(required)" if value is inspect.Parameter.empty else repr(value)
-        rows.append((f"{opt} = {shown}", meanings.get(opt, "(undocumented)")))
-    w = min(max(len(a) for a, _ in rows), 40)
-    for a, b in rows:
-        print(f"{a:<{w}}  {b}")
+        rows.append((opt, shown, meanings.get(opt, "(undocumented)"), inert.get(opt, "")))
+    return rows
+
+
+def _list_options(name: str, markdown: bool = False) -> int:
+    """``ntkbo list --options NAME``: ``option = default  meaning`` per option (``option_rows``),
+    an inert one marked ``[inert under these defaults: read only with ...]``; with ``markdown`` the
+    table of the algorithm pages (``options_markdown``). Exit 2 naming ``--options`` for an
+    unknown name."""
+    try:
+        rows = option_rows(name)
+    except (ValueError, TypeError) as err:
+        print(f"ntkbo list: error: --options: {err}", file=sys.stderr)
+        return 2
+    if markdown:
+        print(options_markdown(name), end="")
+        return 0
+    w = min(max(len(f"{a} = {b}") for a, b, _, _ in rows), 40)
+    for opt, default, meaning, inert in rows:
+        mark = f" [inert under these defaults: {inert}]" if inert else ""
+        print(f"{opt + ' = ' + default:<{w}}  {meaning}{mark}")
+    return 0
+
+
+def _md_cell(text: str) -> str:
+    """``text`` for a Markdown table cell: ``|``, ``*`` and ``_`` escaped (``W_2``, ``**kwargs``
+    stay as written)."""
+    return text.replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+
+
+def options_markdown(name: str) -> str:
+    """The options table of algorithm ``name`` as its page in ``docs/algorithms/`` carries it,
+    from ``option_rows`` (the same source as ``ntkbo list --options``): one row per option with
+    its default and meaning, an inert one marked; ``tests/test_options_help.py`` checks that the
+    pages hold exactly this text."""
+    lines = [f"Every option of `{name}` (`ntkbo list --options {name}` prints the same):", "",
+             "| option | default | meaning |", "|---|---|---|"]
+    for opt, default, meaning, inert in option_rows(name):
+        mark = f" *Inert under these defaults: {inert}.*" if inert else ""
+        lines.append(f"| `{opt}` | `{_md_cell(default)}` | {_md_cell(meaning)}{mark} |")
+    presets = preset_rows(name)
+    if presets:
+        lines += ["", f"Presets (`ntkbo list --presets {name}`; `preset=NAME`):", ""]
+        lines += [f"- `{p}`: {_md_cell(text)}" for p, text in presets]
+    return "\n".join(lines) + "\n"
+
+
+#: The factories whose options table (``options_markdown``) each page of ``docs/algorithms/``
+#: carries (a page's other registered names are partials of these or, for
+#: ``constrained_ei.md``, ``gp``'s and ``ntk_gp``'s ``acquisition="cei"``, tabled on
+#: ``gp_bo.md``). ``tests/test_options_help.py`` checks that every registered algorithm's factory
+#: is here and that each page holds its tables as ``write_option_pages`` writes them.
+OPTION_PAGES = {"go_ucb.md": ("go_ucb",), "gp_bo.md": ("gp", "ntk_gp"),
+                "neural_bo.md": ("neural_bo",), "neural_cbo.md": ("neural_cbo",),
+                "neural_greedy.md": ("neural_greedy",), "neural_linear.md": ("neural_linear",),
+                "neural_ucb.md": ("neural_ucb", "neural_ts"),
+                "pinn_bo.md": ("pinn_bo", "pinn_ntk_gp"), "random_search.md": ("random_search",),
+                "sto_bnts.md": ("sto_bnts", "sto_bnts_linear")}
+
+#: The lines around the generated options tables of an algorithm page.
+OPTIONS_BEGIN = ("<!-- generated by ntkbo.cli.write_option_pages from the factories' docstrings "
+                 "(ntkbo list --options NAME): edit those, not this -->")
+OPTIONS_END = "<!-- end of the generated options -->"
+
+
+def option_pages_block(page: str) -> str:
+    """The generated block of ``docs/algorithms/<page>``: ``OPTIONS_BEGIN``, the options table of
+    each factory ``OPTION_PAGES`` assigns to the page, ``OPTIONS_END``."""
+    tables = "\n".join(options_markdown(name) for name in OPTION_PAGES[page])
+    return f"{OPTIONS_BEGIN}\n\n{tables}\n{OPTIONS_END}\n"
+
+
+def write_option_pages(folder: str) -> list[str]:
+    """Writes the generated options block (``option_pages_block``) into each page of
+    ``OPTION_PAGES`` in ``folder`` (``docs/algorithms``): in place of the block already there,
+    else as a ``### Options`` subsection ending the page's section before ``## Cost per step``.
+    Returns the pages rewritten."""
+    done = []
+    for page in OPTION_PAGES:
+        path = os.path.join(folder, page)
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        block = option_pages_block(page)
+        if OPTIONS_BEGIN in text:
+            start = text.index(OPTIONS_BEGIN)
+            end = text.index(OPTIONS_END, start) + len(OPTIONS_END) + 1
+            new = text[:start] + block + text[end:]
+        else:
+            at = text.index("## Cost per step")
+            head = "" if "### Options" in text[:at] else "### Options\n\n"
+            new = text[:at] + head + block + "\n" + text[at:]
+        if new != text:
+            files.atomic_write(path, new.encode("utf-8"))
+            done.append(path)
+    return done
+
+
+def _preset_notes(name: str) -> dict:
+    """Preset -> the first sentence of its bullet (``* ``"NAME"``: text``) in the ``#:`` comment
+    above the ``PRESETS`` (or ``PRESETS_BY_NAME``) table of the module behind ``name``."""
+    import inspect
+
+    from ntkbo.algorithms import _FACTORIES
+
+    f = _FACTORIES[name]
+    f = getattr(f, "__wrapped__", f)
+    module = sys.modules.get(getattr(getattr(f, "func", f), "__module__", ""))
+    try:
+        lines = inspect.getsource(module).splitlines() if module else []
+    except (OSError, TypeError):
+        return {}
+    out: dict = {}
+    for i, line in enumerate(lines):
+        if not re.match(r"(PRESETS|PRESETS_BY_NAME)\s*(:.*)?=", line):
+            continue
+        j = i
+        while j > 0 and lines[j - 1].startswith("#:"):
+            j -= 1
+        comment = "\n".join(ln[2:].strip() for ln in lines[j:i])
+        for m in re.finditer(r"^\*\s+``\"(\w+)\"``(?:\s*\([^)]*\))?:\s*(.*?)(?=^\*\s|\Z)", comment,
+                             re.S | re.M):
+            out.setdefault(m.group(1), plain(first_sentence(m.group(2))))
+    return out
+
+
+def preset_rows(name: str) -> list[tuple[str, str]]:
+    """``ntkbo list --presets NAME``'s rows: ``(preset, line)`` per preset of algorithm ``name``
+    (``ntkbo.algorithms.presets``), the line the first sentence of the preset's entry in its
+    module's comment, then how many options it changes from the defaults
+    (``ntkbo.algorithms.preset_differences``) and its initial design (``design``)."""
+    import ntkbo
+
+    notes = _preset_notes(name)
+    rows = []
+    for preset in ntkbo.algorithms.presets(name):
+        n = len(ntkbo.algorithms.preset_differences(name, preset))
+        n_init = ntkbo.algorithms.design(name, preset)
+        extra = f"{n} option{'s' * (n != 1)} changed from the defaults" + (
+            f", {n_init} initial points" if n_init is not None else "")
+        text = notes.get(preset, "")
+        rows.append((preset, f"{text} ({extra})" if text else f"({extra})"))
+    return rows
+
+
+def _list_presets(name: str) -> int:
+    """``ntkbo list --presets NAME``: one line per preset (``preset_rows``), or a line saying it
+    has none; exit 2 naming ``--presets`` for an unknown name."""
+    import ntkbo
+
+    if name not in ntkbo.algorithms.names():
+        print(f"ntkbo list: error: --presets: unknown algorithm {name!r}; choose one of: "
+              f"{', '.join(ntkbo.algorithms.names())}", file=sys.stderr)
+        return 2
+    rows = preset_rows(name)
+    if not rows:
+        print(f"{name} has no presets")
+        return 0
+    w = max(len(p) for p, _ in rows)
+    for p, text in rows:
+        print(f"{p:<{w}}  {text}")
     return 0
 
 
@@ -878,7 +1184,12 @@ def build_parser() -> argparse.ArgumentParser:
     ls = add("list", "list algorithms and problems, or one algorithm's options")
     ls.add_argument("--options", metavar="ALGO", default=None,
                     help="print every option of ALGO with its default and meaning (the first "
-                    "sentence of its entry in the factory's docstring)")
+                    "sentence of its entry in the factory's docstring), marking those inert under "
+                    "the defaults")
+    ls.add_argument("--presets", metavar="ALGO", default=None,
+                    help="print the presets of ALGO (preset=NAME), one line each")
+    ls.add_argument("--markdown", action="store_true",
+                    help="with --options: the table the algorithm's documentation page carries")
     c = add("coco", "an algorithm on the COCO/BBOB suite through cocoex (the coco "
                        "extra); writes cocoex's folder, ntkbo_runs.npz and coco_report.md")
     c.add_argument("--algo", required=True)
@@ -929,11 +1240,157 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The commands that run algorithms, which ``main`` stops cleanly on ``Ctrl-C`` or ``SIGTERM``.
+LONG_COMMANDS = ("run", "demo", "bench", "coco")
+
+#: ``main``'s exit status after ``Ctrl-C`` (``SIGINT``) and after ``SIGTERM``: 128 plus the
+#: signal's number, what a shell reports for a process the signal killed.
+EXIT_INTERRUPTED = {"SIGINT": 130, "SIGTERM": 143}
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by ``main``'s ``SIGTERM`` handler, so that a terminated command
+    unwinds like an interrupted one: locks released, temporary files removed, one line said."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Runs the ``ntkbo`` command ``argv`` (default ``sys.argv[1:]``); returns the exit status.
+
+    ``Ctrl-C`` (``KeyboardInterrupt``) or ``SIGTERM`` during ``run``, ``demo``, ``bench`` or
+    ``coco`` prints one line on stderr, saying what was kept and the command that resumes (or
+    re-runs) it, and returns ``EXIT_INTERRUPTED`` (130, or 143 for ``SIGTERM``). What finished
+    stays: every file is written whole or not at all (``ntkbo.files.atomic_write``), so a study's
+    finished cells and a previous ``results.json`` are intact; ``coco`` saves the problems it
+    finished first. ``SIGTERM``'s handler is installed only for these commands, and only while
+    they run in the main thread; the previous handler is restored."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "float32", False) and getattr(args, "dtype", None) == "float64":
         parser.error("--float32 contradicts --dtype float64; give one of them")
+    if args.command not in LONG_COMMANDS:
+        return _main(parser, args, argv)
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    before = _kept_state(args)
+    try:
+        return _main(parser, args, argv)
+    except KeyboardInterrupt as stop:
+        _close_progress_bars()
+        name = "SIGTERM" if isinstance(stop, Terminated) else "SIGINT"
+        how = "terminated (SIGTERM)" if name == "SIGTERM" else "interrupted"
+        command = " ".join(["ntkbo", *map(_quote, sys.argv[1:] if argv is None else argv)])
+        print(f"ntkbo {args.command}: {how}; {_kept_line(args, before, command)}",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED[name]
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _quote(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def _close_progress_bars() -> None:
+    """Closes the progress bars an interruption left open (tqdm's live instances), so that each
+    ends its line before the one line ``main`` prints."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # a bar half torn down: its line is not worth a traceback
+            pass
+
+
+def _run_out(args) -> str | None:
+    """The output folder of ``ntkbo run`` as given (flag, else ``--config``, else default)."""
+    if args.out is not None:
+        return args.out or None
+    try:
+        file = read_config(args.config) if args.config else {}
+    except ValueError:
+        return None
+    return file.get("out", CONFIG_KEYS["out"]) or None
+
+
+def _kept_state(args) -> dict:
+    """What a long command's output folder holds before it starts, for ``_kept_line``: the
+    ``os.stat`` of ``run``'s ``results.json`` (``None`` if absent) and the number of finished cells
+    of a ``bench`` folder."""
+    if args.command == "run":
+        out = _run_out(args)
+        path = None if out is None else os.path.join(out, "results.json")
+        try:
+            st = None if path is None else os.stat(path)
+        except OSError:
+            st = None
+        return {"path": path, "stat": None if st is None else (st.st_ino, st.st_mtime_ns)}
+    if args.command == "bench":
+        from ntkbo.experiments import store
+
+        return {"cells": len(store.list_cells(args.out))}
+    return {}
+
+
+def _kept_line(args, before: dict, command: str) -> str:
+    """The line ``main`` prints after an interruption: what was kept, and the command that resumes
+    or re-runs it."""
+    if args.command == "bench":
+        from ntkbo.experiments import store
+
+        n = len(store.list_cells(args.out))
+        new = n - before.get("cells", 0)
+        cells = os.path.join(args.out, "cells")
+        return (f"{n} finished cell{'' if n == 1 else 's'} kept in {cells} ({new} new, none "
+                f"lost); resume with: {command}")
+    if args.command == "run":
+        path = before.get("path")
+        if path is None:
+            return f"nothing was written (no --out); run again: {command}"
+        try:
+            st = os.stat(path)
+            now = (st.st_ino, st.st_mtime_ns)
+        except OSError:
+            now = None
+        if now is None:
+            kept = f"nothing was written to {path}"
+        elif now == before.get("stat"):
+            kept = f"{path} from the previous run left as it was"
+        else:
+            kept = f"{path} was written whole (its plot may be missing)"
+        return f"{kept}; a run does not resume, run again: {command}"
+    if args.command == "coco":
+        from ntkbo.experiments import coco
+
+        out = args.out or os.path.join("runs", "coco", args.algo)
+        try:
+            runs = coco.read_runs(out)
+            n = sum(len(d["function"]) for d in runs["dims"].values())
+        except (ValueError, OSError):
+            n = 0
+        path = os.path.join(out, coco.RUNS_FILE)
+        kept = (f"{n} finished problem{'' if n == 1 else 's'} kept in {path} (marked "
+                f"incomplete; ntkbo coco-report {out} reads them)" if n else
+                "no problem finished, nothing kept")
+        return (f"{kept}; a COCO run does not resume (cocoex starts a new folder): run again "
+                f"with a new --out: {command}")
+    return (f"a demo starts afresh, replacing the cells in {os.path.join(args.out, 'cells')}; "
+            f"run again: {command}")
+
+
+def _main(parser, args, argv) -> int:
+    """``main`` after parsing the arguments."""
     if args.command in ("run", "demo", "bench", "coco"):
         from ntkbo.lapack_threads import configure_blas_threads
 
@@ -961,7 +1418,9 @@ def main(argv: list[str] | None = None) -> int:
         return _summary(args.dirs)
 
     if args.command == "list" and args.options:
-        return _list_options(args.options)
+        return _list_options(args.options, args.markdown)
+    if args.command == "list" and args.presets:
+        return _list_presets(args.presets)
     if args.command == "list":
         _list()
         return 0

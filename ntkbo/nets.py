@@ -403,7 +403,7 @@ def train_member(apply_fn: ApplyFn, theta0: Params, theta0p: Params, z: Array, y
     linearisation at ``theta_0`` however long it is trained: the gap is its finite-width
     nonlinearity, what Algorithm 1 adds over Algorithm 2 (the paper credits it for STO-BNTS
     beating STO-BNTS-Linear, Section 5.2, Figs. 2a and 2c); the measurements are in
-    docs/decisions.md (2026-11-24, ``benchmarks/sto_convergence.py``).
+    docs/decisions.md (2026-11-24).
 
     * ``"levenberg_marquardt"``, in the dual (``N x N``) form. At ``theta_k`` with Jacobian ``J``
       (``N x p``) of ``f~``, residual ``r = y~ - f~(X; theta_k)`` and ``e = theta_k - theta_0``,

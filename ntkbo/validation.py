@@ -323,11 +323,20 @@ def check_problem(problem, name: str = "problem") -> None:
     fn = getattr(problem, "fn", None)
     bounds = getattr(problem, "bounds", None)
     if not callable(fn) or bounds is None:
+        if isinstance(problem, str):
+            write = (f"a registered problem by name is ntkbo.benchmarks.get({problem!r}) (dim=... "
+                     "for those of any dimension); your own is ntkbo.benchmarks.Problem(name=..., "
+                     "fn=..., bounds=...)")
+        elif callable(problem):
+            write = ("a function needs its bounds: ntkbo.benchmarks.Problem(name=\"mine\", "
+                     "fn=f, bounds=jnp.array([lower, upper])) for a JAX function of one point "
+                     "x (d,) -> (), ntkbo.benchmarks.numpy_problem(f, bounds) for a numpy one")
+        else:
+            write = ("build one with ntkbo.benchmarks.Problem(name=..., fn=..., bounds=...) or "
+                     "ntkbo.benchmarks.numpy_problem(fn, bounds)")
         raise ValueError(
             f"{name} must be an ntkbo.benchmarks.Problem (or have a callable fn and bounds), got "
-            f"{type(problem).__name__} {_short(problem)}; build one with "
-            "ntkbo.benchmarks.Problem(name=..., fn=..., bounds=...) or "
-            "ntkbo.benchmarks.numpy_problem(fn, bounds)")
+            f"{type(problem).__name__} {_short(problem)}; {write}")
     if not (hasattr(bounds, "shape") and hasattr(bounds, "dtype")):
         raise ValueError(f"{name}.bounds must be an array of shape (2, d) (jax.numpy.asarray of "
                          f"the lower and upper rows), got a {type(bounds).__name__}")

@@ -35,7 +35,7 @@ LEVEL = 0.05
 
 def protocol_keys(start: int = REPORTING_KEYS.start):
     """The protocol's keys: ``PRNGKey(start + i)``, ``i < SEEDS``; by default the reporting range's
-    ``PRNGKey(100000 + i)`` (``benchmarks/beats_random_tuning.py`` passes the tuning range's)."""
+    ``PRNGKey(100000 + i)`` (a tuning rule passes the tuning range's)."""
     return jnp.stack([jax.random.PRNGKey(start + i) for i in range(SEEDS)])
 
 

@@ -40,7 +40,7 @@ def test_run_writes_results_that_match_minimize(tmp_path, capsys):
     assert rec["resolved_options"] == {
         k: p.default for k, p in inspect.signature(ntkbo.algorithms.random_search).parameters.items()}
     printed = capsys.readouterr().out
-    assert "best value found" in printed and "known optimum" in printed
+    assert cli.BAR_STATISTIC in printed and "known optimum" in printed
 
 
 def test_bad_names_exit_with_a_clear_error(capsys):
@@ -132,9 +132,12 @@ def test_list_options_prints_every_default_and_meaning(capsys):
     rows = {ln.split()[0]: ln for ln in lines}
     assert rows["features"].endswith('"static" (paper: g(x; theta_0)) or "dynamic" '
                                      '(g(x; theta_t)).')
-    assert rows["search.num_steps"].endswith("ascent steps per refined candidate.")
-    assert rows["training.penalty"].endswith("the penalty's coefficient (None: the algorithm's "
-                                             "lam).")
+    assert rows["search.num_steps"].endswith(
+        "ascent steps per refined candidate. [inert under these defaults: read only with "
+        "thompson='pathwise']")  # the mark: tests/test_options_help.py
+    # the part's own sentence, then what the factory's entry says of the default (None)
+    assert ("the penalty's coefficient (None: the algorithm's lam). Here: None: lam, the paper's "
+            in rows["training.penalty"])
     assert "`" not in "\n".join(lines)
     assert cli.main(["list", "--options", "pinn_bo"]) == 0
     assert capsys.readouterr().out.startswith("pde = (required)")
@@ -227,18 +230,22 @@ def test_one_default_dtype_resumes_a_study(tmp_path, capsys):
 
 
 def test_progress_bar_shows_the_best_of_all_seeds(monkeypatch):
-    """The bar's ``best=`` is the best noise-free value of every seed run so far: it never rises
-    and ends at the run's best. Mutation caught: the former mean over the current block's seeds
-    of each seed's best (on CPU one seed per block: it restarts at every seed and ends at the
-    last seed's best). Reuses the first test's compiled programs (same algorithm, budget, chunk)."""
+    """The bar's ``best over seeds=`` is the best noise-free value of every seed run so far: it
+    never rises and ends at the run's best, which the printed summary repeats under the same
+    label, beside the mean over seeds of each seed's best (a row of its own, labelled so).
+    Mutations caught: the former mean over the current block's seeds of each seed's best (on CPU
+    one seed per block: it restarts at every seed and ends at the last seed's best); the summary's
+    former unlabelled mean printed as "best value found" (checked: the bar's row then shows the
+    mean, 3 seeds' mean above their minimum). Reuses the first test's compiled programs (same
+    algorithm, budget, chunk)."""
     import tqdm
 
     shown = []
 
     class Recording(tqdm.tqdm):
-        def set_postfix(self, **kw):
-            shown.append(float(kw["best"]))
-            return super().set_postfix(**kw)
+        def set_postfix(self, *args, **kw):
+            shown.append(float(args[0][cli.BAR_STATISTIC]))
+            return super().set_postfix(*args, **kw)
 
     monkeypatch.setattr(tqdm, "tqdm", Recording)
     rec = cli.run("random_search", "branin", None, 14, 3, 4, None, {}, {}, chunk=4, quiet=True,
@@ -247,6 +254,13 @@ def test_progress_bar_shows_the_best_of_all_seeds(monkeypatch):
     best = min(min(r["f"]) for r in rec["runs"])
     assert shown[-1] == float(f"{best:.4g}")
     assert best < min(rec["runs"][-1]["f"])  # the last seed is not the best: the case that shows
+    assert rec["summary"]["final_best_min"] == best
+    rows = dict(cli.summary_rows(rec))
+    # printed with 6 significant digits: equal after the same rounding
+    assert rows[f"{cli.BAR_STATISTIC} (as the progress bar)"] == f"{best:.6g}"
+    mean = np.mean([min(r["f"]) for r in rec["runs"]])
+    assert mean > best  # the two statistics differ here, so a swapped label shows
+    assert rows["each seed's best, mean +- se over 3 seeds"].startswith(f"{mean:.6g} +- ")
 
 
 def test_demo_compares_against_random_search(tmp_path, capsys):

@@ -336,3 +336,41 @@ def test_a_stopped_run_keeps_its_finished_problems_marked_incomplete(runs, tmp_p
     np.testing.assert_array_equal(rec["dims"][DIM]["x"][0], full["x"][0])
     text = open(coco.report([out])["markdown"]).read()
     assert f"1 of {len(FUNCTIONS)} (**incomplete**" in text
+
+
+def test_ctrl_c_keeps_the_finished_problems_and_says_so(tmp_path, monkeypatch, capsys):
+    # ``ntkbo coco`` stopped by Ctrl-C in its second problem (KeyboardInterrupt where f_opt is
+    # read), long before the periodic save (SAVE_EVERY_S, a minute): exit status 130, one line on
+    # stderr naming the file that kept the first problem and saying a new --out is needed, and the
+    # file holds that problem, marked incomplete.
+    # Catches (checked): ``coco._run`` without its ``except KeyboardInterrupt`` save (no file: the
+    # finished problem is lost); ``cli.main`` without its ``except KeyboardInterrupt``.
+    pytest.importorskip("cocoex", reason="the coco extra is not installed")
+    assert coco.SAVE_EVERY_S >= 30  # the periodic save cannot be what keeps the problem
+    read = coco._fopt_from_dat
+    calls = []
+
+    def stop_on_second(*args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return read(*args)
+
+    monkeypatch.setattr(coco, "_fopt_from_dat", stop_on_second)
+    out = str(tmp_path / "stopped")
+    argv = ["--no-cache", "coco", "--algo", "random_search", "--dims", str(DIM), "--instances",
+            "1", "--functions", ",".join(map(str, FUNCTIONS)), "--budget-multiplier", str(MULT),
+            "--seed", str(SEED), "--out", out]
+    try:
+        assert cli.main(argv) == 130
+    finally:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)  # the session's dtype (conftest)
+    last = capsys.readouterr().err.strip().split("\n")[-1]
+    assert last.startswith("ntkbo coco: interrupted; 1 finished problem kept in "
+                           f"{os.path.join(out, coco.RUNS_FILE)}")
+    assert "with a new --out" in last and last.endswith(" ".join(argv))
+    rec = coco.read_runs(out)
+    assert rec["meta"]["complete"] is False
+    assert list(rec["dims"][DIM]["function"]) == [FUNCTIONS[0]]

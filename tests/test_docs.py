@@ -6,20 +6,21 @@
 - docs/algorithms/index.md lists every registered algorithm (``ntkbo.algorithms.names()``), and
   every registered algorithm has a catalogue page with the sections every page has (paper,
   equation, defaults against the paper, cost per step, when to use it).
-- The hook docs/_ext/links.py finds a broken link between pages and ignores links that leave docs/.
+- mkdocs.yml's nav ends with the development log (Development), apart from the user pages.
 - docs/studies.md has a section for every committed study (a benchmarks/results/ folder with a
   report.md and a spec in benchmarks/specs/), and docs/theory.md one for every check of
   ``theory_checks.CHECKS``.
 
-``mkdocs build --strict`` itself (API pages, anchors, the nav) is .ci/run's third lane.
+``mkdocs build --strict`` itself (API pages, links, anchors, the nav) is .ci/run's third lane, with
+tests/test_docs_site.py (a dead link fails that build).
 """
 
-import importlib.util
 import json
 import pathlib
 import re
 
 import pytest
+import yaml  # PyYAML: a dependency of flax
 from markdown_blocks import blocks, run_python_blocks
 
 import ntkbo
@@ -116,16 +117,23 @@ def test_every_registered_algorithm_has_a_complete_catalogue_page():
         assert "::: ntkbo.algorithms." in found["API"], name
 
 
-def test_links_hook():
-    spec = importlib.util.spec_from_file_location("docs_links", DOCS / "_ext" / "links.py")
-    links = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(links)
-    files = {"index.md", "results.md", "guide/state.md", "api/index.md"}
-    text = ("[a](guide/state.md#x) [b](../benchmarks/README.md) [c](missing.md) [d](api/) "
-            "[e](https://example.org) [f](#here) `[g](nope.md)`\n```\n[h](nope.md)\n```\n")
-    assert links.broken_links(text, "index.md", files) == ["missing.md"]
-    assert links.broken_links("[a](../results.md) [b](state.md) [c](../guide/no.md)",
-                              "guide/keys.md", files) == ["../guide/no.md"]
+def test_development_log_apart_from_the_user_pages():
+    # Catches decisions.md, ci.md or status.md put back among the user sections (as "Decisions"
+    # and "Results > Status" were before 2026-11-29), or a Development section before them.
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    titles = [next(iter(item)) if isinstance(item, dict) else item for item in nav]
+    assert titles[-1] == "Development"
+    dev = {next(iter(p.values())) for p in nav[-1]["Development"]}
+    assert dev == {"decisions.md", "ci.md", "status.md"}
+
+    def pages(entry):
+        if isinstance(entry, str):
+            return [entry]
+        if isinstance(entry, list):
+            return [p for e in entry for p in pages(e)]
+        return [p for v in entry.values() for p in pages(v)]
+
+    assert not dev & set(pages(nav[:-1]))
 
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -167,7 +175,8 @@ def headed_sections(text: str) -> dict:
 
 def test_studies_page_has_a_section_for_every_committed_study():
     """Every study folder (``committed_studies()``: report.md plus a matching spec) has a heading
-    naming the folder in docs/studies.md, and that section links to the folder's report.md. The
+    naming the folder in docs/studies.md, and that section names the folder's report.md (a
+    repository path, not a page of the site: written as code, not as a link). The
     folders come from benchmarks/results/, not from the page, so a new committed study fails this
     test until the page covers it. Mutation caught (checked): the section of
     ``goucb_tuning-cpu`` deleted from docs/studies.md."""
@@ -176,8 +185,8 @@ def test_studies_page_has_a_section_for_every_committed_study():
     found = headed_sections((DOCS / "studies.md").read_text(encoding="utf-8"))
     missing = [s for s in studies if s not in found]
     assert not missing, f"docs/studies.md has no section for {missing}"
-    unlinked = [s for s in studies if f"../benchmarks/results/{s}/report.md" not in found[s]]
-    assert not unlinked, f"docs/studies.md: these sections do not link their report.md: {unlinked}"
+    unnamed = [s for s in studies if f"`benchmarks/results/{s}/report.md`" not in found[s]]
+    assert not unnamed, f"docs/studies.md: these sections do not name their report.md: {unnamed}"
 
 
 def test_theory_page_has_a_section_for_every_check():

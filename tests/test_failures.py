@@ -152,7 +152,7 @@ def test_ei_without_a_successful_evaluation_falls_back_and_says_so(name):
     """Every evaluation so far failed: EI has no incumbent. The prior mean stands in for it, so the
     acquisition is finite (not -inf everywhere, a blind argmax), and info.acq_fallback counts
     the round; after one success the rule is EI again. Catches: the fallback removed (the
-    benchmarks/fuzz.py defect: acq_value -inf in every candidate), the counter missing or stuck."""
+    tests/fuzz.py defect: acq_value -inf in every candidate), the counter missing or stuck."""
     algo = FAMILIES[name]()
     suggest = jax.jit(algo.suggest)
     state = algo.init(jax.random.PRNGKey(0), BRANIN.bounds, 8)

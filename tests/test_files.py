@@ -537,3 +537,53 @@ def test_a_folder_that_cannot_be_locked_is_named(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=f"{tmp_path / 'd' / files.LOCK_NAME}: cannot lock the "
                                          r"folder .*No locks available.*does not support"):
         files.lock_folder(tmp_path / "d")
+
+
+# ---------------------------------------------------------------------------------------------
+# the files a study and a run write
+
+
+def test_every_file_a_study_or_run_writes_follows_the_umask(tmp_path, capsys):
+    """``ntkbo bench`` (cells, ``spec.json``, the log, ``summary.npz``), ``ntkbo report`` (report
+    Markdown and JSON, tables, figures in every format) and ``ntkbo run`` (``results.json``, the
+    plot), run under umask 022 and then 077: every file they leave has mode ``0o666 & ~umask``
+    (readable by others under 022) and every folder ``0o777 & ~umask``. One tiny study (random
+    search twice, 7 evaluations, 2 seeds) per umask; the second reuses the first's compiled programs.
+    Mutation caught (checked): ``atomic_write`` without its ``fchmod`` (the cells, ``spec.json``
+    and the report are then 0o600 under umask 022)."""
+    import jax
+
+    from ntkbo import cli
+
+    spec = tmp_path / "tiny.toml"
+    spec.write_text('name = "tiny"\nbudget = 7\nseeds = 2\nreference = "random_search"\n'
+                    '[[algorithms]]\nname = "random_search"\n[[algorithms]]\nlabel = "random_q2"\n'
+                    'name = "random_search"\n[algorithms.options]\nq = 2\n'
+                    '[[problems]]\nname = "branin"\n')
+    old = os.umask(0o022)
+    try:
+        for mask in (0o022, 0o077):
+            os.umask(mask)
+            root = tmp_path / f"umask{mask:03o}"
+            study, run = str(root / "study"), str(root / "run")
+            assert cli.main(["--no-cache", "bench", str(spec), "--out", study, "--quiet"]) == 0
+            assert cli.main(["report", study]) == 0
+            assert cli.main(["--no-cache", "run", "--algo", "random_search", "--problem",
+                             "branin", "--budget", "6", "--seeds", "2", "--out", run]) == 0
+            kinds, wrong = set(), []
+            for folder, dirs, names in os.walk(root):
+                for d in dirs:
+                    if os.stat(os.path.join(folder, d)).st_mode & 0o777 != 0o777 & ~mask:
+                        wrong.append(os.path.join(folder, d))
+                for n in names:
+                    path = os.path.join(folder, n)
+                    kinds.add(os.path.splitext(n)[1])
+                    if os.stat(path).st_mode & 0o777 != 0o666 & ~mask:
+                        wrong.append(f"{path}: {os.stat(path).st_mode & 0o777:o}")
+            assert not wrong, f"umask {mask:03o}: {wrong}"
+            # every kind of file the three commands write was looked at
+            assert {".npz", ".json", ".jsonl", ".md", ".png", ".pdf", ".csv", ".tex"} <= kinds
+    finally:
+        os.umask(old)
+        jax.config.update("jax_enable_x64", True)  # the session's dtype (conftest)
+    capsys.readouterr()

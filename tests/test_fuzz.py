@@ -1,17 +1,8 @@
-"""The fuzz of ``benchmarks/fuzz.py`` at CI size (runs and abuse cases), and its checkers on known
+"""The fuzz of ``tests/fuzz.py`` at CI size (runs and abuse cases), and its checkers on known
 defects."""
 
-import importlib.util
-import pathlib
-import sys
-
+import fuzz
 import numpy as np
-
-SPEC = importlib.util.spec_from_file_location(
-    "fuzz", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz.py")
-fuzz = importlib.util.module_from_spec(SPEC)
-sys.modules["fuzz"] = fuzz  # its dataclasses look their module up while being defined
-SPEC.loader.exec_module(fuzz)
 
 
 class _Res:

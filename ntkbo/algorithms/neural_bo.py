@@ -1049,8 +1049,10 @@ def neural_bo(
     Args:
       network: the network (``ntkbo.parts.Network``): ``width`` ``m`` (default and paper 500),
         ``depth`` hidden layers (1, the paper's ``L = 2``), ``activation`` (ReLU), ``W_std``
-        (``"paper"``: ``(sqrt(d), 1, ..., 1)``, ``paper_W_std``; or scales as in
-        ``ntkbo.kernels.mlp``), ``b_std`` (``None``, the paper's: no biases).
+        (``"paper"``: ``(sqrt(d_in), 1, ..., 1)`` for ``d_in`` network inputs, Section 7's
+        network, every weight ``N(0, 1/m)`` and the output times ``sqrt(m)``, in ntkbo's NTK
+        parameterisation, ``ntkbo.nets.paper_W_std``; or scales as in ``ntkbo.kernels.mlp``),
+        ``b_std`` (``None``, the paper's: no biases).
       training: TrainNN (``ntkbo.parts.Training``, ``train_nn``): ``optimizer`` ``"gd"``
         (default, paper), ``"adam"`` or an ``optax.GradientTransformation``; ``learning_rate``
         of a named one (``None``: GD's ``1 / (lam + s tr K)``,
@@ -1078,14 +1080,20 @@ def neural_bo(
         authors' increasing schedule ``nu_repo``, or a function of the observation count ``t``
         (int array).
       features: ``"static"`` (paper: ``g(x; theta_0)``) or ``"dynamic"`` (``g(x; theta_t)``).
-      uncertainty: ``"dual"``, ``"primal"`` or ``"diag"`` (``posterior``).
+      uncertainty: how ``sigma^2`` of Alg. 1 line 3 is computed (``posterior``): ``"dual"`` (the
+        default: exact, through the ``n x n`` Gram matrix of the features, ``variance_dual``),
+        ``"primal"`` (exact, through the ``p x p`` matrix ``U`` as the paper writes it:
+        constant memory in ``n``, ``O(p^2)``) or ``"diag"`` (only ``U``'s diagonal kept, the
+        cheap approximation of NeuralUCB's experiments: ``lam sum_j g_j^2 / U_jj``).
       standardize_y: standardise the observations before training.
       q: points per suggest (``q`` independent draws).
       thompson: ``"independent"`` (the paper's per-point draws over the candidates, Lemma 2) or
         ``"pathwise"`` (one joint draw with the same marginals, a function of ``x`` whose
         minimiser is refined by gradients; ``pathwise_direction``).
-      input_map: ``"sphere"`` (default: unit-norm inputs, ``to_sphere``), ``"cube"`` (the unit
-        cube itself) or ``"centered"`` (``[-1, 1]^d``); ``embed``.
+      input_map: what the network sees of a point, after the box is mapped to the unit cube:
+        ``"sphere"`` (default: a unit-norm vector of ``d + 1`` inputs, ``to_sphere``), ``"cube"``
+        (the unit-cube coordinates themselves) or ``"centered"`` (``[-1, 1]^d``, the authors'
+        code); the map is ``ntkbo.algorithms.observations.embed``.
       jitter: relative Cholesky jitter of the dual form (``None``: ``ntkbo.gp.default_jitter``).
 
     Returns:

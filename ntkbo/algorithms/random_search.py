@@ -22,6 +22,9 @@ def random_search(q: int = 1) -> Algorithm:
 
     The observations are kept in the state (so results and resumption work as for every algorithm),
     but never used. ``suggest`` and ``update`` report nothing (``NoInfo``).
+
+    Args:
+      q: points per round, each drawn uniformly from the box independently of the others.
     """
     check_int("q", q, 1)
 

@@ -276,48 +276,54 @@ def _run(algo_name, options, dims, instances, functions, budget_multiplier, out,
         "versions": _versions(), "problems": n_problems,
     }
     last_save = time.time()
-    for problem in suite:
-        fid, d, iid = int(problem.id_function), int(problem.dimension), int(problem.id_instance)
-        pid = str(problem.id)
-        problem.observe_with(observer)
-        lb = np.asarray(problem.lower_bounds, float)
-        ub = np.asarray(problem.upper_bounds, float)
-        budget = budget_multiplier * d
-        key = problem_key(seed, fid, d, iid)
-        t0 = time.time()
-        bounds = np.stack([lb, ub])
-        preset = getattr(algo, "n_init", None)  # a preset's design, else the drivers' default
-        n_init = min(budget, design_size(d) if preset is None else preset)
-        study = ask_tell.start(algo, bounds, key, n_init=n_init)
-        xs, fs = [], []
-        while len(fs) < budget:
-            x, study = ask_tell.ask(algo, study)
-            x = np.clip(np.asarray(x, float), lb, ub)[: budget - len(fs)]
-            f = np.array([float(problem(xi)) for xi in x])
-            xs.extend(x)
-            fs.extend(f)
-            if len(fs) < budget:  # the last batch is not told: nothing would use it
-                study = ask_tell.tell(algo, study, x, f)
-        wall = time.time() - t0
-        problem.free()  # the logger writes its files
-        fopt = _fopt_from_dat(folder, fid, d)
-        f_arr = np.asarray(fs)
-        rec = per_dim.setdefault(d, {k: [] for k in
-                                     ("function", "instance", "x", "f", "fopt", "wall", "key")})
-        rec["function"].append(fid)
-        rec["instance"].append(iid)
-        rec["x"].append(np.asarray(xs))
-        rec["f"].append(f_arr)
-        rec["fopt"].append(fopt)
-        rec["wall"].append(wall)
-        rec["key"].append(np.asarray(key_data(key)))
-        solved_so_far.append(runtimes((f_arr - fopt)[None]) <= budget)
-        bar.update(1)
-        bar.set_postfix(problem=pid, solved=f"{np.mean(solved_so_far):.3f}")
-        if time.time() - last_save > SAVE_EVERY_S:  # a killed run keeps what it finished
-            _save_runs(out, {**meta, "complete": False, "wall_time_s": time.time() - t_start},
-                       per_dim)
-            last_save = time.time()
+    try:
+        for problem in suite:
+            fid, d, iid = int(problem.id_function), int(problem.dimension), int(problem.id_instance)
+            pid = str(problem.id)
+            problem.observe_with(observer)
+            lb = np.asarray(problem.lower_bounds, float)
+            ub = np.asarray(problem.upper_bounds, float)
+            budget = budget_multiplier * d
+            key = problem_key(seed, fid, d, iid)
+            t0 = time.time()
+            bounds = np.stack([lb, ub])
+            preset = getattr(algo, "n_init", None)  # a preset's design, else the drivers' default
+            n_init = min(budget, design_size(d) if preset is None else preset)
+            study = ask_tell.start(algo, bounds, key, n_init=n_init)
+            xs, fs = [], []
+            while len(fs) < budget:
+                x, study = ask_tell.ask(algo, study)
+                x = np.clip(np.asarray(x, float), lb, ub)[: budget - len(fs)]
+                f = np.array([float(problem(xi)) for xi in x])
+                xs.extend(x)
+                fs.extend(f)
+                if len(fs) < budget:  # the last batch is not told: nothing would use it
+                    study = ask_tell.tell(algo, study, x, f)
+            wall = time.time() - t0
+            problem.free()  # the logger writes its files
+            fopt = _fopt_from_dat(folder, fid, d)
+            f_arr = np.asarray(fs)
+            rec = per_dim.setdefault(d, {k: [] for k in
+                                         ("function", "instance", "x", "f", "fopt", "wall", "key")})
+            rec["function"].append(fid)
+            rec["instance"].append(iid)
+            rec["x"].append(np.asarray(xs))
+            rec["f"].append(f_arr)
+            rec["fopt"].append(fopt)
+            rec["wall"].append(wall)
+            rec["key"].append(np.asarray(key_data(key)))
+            solved_so_far.append(runtimes((f_arr - fopt)[None]) <= budget)
+            bar.update(1)
+            bar.set_postfix(problem=pid, solved=f"{np.mean(solved_so_far):.3f}")
+            if time.time() - last_save > SAVE_EVERY_S:  # a killed run keeps what it finished
+                _save_runs(out, {**meta, "complete": False, "wall_time_s": time.time() - t_start},
+                           per_dim)
+                last_save = time.time()
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (ntkbo.cli): the finished problems kept
+        if per_dim:
+            _save_runs(out, {**meta, "complete": False,
+                             "wall_time_s": time.time() - t_start}, per_dim)
+        raise
     bar.close()
     wall_total = time.time() - t_start
     arrays = _save_runs(out, {**meta, "complete": True, "wall_time_s": wall_total}, per_dim)

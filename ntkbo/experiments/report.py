@@ -5,7 +5,8 @@ Reads ``DIR/spec.json`` (optional: its ``reference``, ``scale`` and ``name``) an
 ``DIR/summary.npz`` (``ntkbo.experiments.summary``, which it writes first), and writes
 
 - ``DIR/report.md``: header (spec, scale, seeds, budget, versions, device, command, git revision,
-  run times); per problem a figure and a final-value table (n, mean, sd, median, fraction of seeds
+  run times, and where each problem of the user's own came from with its code hash or
+  version); per problem a figure and a final-value table (n, mean, sd, median, fraction of seeds
   with a feasible point when constrained, seconds per seed); NeuralBO's Table 2 (one-sided Welch
   tests of every algorithm against the reference, Benjamini-Hochberg over the whole table) in both
   directions (is the reference lower, the paper's question; is the algorithm lower, the question
@@ -239,7 +240,21 @@ def _header(spec: dict | None, cells: list[Cell]) -> dict:
         "started": min(get("started"), default=None), "finished": max(get("finished"), default=None),
         "cells": len(cells),
         "wall_time_total_s": float(sum(np.sum(c.wall_time) for c in cells)),
+        **_own_problems(cells),
     }
+
+
+def _own_problems(cells: list[Cell]) -> dict:
+    """``{"own_problems": {label: {source, code or version}}}`` for the cells of user-defined
+    problems (their definition's ``fingerprint``, ``ntkbo.experiments.spec.fingerprint``); ``{}``
+    when there are none, so a study of registered problems reports as before."""
+    own: dict = {}
+    for c in cells:
+        fp = ((c.meta.get("definition") or {}).get("problem") or {}).get("fingerprint")
+        if isinstance(fp, dict):
+            own.setdefault(c.problem, {k: fp[k] for k in ("source", "code", "version")
+                                       if k in fp})
+    return {"own_problems": own} if own else {}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -522,6 +537,10 @@ def render(summary: dict, figures: dict, plot_note: str | None,
         "- versions: " + one([", ".join(f"{k} {v}" for k, v in sorted(vs.items()))
                                for vs in h["versions"]]),
         f"- reference: **{ref}** ({summary['reference_source']})",
+        *([("- problems of your own: " + "; ".join(
+            f"`{p}` from {fp.get('source')}, " + (f"version {fp['version']}" if "version" in fp
+                                                  else f"code {str(fp.get('code'))[:12]}")
+            for p, fp in h["own_problems"].items()))] if h.get("own_problems") else []),
         "",
         "Values are to be minimised: the best simple regret so far (`metric`) where the optimum is "
         "known (plus the constraint violation when constrained), else the best noise-free f so far. "

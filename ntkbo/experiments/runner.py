@@ -35,6 +35,7 @@ files).
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import sys
 import time
@@ -315,10 +316,76 @@ def _caps(recorded):
     return recorded
 
 
+#: A user's problem's fingerprint fields (``spec.fingerprint``), in the words of a refusal.
+_FINGERPRINT_WORDS = {
+    "code": "code (the hash of its function's bytecode, constants and the values it closes over)",
+    "version": "version", "bounds": "bounds", "dim": "dimension", "noise_std": "noise_std",
+    "optimum": "optimum", "n_constraints": "number of constraints",
+    "constraint_noise_std": "constraint noise", "name": "name", "source": "source",
+}
+
+
+def _short(v) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _changed_problem(where: str, stored: dict, cell: Cell) -> str | None:
+    """The refusal of a cell whose user's problem changed (``None`` if ``cell``'s problem is not a
+    user's, or its entry is unchanged): names the problem and each changed fingerprint field with
+    its stored and its new value."""
+    if cell.fingerprint is None:
+        return None
+    old = (stored.get("problem") or {}) if isinstance(stored, dict) else {}
+    old_fp = old.get("fingerprint")
+    new_fp = dict(cell.fingerprint)
+    new = cell.definition()["problem"]
+    if not isinstance(old_fp, dict):
+        changes = ["the stored cell ran a registered problem under this label"]
+    else:
+        keys = set(old_fp) | set(new_fp)
+        changes = []
+        for k in [k for k in _FINGERPRINT_WORDS if k in keys] + sorted(keys - set(
+                _FINGERPRINT_WORDS)):
+            if old_fp.get(k) == new_fp.get(k):
+                continue
+            what = _FINGERPRINT_WORDS.get(k, k)
+            if k == "code":
+                a, b = (f"{v[:12]}..." if isinstance(v, str) else "none"
+                        for v in (old_fp.get(k), new_fp.get(k)))
+                changes.append(f"its {what} changed ({a} -> {b})")
+            else:
+                changes.append(f"its {what} changed from {_short(old_fp.get(k))} to "
+                               f"{_short(new_fp.get(k))}")
+        for k in ("name", "options"):
+            if k in old and old.get(k) != new.get(k):
+                changes.append(f"its entry's {k} changed from {_short(old.get(k))} to "
+                               f"{_short(new.get(k))}")
+    if not changes:
+        return None
+    return (f"{where}: problem {cell.problem.id!r} ({cell.fingerprint.get('source')}) is not the "
+            f"problem this study ran: {'; '.join(changes)}. Run the changed problem into another "
+            "--out, or restore it as it was (a problem given a version, ProblemSpec(version=...) "
+            "or version = \"...\" in TOML, is recognised by that version instead of its code)")
+
+
+def _refusal(where: str, cid: str, stored: dict, cell: Cell) -> str:
+    """The message refusing a stored cell whose definition ``stored`` differs from ``cell``'s."""
+    # a user's problem that changed first: what the algorithm resolves from it (the duplicate
+    # guard of a noisy problem, ...) changes with it and is not the cause
+    changed = _changed_problem(where, stored, cell)
+    if changed is not None:
+        return changed
+    field = _first_difference(stored, cell.definition())
+    return (f"{where}: cell {cid!r} differs from the stored one in field {field!r}; the spec "
+            "changed, use another --out")
+
+
 def check_compatible(out: str, spec: Spec, scale: str, cells: list[Cell]) -> None:
     """``ValueError`` if ``out`` holds results of a different experiment: another scale, a cell
-    whose ``digest`` differs (the message names the cell and its first differing field), or a cell
-    file of a cell this spec does not have. New cells (added algorithms or problems) are allowed."""
+    whose ``digest`` differs (the message names the cell and its first differing field; for a
+    user's problem, the problem and each changed field of its fingerprint), or a cell file of a
+    cell this spec does not have. New cells (added algorithms or problems) are allowed."""
     by_id = {c.cell_id: c for c in cells}
     old = store.read_spec(out)
     if old is not None:
@@ -329,20 +396,30 @@ def check_compatible(out: str, spec: Spec, scale: str, cells: list[Cell]) -> Non
         for cid, rec in old.get("cells", {}).items():
             cell = by_id.get(cid)
             if cell is not None and rec["digest"] != cell.digest:
-                field = _first_difference(rec["definition"], cell.definition())
-                raise ValueError(f"{out}: cell {cid!r} differs from the stored one in field "
-                                 f"{field!r}; the spec changed, use another --out")
+                raise ValueError(_refusal(out, cid, rec["definition"], cell))
     for path in store.list_cells(out):
         meta = store.read_meta(path)
         cid = meta.get("cell_id")
         cell = by_id.get(cid) if isinstance(cid, str) else None
         if cell is None:
-            raise ValueError(f"{path}: cell {cid!r} is not in this spec at scale {scale!r}; "
-                             "the spec changed, use another --out")
+            raise ValueError(_missing_cell(path, cid, meta, scale, cells))
         if meta.get("digest") != cell.digest:
-            field = _first_difference(meta.get("definition", {}), cell.definition())
-            raise ValueError(f"{path}: cell {cid!r} differs from the stored one in field "
-                             f"{field!r}; the spec changed, use another --out")
+            raise ValueError(_refusal(path, str(cid), meta.get("definition", {}), cell))
+
+
+def _missing_cell(path: str, cid, meta: dict, scale: str, cells: list[Cell]) -> str:
+    """The refusal of a stored cell this spec does not have; where a user's problem of the same
+    label now has another dimension, it names the problem and the change."""
+    stored = meta.get("definition", {}).get("problem", {}) if isinstance(meta, dict) else {}
+    for c in cells:
+        if (c.fingerprint is not None and c.problem.id == stored.get("label")
+                and c.algorithm.id == meta.get("definition", {}).get("algorithm", {}).get("label")
+                and c.dim != stored.get("dim")):
+            changed = _changed_problem(path, meta["definition"], c)
+            if changed is not None:
+                return changed
+    return (f"{path}: cell {cid!r} is not in this spec at scale {scale!r}; the spec changed, use "
+            "another --out")
 
 
 def assigned(cells: list[Cell], process_id: int, num_processes: int) -> list[Cell]:

@@ -34,10 +34,10 @@ name           shape/dtype  meaning
 ``problem`` {``label``, ``name``, ``dim``, ``noise_std``, ``optimum`` (or null), ``bounds`` (2, d),
 ``n_constraints``, ``options``}, ``budget``, ``n_init``, ``q``, ``dtype``, ``seed_offset``,
 ``definition`` (the cell's resolved definition, ``spec.Cell.definition()``, whose SHA-256 is
-``digest``), ``block`` (seeds vmapped at once per device, null: all; ``runner.run_cell``),
-``versions`` {``ntkbo``, ``jax``, ``jaxlib``, ``flax``, ``optax``, ``numpy``, ``python``},
-``device_kind``, ``n_devices``, ``n_processes``, ``command``, ``git_revision`` (or null),
-``started``, ``finished`` (ISO 8601 UTC).
+``digest``; a user's problem's ``spec.fingerprint`` in its ``problem``), ``block`` (seeds
+vmapped at once per device, null: all; ``runner.run_cell``), ``versions`` {``ntkbo``, ``jax``,
+``jaxlib``, ``flax``, ``optax``, ``numpy``, ``python``}, ``device_kind``, ``n_devices``,
+``n_processes``, ``command``, ``git_revision`` (or null), ``started``, ``finished`` (ISO 8601 UTC).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ To pay one compilation per several runs, the runs of a *group* share the algorit
 budget and dtype and differ in key and transform: the transform's numbers are arrays of the
 problem's pytree, and the group's runs go through one ``jax.lax.map`` (sequential, unbatched).
 
-    python benchmarks/fuzz.py --runs 1000 --out benchmarks/results/fuzz.md
+    python tests/fuzz.py --runs 1000 --out fuzz.md
 
 prints (and writes) a markdown summary with one reproducer line per failed run.
 
@@ -35,7 +35,7 @@ abandoned, unknown and non-integer trial ids, bad values and points), and damage
 library: the recorded option is what the user meant, a failed evaluation is stored as failed, a
 loaded file equals what was saved), or a defect: silently wrong, data lost, a raw error.
 
-    python benchmarks/fuzz.py --abuse 500 --out benchmarks/results/abuse.md
+    python tests/fuzz.py --abuse 500 --out abuse.md
 """
 
 from __future__ import annotations
@@ -784,7 +784,7 @@ def main(argv=None) -> int:
                         "instead of the fuzzed runs")
     args = p.parse_args(argv)
     algos = args.algos.split(",") if args.algos else None
-    command = "python benchmarks/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python tests/fuzz.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.abuse:
         report = abuse(args.abuse, args.seed, log=lambda s: print(s, file=sys.stderr, flush=True))
         text = abuse_markdown(report, command)
