@@ -325,7 +325,9 @@ def _scan_design_and_rounds(algo: Algorithm, problem, state, key, design, rounds
     same results. Returns the carry, the design's update info and the rounds' stacked outputs
     (``_scan_rounds``'s)."""
     x0, y0, _, c_obs0, _ = design
-    append, refit = algo.update.append, algo.update.refit
+    staged = algo.update
+    assert isinstance(staged, StagedUpdate)
+    append, refit = staged.append, staged.refit
 
     def round_(state, key):
         key, k_suggest, k_noise = jax.random.split(key, 3)
