@@ -92,6 +92,39 @@ class NoInfo(NamedTuple):
     so stacking it over rounds costs nothing)."""
 
 
+class StagedUpdate:
+    """An ``update`` made of two stages, ``update(state, x, y) = refit(*append(state, x, y))``:
+    ``append(state, x, y) -> (state, pending)`` writes the rows (its work depends on their number
+    ``q``), ``refit(state, pending) -> (state, info)`` fits the model to the buffer (``pending``:
+    a pytree of fixed shape, whatever ``q``, that ``append`` hands on). It is an ``UpdateFn``
+    like any other (``jax.jit`` takes it; equal stages compare and hash equal, so an
+    ``Algorithm`` holding it stays a static argument); the drivers may also call the stages
+    themselves, so that the refit, the costly part to compile (the GP's hyper-parameter fit), is
+    traced once for the initial design's ``n_init`` rows and a round's ``q`` (``ntkbo.loop``). A
+    wrapper that makes a new update function is an ordinary ``update`` again
+    (``ntkbo.algorithms.checked_update`` re-stages itself)."""
+
+    __slots__ = ("append", "refit", "__weakref__")
+
+    def __init__(self, append, refit):
+        self.append = append
+        self.refit = refit
+
+    def __call__(self, state, x, y):
+        return self.refit(*self.append(state, x, y))
+
+    def __eq__(self, other):
+        if isinstance(other, StagedUpdate):
+            return (self.append, self.refit) == (other.append, other.refit)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((StagedUpdate, self.append, self.refit))
+
+    def __repr__(self):
+        return f"StagedUpdate({self.append!r}, {self.refit!r})"
+
+
 def describe(value) -> tuple[Any, bool]:
     """``(json_value, exact)``: ``value`` as plain JSON (numbers, strings, lists, dicts; arrays as
     nested lists) and whether that JSON rebuilds it. A value JSON cannot hold is described stably

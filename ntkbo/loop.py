@@ -40,7 +40,7 @@ from jax.core import Tracer
 from ntkbo import cache, compiling, lapack_threads, qmc
 from ntkbo import data as D
 from ntkbo.algorithms import resolve_guard
-from ntkbo.base import Algorithm
+from ntkbo.base import Algorithm, StagedUpdate
 from ntkbo.objective import Problem, violation
 from ntkbo.validation import check_bounds, check_int, check_output, check_problem
 
@@ -285,13 +285,20 @@ def initial_design(key, bounds, n: int, sampler: str | None = None):
     return (qmc.sobol if sampler == "sobol" else qmc.uniform)(key, n, bounds)
 
 
-def _init(algo: Algorithm, problem, key, n_init: int, capacity: int):
+def _design(algo: Algorithm, problem, key, n_init: int, capacity: int):
+    """The initial state (nothing observed), the rounds' key and the evaluated initial design."""
     k_design, k_noise, k_algo, k_loop = jax.random.split(key, 4)
     x0 = initial_design(k_design, problem.bounds, n_init, getattr(algo, "design_sampler", None))
     y0, f0, c_obs0, c0 = _evaluate(problem, k_noise, x0)
     state = algo.init(k_algo, problem.bounds, capacity)
+    return state, k_loop, (x0, y0, f0, c_obs0, c0)
+
+
+def _init(algo: Algorithm, problem, key, n_init: int, capacity: int):
+    state, k_loop, design = _design(algo, problem, key, n_init, capacity)
+    x0, y0, _, c_obs0, _ = design
     state, update_info = algo.update(state, x0, _told(algo, y0, c_obs0))
-    return state, k_loop, (x0, y0, f0, c_obs0, c0), update_info
+    return state, k_loop, design, update_info
 
 
 def _scan_rounds(algo: Algorithm, problem, state, key, rounds: int):
@@ -306,6 +313,43 @@ def _scan_rounds(algo: Algorithm, problem, state, key, rounds: int):
         return (state, key), (x, y, f, c_obs, c, info, update_info)
 
     return jax.lax.scan(body, (state, key), None, length=rounds)
+
+
+def _scan_design_and_rounds(algo: Algorithm, problem, state, key, design, rounds: int):
+    """The initial design's update and then ``rounds`` rounds, as one scan of ``rounds + 1``
+    steps, for an algorithm whose update is a ``StagedUpdate``: step 0 appends the design, step
+    ``r + 1`` round ``r``'s suggestion (a ``lax.cond`` on the step, which stays a branch under
+    ``jax.vmap``), and every step refits, so the refit is traced and compiled once rather than
+    once for the design's rows and once for a round's (for ``gp`` the hyper-parameter fit, the
+    larger part of the program). The same computations as ``_init`` then ``_scan_rounds``: the
+    same results. Returns the carry, the design's update info and the rounds' stacked outputs
+    (``_scan_rounds``'s)."""
+    x0, y0, _, c_obs0, _ = design
+    staged = algo.update
+    assert isinstance(staged, StagedUpdate)
+    append, refit = staged.append, staged.refit
+
+    def round_(state, key):
+        key, k_suggest, k_noise = jax.random.split(key, 3)
+        x, info = algo.suggest(k_suggest, state)
+        y, f, c_obs, c = _evaluate(problem, k_noise, x)
+        return append(state, x, _told(algo, y, c_obs)), key, (x, y, f, c_obs, c, info)
+
+    shapes = jax.eval_shape(round_, state, key)[2]
+
+    def design_(state, key):
+        return (append(state, x0, _told(algo, y0, c_obs0)), key,
+                jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), shapes))
+
+    def body(carry, step):
+        (state, pending), key, out = jax.lax.cond(step == 0, design_, round_, *carry)
+        state, update_info = refit(state, pending)
+        return (state, key), (*out, update_info)
+
+    carry, (x, y, f, c_obs, c, info, update_info) = jax.lax.scan(body, (state, key),
+                                                                 jnp.arange(rounds + 1))
+    rest = jax.tree_util.tree_map(lambda a: a[1:], (x, y, f, c_obs, c, info, update_info))
+    return carry, jax.tree_util.tree_map(lambda a: a[0], update_info), rest
 
 
 def failed(y, c_obs):
@@ -365,13 +409,25 @@ def _program(algo, problem, budget, n_init, q, min_capacity):
 def _minimize(algo, problem, key, budget, n_init, q, min_capacity):
     segments = plan(budget, n_init, q, min_capacity)
     first = segments[0].capacity if segments else _design_capacity(budget, n_init, min_capacity)
-    state, key, (x0, y0, f0, co0, c0), info0 = _init(algo, problem, key, n_init, first)
-    xs, ys, fs, cos, cs, infos = [x0], [y0], [f0], [co0], [c0], []
-    update_infos = [jax.tree_util.tree_map(lambda a: a[None], info0)]
-    for seg in segments:
+    # A staged update (ntkbo.base.StagedUpdate) refits in the first segment's scan, traced once
+    # for the design and the rounds; any other update is called on the design here.
+    staged = bool(segments) and isinstance(algo.update, StagedUpdate)
+    if staged:
+        state, key, design = _design(algo, problem, key, n_init, first)
+    else:
+        state, key, design, info0 = _init(algo, problem, key, n_init, first)
+    x0, y0, f0, co0, c0 = design
+    xs, ys, fs, cos, cs, infos, update_infos = [x0], [y0], [f0], [co0], [c0], [], []
+    for i, seg in enumerate(segments):
         state = grow_state(state, seg.capacity)
-        (state, key), (x, y, f, co, c, info, update_info) = _scan_rounds(algo, problem, state, key,
-                                                                         seg.rounds)
+        if staged and i == 0:
+            (state, key), info0, outs = _scan_design_and_rounds(algo, problem, state, key, design,
+                                                                seg.rounds)
+        else:
+            (state, key), outs = _scan_rounds(algo, problem, state, key, seg.rounds)
+        if i == 0:
+            update_infos.append(jax.tree_util.tree_map(lambda a: a[None], info0))
+        x, y, f, co, c, info, update_info = outs
         xs.append(x.reshape(-1, x0.shape[-1]))
         ys.append(y.reshape(-1))
         fs.append(f.reshape(-1))
@@ -379,6 +435,8 @@ def _minimize(algo, problem, key, budget, n_init, q, min_capacity):
         cs.append(c.reshape(x.shape[0] * x.shape[1], c0.shape[-1]))
         infos.append(info)
         update_infos.append(update_info)
+    if not segments:
+        update_infos.append(jax.tree_util.tree_map(lambda a: a[None], info0))
     x, y, f = jnp.concatenate(xs), jnp.concatenate(ys), jnp.concatenate(fs)
     c_obs, c = jnp.concatenate(cos), jnp.concatenate(cs)
     info, update_info = _stack(infos), _stack(update_infos)

@@ -87,9 +87,12 @@ ONE_PER_MODULE = ["random_search", "gp", "ntk_gp", "neural_bo", "neural_ucb", "n
 @pytest.mark.parametrize("name", ONE_PER_MODULE)
 def test_update_rejects_y_of_the_wrong_length(name):
     """Catches: ``update`` writing ``q`` points with fewer or more values (silently misaligned
-    rows). NaN y is *not* an error (a failed evaluation, tests/test_failures.py)."""
+    rows). NaN y is *not* an error (a failed evaluation, tests/test_failures.py). The state is
+    ``init``'s shapes (``jax.eval_shape``): the check reads the buffer's width and dtype, and
+    the update, unchecked, would refuse the rows in ``ntkbo.data.append`` before any value is
+    read; nothing is compiled (PINN-NTK-GP's concrete ``init`` compiles its residual factor)."""
     algo = build(name)
-    state = algo.init(jax.random.PRNGKey(0), BRANIN.bounds, 16)
+    state = jax.eval_shape(lambda k: algo.init(k, BRANIN.bounds, 16), jax.random.PRNGKey(0))
     x = np.asarray(BRANIN.bounds).mean(0)[None].repeat(3, 0)
     for y in (np.zeros(2), np.zeros(4)):
         with pytest.raises(ValueError, match="y must"):

@@ -56,7 +56,7 @@ from ntkbo.algorithms.neural_ucb import neural_ts, neural_ucb
 from ntkbo.algorithms.random_search import random_search
 from ntkbo.algorithms.sto_bnts import sto_bnts, sto_bnts_linear
 from ntkbo import optimize
-from ntkbo.base import Algorithm, Config, NoInfo, describe
+from ntkbo.base import Algorithm, Config, NoInfo, StagedUpdate, describe
 from ntkbo import data as D
 from ntkbo.objective import is_noisy
 from ntkbo.parts import PARTS, Layout, check_types, merge, option_types
@@ -431,9 +431,11 @@ def checked_update(update, n_constraints: int = 0):
     checked once when traced), values where they are concrete (an eager call), so a NaN point or
     a value that overflows the state's dtype is refused, never stored. Every algorithm the
     registry builds has its ``update`` checked so; an update already checked is returned as it
-    is."""
+    is. A ``StagedUpdate`` stays one, its ``append`` stage checked (the rows it is given)."""
     if getattr(update, "checked", False):
         return update
+    if isinstance(update, StagedUpdate):
+        return StagedUpdate(checked_update(update.append, n_constraints), update.refit)
 
     @functools.wraps(update)
     def checked(state, x, y):

@@ -59,7 +59,7 @@ from ntkbo.algorithms.constrained_ei import constrained_kernel_bo
 # to_unit, from_unit, to_sphere, standardize live in observations; gp_bo.<name> still works.
 from ntkbo.algorithms.observations import (best_points, from_unit, standardize,  # noqa: F401
                                           standardized_data, to_sphere, to_unit, unit_box)
-from ntkbo.base import Algorithm, NoInfo
+from ntkbo.base import Algorithm, NoInfo, StagedUpdate
 from ntkbo.parts import Layout, PartOption, composed
 from ntkbo.kernels.stationary import STATIONARY
 
@@ -739,28 +739,48 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
     def suggest(key, state):
         return raw_suggest(key, state, beta, xi)
 
-    def update(state, x, y):
+    def append(state, x, y):
+        """The rows written, and what ``refit`` needs of them: whether the hyper-parameters are
+        refitted (``due``) and, where that is decided at run time, the factor extended by the
+        rows (used if they are not)."""
         n_old = state.data.count
         state = state._replace(data=D.append(state.data, x, y))
-        n = state.data.count
-        data, _, _ = standardized_data(state.data, state.bounds)
         q_new = math.prod(jnp.shape(x)) // state.data.dim  # D.append's rows
-        params = state.params
-        if fit:
-            # A buffer that holds at most refit_until rows refits at every update (n <= capacity
-            # <= refit_until), known when tracing: then ``due`` is the Python ``True`` and the
-            # update runs the restarted fit and the refactorisation alone. Under jax.vmap the
-            # traced choice becomes a select that also pays for the branches never taken (the
-            # warm-start-only fit, the factor's extension). The computation is the same (a state
-            # after two updates is bit-identical, jitted and vmapped); the program is smaller:
-            # 8 vmapped seeds of GP-EI on Branin traced in 6.4 s instead of 10.6 and compiled in
-            # 11.2 s instead of 14.3.
-            due = (True if state.data.capacity <= refit_until
-                   else refit_due(n_old, n, refit_until, refit_ratio))
-            params = _refit(state.params, data, due, n)
-        return state._replace(params=params,
-                              factor=_factor_update(state, params, data, n_old, q_new,
-                                                    due if fit else None)), NoInfo()
+        # A buffer that holds at most refit_until rows refits at every update (n <= capacity
+        # <= refit_until), known when tracing: then ``due`` is the Python ``True`` and the update
+        # runs the restarted fit and the refactorisation alone. Under jax.vmap the traced choice
+        # becomes a select that also pays for the branches never taken (the warm-start-only fit,
+        # the factor's extension). The computation is the same (a state after two updates is
+        # bit-identical, jitted and vmapped); the program is smaller: 8 vmapped seeds of GP-EI
+        # on Branin traced in 6.4 s instead of 10.6 and compiled in 11.2 s instead of 14.3.
+        if state.data.capacity <= refit_until:
+            return state, ()
+        due = refit_due(n_old, state.data.count, refit_until, refit_ratio)
+        extended = jax.lax.cond(due, lambda: state.factor,
+                                lambda: _extend(state, _unit_data(state), n_old, q_new))
+        return state, (due, extended)
+
+    def refit(state, pending):
+        """The hyper-parameters refitted if due, and the factor made anew under them (or the
+        extension ``append`` made)."""
+        data = _unit_data(state)
+        if not pending:  # due at every update (append's comment)
+            params = _refit(state.params, data, True, state.data.count)
+            return state._replace(params=params, factor=_refactor(params, data)), NoInfo()
+        due, extended = pending
+        params = _refit(state.params, data, due, state.data.count)
+        factor = jax.lax.cond(due, lambda: _refactor(params, data), lambda: extended)
+        return state._replace(params=params, factor=factor), NoInfo()
+
+    def update(state, x, y):
+        """The rows appended and the factor extended by them, with fixed hyper-parameters."""
+        n_old = state.data.count
+        state = state._replace(data=D.append(state.data, x, y))
+        q_new = math.prod(jnp.shape(x)) // state.data.dim  # D.append's rows
+        return state._replace(factor=_extend(state, _unit_data(state), n_old, q_new)), NoInfo()
+
+    def _unit_data(state):
+        return standardized_data(state.data, state.bounds)[0]
 
     def _refit(params, data, due, n):
         if fit_method == "adam":
@@ -777,26 +797,25 @@ def kernel_bo(model: _Model, *, acquisition: str, beta: float, xi: float, q: int
                                  jitter=jitter, restarts=n <= refit_until)[0]
         return jax.lax.cond(due, refit, lambda p: p, params)
 
-    def _factor_update(state, params, data, n_old, q_new, due):
-        """The new rows appended to the factor (``O(n^2 q)``), or, when the hyper-parameters were
-        refitted (``due``), the factor made anew under them (``O(n^3)``)."""
-        kernel = lambda p: (lambda a, b: model.kernel(p, a, b))  # noqa: E731
+    def _kernel(p):
+        return lambda a, b: model.kernel(p, a, b)
 
-        def extend():
-            new = G.factor_append(kernel(state.params), state.factor, data, n_old, q_new,
-                                  model.noise(state.params), jitter=jitter)
-            # A batch that did not fit the buffer was not written (ntkbo.data.append): nor are
-            # its rows.
-            return G.Factor(jnp.where(data.count == n_old + q_new, new.chol, state.factor.chol))
+    def _extend(state, data, n_old, q_new):
+        """The new rows appended to the factor under the state's hyper-parameters
+        (``O(n^2 q)``)."""
+        new = G.factor_append(_kernel(state.params), state.factor, data, n_old, q_new,
+                              model.noise(state.params), jitter=jitter)
+        # A batch that did not fit the buffer was not written (ntkbo.data.append): nor are its
+        # rows.
+        return G.Factor(jnp.where(data.count == n_old + q_new, new.chol, state.factor.chol))
 
-        if due is None:
-            return extend()
-        def refactor():
-            return G.factor(kernel(params), data, model.noise(params), jitter=jitter)
+    def _refactor(params, data):
+        """The factor made anew under refitted hyper-parameters (``O(n^3)``)."""
+        return G.factor(_kernel(params), data, model.noise(params), jitter=jitter)
 
-        return refactor() if due is True else jax.lax.cond(due, refactor, extend)
-
-    return Algorithm(init, suggest, update,
+    # With a fit, the update is staged (ntkbo.base.StagedUpdate): the drivers trace the fit once
+    # for the initial design and the rounds (ntkbo.loop).
+    return Algorithm(init, suggest, StagedUpdate(append, refit) if fit else update,
                      posterior_mean=lambda state, x: posterior_mean(model, state, x))
 
 
