@@ -424,6 +424,18 @@ def run(algo_name: str, problem_name: str, dim: int | None, budget: int, seeds: 
                 config_file, min_capacity, programs_dir)
 
 
+def _problem(problem_name: str, dim: int | None, problem_options: dict):
+    """The problem ``--problem`` names: a registered one (``ntkbo.benchmarks.get``), or a user's
+    ``module:attribute`` (a ``Problem``, ``numpy_problem`` or a factory of one, imported as a
+    study spec imports it: ``ntkbo.experiments.spec.user_problem``)."""
+    import ntkbo
+    from ntkbo.experiments.spec import ProblemSpec, user_problem
+
+    if ":" not in problem_name:  # no registered problem has a ``:`` in its name
+        return ntkbo.benchmarks.get(problem_name, dim=dim, **problem_options)
+    return user_problem(ProblemSpec(problem_name, options=problem_options), dim, "--problem")
+
+
 def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, problem_options,
          seed, chunk, quiet, make_plot, command, block, seed_index, config_file, min_capacity,
          programs_dir) -> dict:
@@ -434,7 +446,7 @@ def _run(algo_name, problem_name, dim, budget, seeds, n_init, out, options, prob
     import ntkbo
     from ntkbo import loop
 
-    problem = ntkbo.benchmarks.get(problem_name, dim=dim, **problem_options)
+    problem = _problem(problem_name, dim, problem_options)
     # the words of a boolean option in --set or the TOML file ("false", "no") parsed
     options = ntkbo.algorithms.from_text(algo_name, options)
     # PINN-BO gets the problem's PDE, constrained algorithms its number of constraints (the same
@@ -1201,7 +1213,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="settings from a TOML file (keys: " + ", ".join(CONFIG_KEYS)
                    + "); flags given here override it")
     r.add_argument("--algo", default=None, help="required (here or in --config)")
-    r.add_argument("--problem", default=None, help="required (here or in --config)")
+    r.add_argument("--problem", default=None,
+                   help="a registered problem (ntkbo list) or a module:attribute of your own (a "
+                        "Problem, numpy_problem or a factory of one); required (here or in "
+                        "--config)")
     r.add_argument("--dim", type=int, default=None)
     r.add_argument("--budget", type=int, default=None, help="default 50")
     r.add_argument("--seeds", type=int, default=None, help="default 4")
