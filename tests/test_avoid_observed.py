@@ -166,10 +166,10 @@ def test_minimize_replaces_an_observed_pick_on_a_noise_free_problem():
 def test_for_problem_and_the_specs_resolve_auto_by_the_problems_noise():
     """``for_problem`` (and ``problem_options`` beneath it, which ``ntkbo run`` calls) records
     the resolved guard: on for Branin, off for noisy Branin; a preset's ``False`` and a given
-    ``True`` stay. A study's noise-free cell hashes as a cell that gave ``True`` (the value
-    every stored cell ran with, left out of the digest), so its committed digest holds; the
-    noisy cell records ``False``. Mutation caught (checked): ``problem_options`` not resolving
-    ``"auto"`` (the noise-free cell's options then carry ``"auto"`` and its digest changes)."""
+    ``True`` stay. A study's noise-free cell records ``True`` and hashes as a cell that gave
+    ``True``; the noisy cell records ``False``. Mutation caught (checked): ``problem_options``
+    not resolving ``"auto"`` (the noise-free cell's options then carry ``"auto"`` and its
+    digest changes)."""
     def guard(problem, **options):
         algo = ntkbo.algorithms.for_problem("gp_ei", problem, **options)
         return algo.config["search"]["avoid_observed"]
@@ -188,7 +188,7 @@ def test_for_problem_and_the_specs_resolve_auto_by_the_problems_noise():
 
     auto, on = cells({"num_candidates": 64}), cells({"num_candidates": 64,
                                                       "avoid_observed": True})
-    assert "avoid_observed" not in auto["quiet"].options
+    assert auto["quiet"].options["avoid_observed"] is True
     assert auto["quiet"].digest == on["quiet"].digest
     assert auto["noisy"].options["avoid_observed"] is False
     assert auto["noisy"].digest != on["noisy"].digest
