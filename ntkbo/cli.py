@@ -44,6 +44,7 @@ import argparse
 import ast
 import functools
 import json
+import math
 import os
 import platform
 import re
@@ -1110,7 +1111,14 @@ def _campaign(args) -> int:
             label, sep, value = item.partition("=")
             if not sep:
                 raise ValueError(f"--prior: expected LABEL=SECONDS, got {item!r}")
-            priors[label] = float(value)
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = math.nan
+            if not (math.isfinite(seconds) and seconds > 0):
+                raise ValueError(f"--prior: expected LABEL=SECONDS with SECONDS a positive "
+                                 f"number, got {item!r}")
+            priors[label] = seconds
         block = "auto" if args.block is None else (None if args.block == 0 else args.block)
         window = campaign.run(args.spec, args.out, args.time_budget, args.scale,
                               priority=None if args.priority is None else

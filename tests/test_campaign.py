@@ -152,6 +152,11 @@ def test_cli_campaign(tmp_path, fake_time, capsys, monkeypatch):
     ledger = json.load(open(os.path.join(out, campaign.LEDGER)))
     assert ledger["windows"][0]["ran"] == ["Ref__branin__d2"]
     assert cli.main(argv[:-4] + ["--prior", "Ref"]) == 2
+    # a prior that is no time (NaN, negative) is refused naming --prior, before any cell runs
+    # (mutation caught: ``float(value)`` taken as it is)
+    for bad in ("Ref=nan", "Ref=-5"):
+        assert cli.main(argv[:-4] + ["--prior", bad]) == 2
+        assert "--prior" in capsys.readouterr().err
     entries = summary.read_summary(out)
     assert [e.cell_id for e in entries] == ["Ref__branin__d2"]
     assert np.isfinite(entries[0].curve).all()

@@ -307,13 +307,8 @@ def test_an_existing_run_folder_is_refused(runs):
                  budget_multiplier=MULT, out=runs["random_search"], quiet=True)
 
 
-def test_a_stopped_run_keeps_its_finished_problems_marked_incomplete(runs, tmp_path, monkeypatch):
-    # Saving after every problem (SAVE_EVERY_S = 0) and stopping the run in its second problem
-    # (KeyboardInterrupt where f_opt is read) leaves the first problem's record, marked
-    # incomplete, and the report says so.
-    # Catches: a record written only at the end (a killed long run would lose everything), or a
-    # partial record reported as complete.
-    monkeypatch.setattr(coco, "SAVE_EVERY_S", 0.0)
+def _stop_in_second_problem(monkeypatch):
+    """``KeyboardInterrupt`` where the second problem's f_opt is read (``coco._fopt_from_dat``)."""
     read = coco._fopt_from_dat
     calls = []
 
@@ -324,6 +319,16 @@ def test_a_stopped_run_keeps_its_finished_problems_marked_incomplete(runs, tmp_p
         return read(*args)
 
     monkeypatch.setattr(coco, "_fopt_from_dat", stop_on_second)
+
+
+def test_a_stopped_run_keeps_its_finished_problems_marked_incomplete(runs, tmp_path, monkeypatch):
+    # Saving after every problem (SAVE_EVERY_S = 0) and stopping the run in its second problem
+    # (KeyboardInterrupt where f_opt is read) leaves the first problem's record, marked
+    # incomplete, and the report says so.
+    # Catches: a record written only at the end (a killed long run would lose everything), or a
+    # partial record reported as complete.
+    monkeypatch.setattr(coco, "SAVE_EVERY_S", 0.0)
+    _stop_in_second_problem(monkeypatch)
     out = str(tmp_path / "stopped")
     with pytest.raises(KeyboardInterrupt):
         coco.run("random_search", dims=[DIM], instances=[1], functions=FUNCTIONS,
@@ -347,16 +352,7 @@ def test_ctrl_c_keeps_the_finished_problems_and_says_so(tmp_path, monkeypatch, c
     # finished problem is lost); ``cli.main`` without its ``except KeyboardInterrupt``.
     pytest.importorskip("cocoex", reason="the coco extra is not installed")
     assert coco.SAVE_EVERY_S >= 30  # the periodic save cannot be what keeps the problem
-    read = coco._fopt_from_dat
-    calls = []
-
-    def stop_on_second(*args):
-        calls.append(args)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return read(*args)
-
-    monkeypatch.setattr(coco, "_fopt_from_dat", stop_on_second)
+    _stop_in_second_problem(monkeypatch)
     out = str(tmp_path / "stopped")
     argv = ["--no-cache", "coco", "--algo", "random_search", "--dims", str(DIM), "--instances",
             "1", "--functions", ",".join(map(str, FUNCTIONS)), "--budget-multiplier", str(MULT),
