@@ -71,6 +71,17 @@ def _environment() -> dict:
     return env
 
 
+
+def _save(out: str, summary: dict, tables: dict, start: float) -> None:
+    """``out/summary.json`` and ``out/report.md``, each written whole or not at all
+    (``ntkbo.files.atomic_write``: a run killed while saving keeps the previous pair)."""
+    from ntkbo.files import atomic_write
+
+    summary["wall_s"] = time.time() - start
+    summary["load_average_end"] = os.getloadavg()
+    atomic_write(os.path.join(out, "summary.json"), json.dumps(summary, indent=1).encode())
+    atomic_write(os.path.join(out, "report.md"), _markdown(summary, tables).encode())
+
 def _markdown(summary: dict, tables: dict) -> str:
     env = summary["environment"]
     v = env["versions"]
@@ -173,12 +184,7 @@ def _parallel(args, names, argv) -> int:
     tables: dict = {}
 
     def save():
-        summary["wall_s"] = time.time() - start
-        summary["load_average_end"] = os.getloadavg()
-        with open(os.path.join(args.out, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1)
-        with open(os.path.join(args.out, "report.md"), "w") as f:
-            f.write(_markdown(summary, tables))
+        _save(args.out, summary, tables, start)
 
     def collect(job: _Job, reason=None):
         name, log_path = jobs[job.name][0], job.log_path
@@ -388,13 +394,7 @@ def main(argv=None) -> int:
     tables: dict = {}
 
     def save():
-        summary["wall_s"] = time.time() - start
-        summary["load_average_end"] = os.getloadavg()
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1)
-        with open(os.path.join(args.out, "report.md"), "w") as f:
-            f.write(_markdown(summary, tables))
+        _save(args.out, summary, tables, start)
 
     ok = True
     for name in names:

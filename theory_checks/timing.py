@@ -322,6 +322,7 @@ def measure(names, scale: str = "smoke", out: str | None = None) -> dict:
                         "passed": rep.passed, "load": os.getloadavg()[0],
                         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         if out:
-            with open(out, "w") as f:
-                json.dump(result, f, indent=1)
+            from ntkbo.files import atomic_write
+
+            atomic_write(out, json.dumps(result, indent=1).encode())
     return result
